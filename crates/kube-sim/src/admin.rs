@@ -1,0 +1,89 @@
+//! The admin HTTP paths under `/__sim/`: the request log and fault injection for operators
+//! running as separate processes (tests in Rust use the `KubeSim` methods instead).
+//!
+//! | method and path | effect |
+//! |---|---|
+//! | `GET /__sim/requests` | the request log as a JSON array |
+//! | `DELETE /__sim/requests` | clear the log |
+//! | `GET /__sim/faults`, `POST /__sim/faults` (a `Fault` as JSON), `DELETE /__sim/faults` | list, add, clear faults |
+//! | `POST /__sim/drop-watches` | end every open watch |
+//! | `POST /__sim/compact` | forget watch history (resuming watches get 410) |
+//! | `POST /__sim/restart?downtimeMs=N` | drop every connection, refuse new ones for N ms |
+//! | `GET /__sim/workloads`, `PUT /__sim/workloads` (a `WorkloadConfig`), `DELETE /__sim/workloads` | workload simulator settings |
+//!
+//! Admin requests are not recorded in the request log and are not subject to faults.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Response};
+use serde_json::json;
+
+use crate::Shared;
+use crate::errors::ApiError;
+use crate::observe::Fault;
+use crate::server::Body;
+use crate::workload::WorkloadConfig;
+
+pub async fn handle(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String, String>, body: &Bytes) -> Response<Body> {
+    match answer(shared, method, path, q, body) {
+        Ok(v) => crate::server::json_response(200, &v),
+        Err(e) => crate::server::json_response(e.code, &e.to_status()),
+    }
+}
+
+fn answer(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String, String>, body: &Bytes) -> Result<serde_json::Value, ApiError> {
+    let ok = || json!({"ok": true});
+    match (method.as_str(), path) {
+        ("GET", "requests") => Ok(serde_json::to_value(shared.log.snapshot()).unwrap_or_default()),
+        ("DELETE", "requests") => {
+            shared.log.clear();
+            Ok(ok())
+        }
+        ("GET", "faults") => Ok(serde_json::to_value(shared.faults.list()).unwrap_or_default()),
+        ("POST", "faults") => {
+            let f: Fault = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid fault: {e}")))?;
+            shared.faults.add(f);
+            Ok(ok())
+        }
+        ("DELETE", "faults") => {
+            shared.faults.clear();
+            Ok(ok())
+        }
+        ("POST", "drop-watches") => {
+            shared.lock().store.drop_watches();
+            Ok(ok())
+        }
+        ("POST", "compact") => {
+            shared.lock().store.compact();
+            Ok(ok())
+        }
+        ("POST", "restart") => {
+            let ms = match q.get("downtimeMs") {
+                None => 0,
+                Some(s) => s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("downtimeMs: not a number: {s:?}")))?,
+            };
+            shared.lock().store.drop_watches();
+            // Answer first: the restart would otherwise cut this very response.
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                shared.restart.send_modify(|v| *v = ms);
+            });
+            Ok(ok())
+        }
+        ("GET", "workloads") => Ok(serde_json::to_value(shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()).unwrap_or_default()),
+        ("PUT", "workloads") => {
+            let w: WorkloadConfig = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid workload config: {e}")))?;
+            *shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(w);
+            shared.changed.send_modify(|n| *n += 1);
+            Ok(ok())
+        }
+        ("DELETE", "workloads") => {
+            *shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            Ok(ok())
+        }
+        _ => Err(ApiError::no_route()),
+    }
+}

@@ -1,0 +1,3583 @@
+//! CustomResourceDefinitions (`apiextensions.k8s.io/v1`) and the custom resources they serve,
+//! treated the way kube-apiserver v1.33 treats them.
+//!
+//! What is here:
+//! - [`validate_crd`]: the 422 causes a real server returns for a malformed CRD on create and
+//!   update (names, group, scope, versions, storage version, stored versions, structural
+//!   schema rules, defaults that must validate and be pruned, list/map markers, subresources,
+//!   printer columns, conversion, the `*.k8s.io` approval annotation).
+//! - [`default_crd`]: the v1 defaults and `status.storedVersions` bookkeeping the server does
+//!   before validating.
+//! - [`crd_info`]: what the rest of kube-sim needs to serve a CRD.
+//! - [`Schema`] with [`prune`], [`apply_defaults`], [`validate`] and [`validate_status`]: what
+//!   happens to a custom resource on its way in (and, for defaults, on every read).
+//!
+//! What this module must not do: any I/O, any storage or watch work, generic ObjectMeta
+//! validation (labels, annotations, generateName handling: the caller does those for every
+//! kind), and it never panics on user input: every malformed value becomes an error.
+//!
+//! `x-kubernetes-validations` (CEL) rules are accepted in schemas and their static shape is
+//! checked, but they are NOT evaluated on custom resources: kube-sim has no CEL interpreter.
+//! Validation ratcheting on update (errors on unchanged fields being ignored) is not done.
+//!
+//! Regular expressions (`pattern:`) are matched by a small RE2-compatible engine in this file
+//! (literal, classes, Perl classes, groups, alternation, repetition, anchors, `(?i)`); a
+//! pattern using syntax the engine does not know (Unicode classes such as `\pL`) is accepted
+//! in a CRD and then not checked on custom resources.
+
+use crate::field_error::{FieldError, FieldErrorKind, child, index, key};
+use crate::list_types::{ListKind, ListTypes};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers shared by everything below.
+// ---------------------------------------------------------------------------------------------
+
+/// Go's `strconv.Quote`, which is how the server quotes values inside messages.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `%v` for a float64: shortest representation, exponent form outside [1e-4, 1e21).
+fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    let a = f.abs();
+    if a != 0.0 && !(1e-4..1e21).contains(&a) {
+        // Rust prints `1e21`; Go prints `1e+21` and pads the exponent to two digits.
+        let s = format!("{f:e}");
+        if let Some((mant, exp)) = s.split_once('e') {
+            let (sign, digits) = match exp.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exp),
+            };
+            let digits = if digits.len() < 2 { format!("0{digits}") } else { digits.to_string() };
+            return format!("{mant}e{sign}{digits}");
+        }
+        return s;
+    }
+    format!("{f}")
+}
+
+/// A JSON number as the API server's decoder sees it: integers that fit int64 stay integers,
+/// everything else is a float64.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+fn num_of(n: &serde_json::Number) -> Num {
+    match n.as_i64() {
+        Some(i) => Num::Int(i),
+        None => Num::Float(n.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+
+impl Num {
+    fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+    fn render(self) -> String {
+        match self {
+            Num::Int(i) => i.to_string(),
+            Num::Float(f) => go_float(f),
+        }
+    }
+}
+
+/// JSON equality where numbers compare by value (1 == 1.0), as Go's decoded values mostly do.
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (num_of(x), num_of(y)) {
+            (Num::Int(i), Num::Int(j)) => i == j,
+            (p, q) => p.as_f64() == q.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// The JSON type name kube-openapi reports for a decoded value.
+fn json_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::String(_) => "string",
+        Value::Number(n) => match num_of(n) {
+            Num::Int(_) => "integer",
+            Num::Float(_) => "number",
+        },
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn str_at<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+fn bool_at(v: &Value, k: &str) -> bool {
+    v.get(k).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn obj_at<'a>(v: &'a Value, k: &str) -> Option<&'a Map<String, Value>> {
+    v.get(k).and_then(Value::as_object)
+}
+
+fn arr_at<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+    v.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn strings_at(v: &Value, k: &str) -> Vec<String> {
+    arr_at(v, k).iter().filter_map(|s| s.as_str().map(str::to_string)).collect()
+}
+
+/// A cause with an arbitrary kind, for messages the shared constructors don't shape.
+fn cause(kind: FieldErrorKind, field: impl Into<String>, value: Option<Value>, detail: impl Into<String>) -> FieldError {
+    FieldError { kind, field: field.into(), value, detail: detail.into() }
+}
+
+/// `field.NotSupported` with Go quoting of each supported value.
+fn not_supported(field: impl Into<String>, value: Value, supported: &[String]) -> FieldError {
+    let detail = if supported.is_empty() {
+        String::new()
+    } else {
+        let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+        format!("supported values: {}", quoted.join(", "))
+    };
+    cause(FieldErrorKind::NotSupported, field, Some(value), detail)
+}
+
+fn immutable(field: impl Into<String>, value: Value) -> FieldError {
+    FieldError::invalid(field, value, "field is immutable")
+}
+
+// ---------------------------------------------------------------------------------------------
+// DNS name rules (k8s.io/apimachinery/pkg/util/validation).
+// ---------------------------------------------------------------------------------------------
+
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_dns1123_label_shape(s: &str) -> bool {
+    let b = s.as_bytes();
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    match (b.first(), b.last()) {
+        (Some(&f), Some(&l)) => alnum(f) && alnum(l) && b.iter().all(|&c| alnum(c) || c == b'-'),
+        _ => false,
+    }
+}
+
+fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if !s.split('.').all(is_dns1123_label_shape) {
+        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
+    }
+    errs
+}
+
+fn dns1035_label_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    let shape = is_dns1123_label_shape(s) && s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if !shape {
+        errs.push(DNS1035_LABEL_MSG.to_string());
+    }
+    errs
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small RE2-compatible regular expression engine (Thompson NFA, linear time).
+//
+// The server checks `pattern:` with Go's `regexp` (RE2 syntax, unanchored `MatchString`). Only
+// serde_json may be used here, so this engine covers the syntax CRDs use in practice. It tells
+// apart "Go would reject this" (`RegexError::Invalid`, reported like Go does) from "Go accepts
+// this but we can't run it" (`RegexError::Unsupported`, the pattern is then not enforced).
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq)]
+enum RegexError {
+    /// Go's message, e.g. "error parsing regexp: missing closing ): `(a`".
+    Invalid(String),
+    Unsupported,
+}
+
+#[derive(Debug, Clone)]
+enum ReNode {
+    /// Char ranges (inclusive), negated flag, case-insensitive flag.
+    Class(Vec<(char, char)>, bool, bool),
+    Any,
+    Start,
+    End,
+    WordB(bool),
+    Concat(Vec<ReNode>),
+    Alt(Vec<ReNode>),
+    Repeat(Box<ReNode>, u32, Option<u32>),
+    Empty,
+}
+
+struct ReParser<'a> {
+    src: &'a str,
+    chars: Vec<char>,
+    pos: usize,
+    icase: bool,
+    depth: usize,
+}
+
+fn re_err(code: &str, expr: &str) -> RegexError {
+    RegexError::Invalid(format!("error parsing regexp: {code}: `{expr}`"))
+}
+
+const PERL_D: &[(char, char)] = &[('0', '9')];
+const PERL_W: &[(char, char)] = &[('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')];
+const PERL_S: &[(char, char)] = &[('\t', '\n'), ('\u{c}', '\r'), (' ', ' ')];
+
+fn negate_ranges(r: &[(char, char)]) -> Vec<(char, char)> {
+    let mut sorted = r.to_vec();
+    sorted.sort();
+    let mut out = Vec::new();
+    let mut next: u32 = 0;
+    for (lo, hi) in sorted {
+        if (lo as u32) > next {
+            if let (Some(a), Some(b)) = (char::from_u32(next), char::from_u32(lo as u32 - 1)) {
+                out.push((a, b));
+            }
+        }
+        next = next.max(hi as u32 + 1);
+    }
+    if next <= 0x10FFFF {
+        if let Some(a) = char::from_u32(next) {
+            out.push((a, char::MAX));
+        }
+    }
+    out
+}
+
+impl<'a> ReParser<'a> {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn rest(&self) -> String {
+        self.chars.get(self.pos..).map(|s| s.iter().collect()).unwrap_or_default()
+    }
+
+    fn parse_alt(&mut self) -> Result<ReNode, RegexError> {
+        self.depth += 1;
+        if self.depth > 1000 {
+            return Err(re_err("expression nests too deeply", self.src));
+        }
+        let mut alts = vec![self.parse_concat()?];
+        while self.peek() == Some('|') {
+            self.pos += 1;
+            alts.push(self.parse_concat()?);
+        }
+        self.depth -= 1;
+        Ok(if alts.len() == 1 { alts.pop().unwrap_or(ReNode::Empty) } else { ReNode::Alt(alts) })
+    }
+
+    fn parse_concat(&mut self) -> Result<ReNode, RegexError> {
+        let mut items: Vec<ReNode> = Vec::new();
+        // Whether the last item may take a repetition operator (Go rejects `**` and `^*`-like
+        // nested operators, but allows a repetition after an anchor).
+        let mut last_was_repeat = false;
+        while let Some(c) = self.peek() {
+            match c {
+                '|' | ')' => break,
+                '*' | '+' | '?' | '{' => {
+                    let start = self.pos;
+                    let (min, max) = match c {
+                        '*' => {
+                            self.pos += 1;
+                            (0, None)
+                        }
+                        '+' => {
+                            self.pos += 1;
+                            (1, None)
+                        }
+                        '?' => {
+                            self.pos += 1;
+                            (0, Some(1))
+                        }
+                        _ => match self.parse_braces()? {
+                            Some(r) => r,
+                            None => {
+                                // Not a valid repeat: `{` is a literal.
+                                self.pos += 1;
+                                items.push(self.lit('{'));
+                                last_was_repeat = false;
+                                continue;
+                            }
+                        },
+                    };
+                    if self.peek() == Some('?') {
+                        self.pos += 1; // non-greedy: same language
+                    }
+                    let op: String = self.chars.get(start..self.pos).map(|s| s.iter().collect()).unwrap_or_default();
+                    if last_was_repeat {
+                        return Err(re_err("invalid nested repetition operator", &op));
+                    }
+                    let Some(prev) = items.pop() else {
+                        return Err(re_err("missing argument to repetition operator", &op));
+                    };
+                    if max.is_some_and(|m| m > 1000) || min > 1000 {
+                        return Err(re_err("invalid repeat count", &op));
+                    }
+                    items.push(ReNode::Repeat(Box::new(prev), min, max));
+                    last_was_repeat = true;
+                    continue;
+                }
+                _ => {}
+            }
+            last_was_repeat = false;
+            let atom = self.parse_atom()?;
+            items.push(atom);
+        }
+        Ok(ReNode::Concat(items))
+    }
+
+    /// `{n}`, `{n,}`, `{n,m}`; `None` when the brace does not start a repeat.
+    fn parse_braces(&mut self) -> Result<Option<(u32, Option<u32>)>, RegexError> {
+        let save = self.pos;
+        self.pos += 1;
+        let num = |p: &mut Self| -> Option<u32> {
+            let s = p.pos;
+            while p.peek().is_some_and(|c| c.is_ascii_digit()) {
+                p.pos += 1;
+            }
+            let t: String = p.chars.get(s..p.pos)?.iter().collect();
+            if t.is_empty() { None } else { Some(t.parse::<u32>().unwrap_or(u32::MAX)) }
+        };
+        let Some(min) = num(self) else {
+            self.pos = save;
+            return Ok(None);
+        };
+        let max = if self.peek() == Some(',') {
+            self.pos += 1;
+            if self.peek() == Some('}') { None } else { num(self).map(Some).unwrap_or(Some(u32::MAX)) }
+        } else {
+            Some(min)
+        };
+        if self.peek() != Some('}') {
+            self.pos = save;
+            return Ok(None);
+        }
+        self.pos += 1;
+        if let Some(m) = max {
+            if m == u32::MAX && self.chars.get(self.pos.saturating_sub(2)) != Some(&',') {
+                // A malformed upper bound such as `{1,x}` is a literal in Go.
+                self.pos = save;
+                return Ok(None);
+            }
+            if m < min {
+                let op: String = self.chars.get(save..self.pos).map(|s| s.iter().collect()).unwrap_or_default();
+                return Err(re_err("invalid repeat count", &op));
+            }
+        }
+        Ok(Some((min, max)))
+    }
+
+    fn lit(&self, c: char) -> ReNode {
+        ReNode::Class(vec![(c, c)], false, self.icase)
+    }
+
+    fn parse_atom(&mut self) -> Result<ReNode, RegexError> {
+        let Some(c) = self.peek() else { return Ok(ReNode::Empty) };
+        self.pos += 1;
+        match c {
+            '.' => Ok(ReNode::Any),
+            '^' => Ok(ReNode::Start),
+            '$' => Ok(ReNode::End),
+            '(' => self.parse_group(),
+            '[' => self.parse_class(),
+            '\\' => self.parse_escape(false).map(|e| match e {
+                Esc::Node(n) => n,
+                Esc::Ranges(r, neg) => ReNode::Class(r, neg, self.icase),
+            }),
+            c => Ok(self.lit(c)),
+        }
+    }
+
+    fn parse_group(&mut self) -> Result<ReNode, RegexError> {
+        if self.peek() == Some('?') {
+            self.pos += 1;
+            match self.peek() {
+                Some('P') | Some('<') => {
+                    // Named capture: skip the name.
+                    if self.peek() == Some('P') {
+                        self.pos += 1;
+                    }
+                    if self.peek() != Some('<') {
+                        return Err(re_err("invalid or unsupported Perl syntax", "(?P"));
+                    }
+                    while let Some(c) = self.peek() {
+                        self.pos += 1;
+                        if c == '>' {
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    // Flags: only `i` changes the language we match; `s`, `m`, `U` we refuse to
+                    // guess at.
+                    let mut flags = String::new();
+                    loop {
+                        match self.peek() {
+                            Some(':') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            Some(')') => {
+                                self.pos += 1;
+                                self.apply_flags(&flags)?;
+                                return Ok(ReNode::Empty);
+                            }
+                            Some(c) if "imsU-".contains(c) => {
+                                flags.push(c);
+                                self.pos += 1;
+                            }
+                            _ => return Err(re_err("invalid or unsupported Perl syntax", &format!("(?{flags}"))),
+                        }
+                    }
+                    let saved = self.icase;
+                    self.apply_flags(&flags)?;
+                    let inner = self.parse_alt()?;
+                    self.icase = saved;
+                    return self.close_group(inner);
+                }
+            }
+        }
+        let inner = self.parse_alt()?;
+        self.close_group(inner)
+    }
+
+    fn apply_flags(&mut self, flags: &str) -> Result<(), RegexError> {
+        let mut neg = false;
+        for f in flags.chars() {
+            match f {
+                '-' => neg = true,
+                'i' => self.icase = !neg,
+                _ => return Err(RegexError::Unsupported),
+            }
+        }
+        Ok(())
+    }
+
+    fn close_group(&mut self, inner: ReNode) -> Result<ReNode, RegexError> {
+        if self.peek() != Some(')') {
+            return Err(re_err("missing closing )", self.src));
+        }
+        self.pos += 1;
+        Ok(inner)
+    }
+
+    fn parse_class(&mut self) -> Result<ReNode, RegexError> {
+        let start = self.pos.saturating_sub(1);
+        let missing = |p: &Self| {
+            let expr: String = p.chars.get(start..).map(|s| s.iter().collect()).unwrap_or_default();
+            re_err("missing closing ]", &expr)
+        };
+        let mut neg = false;
+        if self.peek() == Some('^') {
+            neg = true;
+            self.pos += 1;
+        }
+        let mut ranges: Vec<(char, char)> = Vec::new();
+        let mut first = true;
+        loop {
+            let Some(c) = self.peek() else { return Err(missing(self)) };
+            if c == ']' && !first {
+                self.pos += 1;
+                break;
+            }
+            first = false;
+            // POSIX classes such as [:alpha:].
+            if c == '[' && self.chars.get(self.pos + 1) == Some(&':') {
+                let rest = self.rest();
+                if let Some(end) = rest.find(":]") {
+                    let name = rest.get(2..end).unwrap_or("");
+                    let (neg_p, name) = match name.strip_prefix('^') {
+                        Some(n) => (true, n),
+                        None => (false, name),
+                    };
+                    let r: Vec<(char, char)> = match name {
+                        "alnum" => vec![('0', '9'), ('A', 'Z'), ('a', 'z')],
+                        "alpha" => vec![('A', 'Z'), ('a', 'z')],
+                        "digit" => vec![('0', '9')],
+                        "lower" => vec![('a', 'z')],
+                        "upper" => vec![('A', 'Z')],
+                        "space" => vec![('\t', '\r'), (' ', ' ')],
+                        "xdigit" => vec![('0', '9'), ('A', 'F'), ('a', 'f')],
+                        "word" => PERL_W.to_vec(),
+                        "punct" => vec![('!', '/'), (':', '@'), ('[', '`'), ('{', '~')],
+                        _ => return Err(re_err("invalid character class range", &format!("[:{name}:]"))),
+                    };
+                    ranges.extend(if neg_p { negate_ranges(&r) } else { r });
+                    self.pos += end + 2;
+                    continue;
+                }
+            }
+            self.pos += 1;
+            let lo = if c == '\\' {
+                match self.parse_escape(true)? {
+                    Esc::Ranges(r, n) => {
+                        ranges.extend(if n { negate_ranges(&r) } else { r });
+                        continue;
+                    }
+                    Esc::Node(ReNode::Class(r, _, _)) => r.first().map(|x| x.0).unwrap_or('\0'),
+                    Esc::Node(_) => return Err(RegexError::Unsupported),
+                }
+            } else {
+                c
+            };
+            let mut hi = lo;
+            if self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|&n| n != ']') {
+                self.pos += 1;
+                let Some(h) = self.peek() else { return Err(missing(self)) };
+                self.pos += 1;
+                hi = if h == '\\' {
+                    match self.parse_escape(true)? {
+                        Esc::Node(ReNode::Class(r, _, _)) => r.first().map(|x| x.0).unwrap_or('\0'),
+                        _ => return Err(re_err("invalid character class range", &format!("{lo}-\\"))),
+                    }
+                } else {
+                    h
+                };
+                if hi < lo {
+                    return Err(re_err("invalid character class range", &format!("{lo}-{hi}")));
+                }
+            }
+            ranges.push((lo, hi));
+        }
+        Ok(ReNode::Class(ranges, neg, self.icase))
+    }
+
+    /// After a backslash. `in_class` forbids anchors.
+    fn parse_escape(&mut self, in_class: bool) -> Result<Esc, RegexError> {
+        let Some(c) = self.peek() else { return Err(re_err("trailing backslash at end of expression", "")) };
+        self.pos += 1;
+        let lit = |ch: char| Esc::Node(ReNode::Class(vec![(ch, ch)], false, self.icase));
+        Ok(match c {
+            'd' => Esc::Ranges(PERL_D.to_vec(), false),
+            'D' => Esc::Ranges(PERL_D.to_vec(), true),
+            'w' => Esc::Ranges(PERL_W.to_vec(), false),
+            'W' => Esc::Ranges(PERL_W.to_vec(), true),
+            's' => Esc::Ranges(PERL_S.to_vec(), false),
+            'S' => Esc::Ranges(PERL_S.to_vec(), true),
+            'n' => lit('\n'),
+            't' => lit('\t'),
+            'r' => lit('\r'),
+            'f' => lit('\u{c}'),
+            'v' => lit('\u{b}'),
+            'a' => lit('\u{7}'),
+            '0'..='7' => {
+                // Octal escapes: up to three digits, as Go allows (\0 style only after \0).
+                let mut v = c.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match self.peek().and_then(|d| d.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            self.pos += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if c != '0' && v < 8 {
+                    // \1..\7 alone are backreferences, which RE2 rejects.
+                    return Err(re_err("invalid escape sequence", &format!("\\{c}")));
+                }
+                lit(char::from_u32(v).unwrap_or('\0'))
+            }
+            'x' => {
+                let v = if self.peek() == Some('{') {
+                    self.pos += 1;
+                    let s = self.pos;
+                    while self.peek().is_some_and(|d| d != '}') {
+                        self.pos += 1;
+                    }
+                    let hex: String = self.chars.get(s..self.pos).map(|x| x.iter().collect()).unwrap_or_default();
+                    self.pos += 1;
+                    u32::from_str_radix(&hex, 16).ok()
+                } else {
+                    let hex: String = self.chars.get(self.pos..self.pos + 2).map(|x| x.iter().collect()).unwrap_or_default();
+                    self.pos += 2;
+                    u32::from_str_radix(&hex, 16).ok()
+                };
+                match v.and_then(char::from_u32) {
+                    Some(ch) => lit(ch),
+                    None => return Err(re_err("invalid escape sequence", "\\x")),
+                }
+            }
+            'A' if !in_class => Esc::Node(ReNode::Start),
+            'z' if !in_class => Esc::Node(ReNode::End),
+            'b' if !in_class => Esc::Node(ReNode::WordB(true)),
+            'B' if !in_class => Esc::Node(ReNode::WordB(false)),
+            'p' | 'P' | 'Q' | 'C' => return Err(RegexError::Unsupported),
+            c if c.is_ascii_punctuation() => lit(c),
+            c => return Err(re_err("invalid escape sequence", &format!("\\{c}"))),
+        })
+    }
+}
+
+enum Esc {
+    Node(ReNode),
+    Ranges(Vec<(char, char)>, bool),
+}
+
+#[derive(Debug, Clone)]
+enum Inst {
+    Class(Vec<(char, char)>, bool, bool),
+    Any,
+    Start,
+    End,
+    WordB(bool),
+    Split(usize, usize),
+    Jmp(usize),
+    Match,
+}
+
+/// A compiled pattern.
+#[derive(Debug, Clone)]
+struct Regex {
+    prog: Vec<Inst>,
+}
+
+const MAX_PROG: usize = 50_000;
+
+fn compile(n: &ReNode, prog: &mut Vec<Inst>) -> Result<(), RegexError> {
+    if prog.len() > MAX_PROG {
+        return Err(RegexError::Unsupported);
+    }
+    match n {
+        ReNode::Class(r, neg, ic) => prog.push(Inst::Class(r.clone(), *neg, *ic)),
+        ReNode::Any => prog.push(Inst::Any),
+        ReNode::Start => prog.push(Inst::Start),
+        ReNode::End => prog.push(Inst::End),
+        ReNode::WordB(b) => prog.push(Inst::WordB(*b)),
+        ReNode::Empty => {}
+        ReNode::Concat(items) => {
+            for i in items {
+                compile(i, prog)?;
+            }
+        }
+        ReNode::Alt(alts) => {
+            let mut jumps = Vec::new();
+            for (i, a) in alts.iter().enumerate() {
+                if i + 1 < alts.len() {
+                    let split = prog.len();
+                    prog.push(Inst::Split(split + 1, 0));
+                    compile(a, prog)?;
+                    jumps.push(prog.len());
+                    prog.push(Inst::Jmp(0));
+                    let next = prog.len();
+                    if let Some(Inst::Split(_, b)) = prog.get_mut(split) {
+                        *b = next;
+                    }
+                } else {
+                    compile(a, prog)?;
+                }
+            }
+            let end = prog.len();
+            for j in jumps {
+                if let Some(Inst::Jmp(t)) = prog.get_mut(j) {
+                    *t = end;
+                }
+            }
+        }
+        ReNode::Repeat(inner, min, max) => {
+            for _ in 0..*min {
+                compile(inner, prog)?;
+            }
+            match max {
+                None => {
+                    let split = prog.len();
+                    prog.push(Inst::Split(split + 1, 0));
+                    compile(inner, prog)?;
+                    prog.push(Inst::Jmp(split));
+                    let end = prog.len();
+                    if let Some(Inst::Split(_, b)) = prog.get_mut(split) {
+                        *b = end;
+                    }
+                }
+                Some(max) => {
+                    let mut splits = Vec::new();
+                    for _ in *min..*max {
+                        splits.push(prog.len());
+                        prog.push(Inst::Split(prog.len() + 1, 0));
+                        compile(inner, prog)?;
+                    }
+                    let end = prog.len();
+                    for s in splits {
+                        if let Some(Inst::Split(_, b)) = prog.get_mut(s) {
+                            *b = end;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_word(c: Option<char>) -> bool {
+    c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn class_matches(ranges: &[(char, char)], neg: bool, icase: bool, c: char) -> bool {
+    let hit = |ch: char| ranges.iter().any(|&(lo, hi)| lo <= ch && ch <= hi);
+    let mut m = hit(c);
+    if !m && icase {
+        m = c.to_lowercase().any(hit) || c.to_uppercase().any(hit);
+    }
+    m != neg
+}
+
+impl Regex {
+    fn new(pattern: &str) -> Result<Regex, RegexError> {
+        let mut p = ReParser { src: pattern, chars: pattern.chars().collect(), pos: 0, icase: false, depth: 0 };
+        let node = p.parse_alt()?;
+        if p.pos < p.chars.len() {
+            // Only an unmatched `)` stops the top-level parse early.
+            return Err(re_err("unexpected )", pattern));
+        }
+        let mut prog = Vec::new();
+        compile(&node, &mut prog)?;
+        prog.push(Inst::Match);
+        Ok(Regex { prog })
+    }
+
+    /// Go's `MatchString`: does the pattern match anywhere in `s`?
+    fn is_match(&self, s: &str) -> bool {
+        let chars: Vec<char> = s.chars().collect();
+        let n = self.prog.len();
+        let mut clist: Vec<usize> = Vec::new();
+        let mut nlist: Vec<usize> = Vec::new();
+        let mut seen = vec![usize::MAX; n];
+        let mut stack: Vec<usize> = Vec::new();
+        for pos in 0..=chars.len() {
+            let prev = if pos == 0 { None } else { chars.get(pos - 1).copied() };
+            let cur = chars.get(pos).copied();
+            // Unanchored search: a new thread starts at every position.
+            stack.push(0);
+            // Epsilon closure of the current list plus the new start thread.
+            let mut pending: Vec<usize> = std::mem::take(&mut clist);
+            pending.extend(stack.drain(..));
+            let mut ready: Vec<usize> = Vec::new();
+            while let Some(pc) = pending.pop() {
+                let (Some(inst), Some(mark)) = (self.prog.get(pc), seen.get_mut(pc)) else { continue };
+                if *mark == pos {
+                    continue;
+                }
+                *mark = pos;
+                match inst {
+                    Inst::Jmp(t) => pending.push(*t),
+                    Inst::Split(a, b) => {
+                        pending.push(*b);
+                        pending.push(*a);
+                    }
+                    Inst::Start => {
+                        if pos == 0 {
+                            pending.push(pc + 1);
+                        }
+                    }
+                    Inst::End => {
+                        if pos == chars.len() {
+                            pending.push(pc + 1);
+                        }
+                    }
+                    Inst::WordB(want) => {
+                        if (is_word(prev) != is_word(cur)) == *want {
+                            pending.push(pc + 1);
+                        }
+                    }
+                    Inst::Match => return true,
+                    _ => ready.push(pc),
+                }
+            }
+            let Some(c) = cur else { break };
+            for pc in ready {
+                let ok = match self.prog.get(pc) {
+                    Some(Inst::Any) => c != '\n',
+                    Some(Inst::Class(r, neg, ic)) => class_matches(r, *neg, *ic, c),
+                    _ => false,
+                };
+                if ok {
+                    nlist.push(pc + 1);
+                }
+            }
+            std::mem::swap(&mut clist, &mut nlist);
+            nlist.clear();
+        }
+        false
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parsed schema.
+// ---------------------------------------------------------------------------------------------
+
+/// `additionalProperties`: a bare boolean or a schema.
+#[derive(Debug, Clone)]
+enum Additional {
+    Bool(bool),
+    Schema(Box<Schema>),
+}
+
+/// A parsed `openAPIV3Schema` node (the root or any node below it).
+///
+/// The structural part (`properties`, `items`, `additionalProperties` and the
+/// `x-kubernetes-*` markers of this node) drives pruning, defaulting and list types; the value
+/// validations (including `allOf`/`anyOf`/`oneOf`/`not`) drive [`validate`].
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    type_: String,
+    /// The format as written, or empty when the server strips it as unsupported.
+    format: String,
+    nullable: bool,
+    default: Option<Value>,
+    enum_: Option<Vec<Value>>,
+    required: Vec<String>,
+    properties: BTreeMap<String, Schema>,
+    additional: Option<Additional>,
+    items: Option<Box<Schema>>,
+    maximum: Option<f64>,
+    exclusive_maximum: bool,
+    minimum: Option<f64>,
+    exclusive_minimum: bool,
+    multiple_of: Option<f64>,
+    max_length: Option<i64>,
+    min_length: Option<i64>,
+    pattern: Option<String>,
+    /// The compiled pattern; `None` with a pattern set means "not enforceable here".
+    regex: Option<Regex>,
+    max_items: Option<i64>,
+    min_items: Option<i64>,
+    unique_items: bool,
+    max_properties: Option<i64>,
+    min_properties: Option<i64>,
+    all_of: Vec<Schema>,
+    any_of: Vec<Schema>,
+    one_of: Vec<Schema>,
+    not: Option<Box<Schema>>,
+    preserve_unknown: bool,
+    embedded: bool,
+    int_or_string: bool,
+    list_type: Option<String>,
+    list_map_keys: Vec<String>,
+}
+
+/// Formats the server keeps (`StripUnsupportedFormatsPostProcessor`); names compared with
+/// dashes removed, as go-openapi normalizes them.
+const SUPPORTED_FORMATS: &[&str] = &[
+    "bsonobjectid",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+    "isbn",
+    "isbn10",
+    "isbn13",
+    "creditcard",
+    "ssn",
+    "hexcolor",
+    "rgbcolor",
+    "byte",
+    "password",
+    "date",
+    "duration",
+    "datetime",
+];
+
+fn opt_f64(m: &Map<String, Value>, k: &str) -> Result<Option<f64>, String> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(other) => Err(format!("{k}: must be a number, not {}", json_type_name(other))),
+    }
+}
+
+fn opt_i64(m: &Map<String, Value>, k: &str) -> Result<Option<i64>, String> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(Some(i)),
+            None => Err(format!("{k}: must be an integer")),
+        },
+        Some(other) => Err(format!("{k}: must be an integer, not {}", json_type_name(other))),
+    }
+}
+
+fn opt_bool(m: &Map<String, Value>, k: &str) -> Result<bool, String> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(format!("{k}: must be a boolean, not {}", json_type_name(other))),
+    }
+}
+
+fn opt_str(m: &Map<String, Value>, k: &str) -> Result<Option<String>, String> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("{k}: must be a string, not {}", json_type_name(other))),
+    }
+}
+
+fn opt_strings(m: &Map<String, Value>, k: &str) -> Result<Vec<String>, String> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| format!("{k}: must be a list of strings")))
+            .collect(),
+        Some(other) => Err(format!("{k}: must be a list of strings, not {}", json_type_name(other))),
+    }
+}
+
+fn schema_list(m: &Map<String, Value>, k: &str) -> Result<Vec<Schema>, String> {
+    match m.get(k) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Schema::parse(v).map_err(|e| format!("{k}[{i}].{e}")))
+            .collect(),
+        Some(other) => Err(format!("{k}: must be a list of schemas, not {}", json_type_name(other))),
+    }
+}
+
+impl Schema {
+    /// Parses an `openAPIV3Schema` value. Fails on values the server could not decode into a
+    /// JSONSchemaProps (wrong JSON types) or would not accept as a structural schema
+    /// (`items` as a list).
+    pub fn parse(v: &Value) -> Result<Schema, String> {
+        let m = v.as_object().ok_or_else(|| format!("must be an object, not {}", json_type_name(v)))?;
+        let mut s = Schema { type_: opt_str(m, "type")?.unwrap_or_default(), ..Schema::default() };
+        let format = opt_str(m, "format")?.unwrap_or_default();
+        if SUPPORTED_FORMATS.contains(&format.replace('-', "").as_str()) {
+            s.format = format;
+        }
+        s.nullable = opt_bool(m, "nullable")?;
+        s.default = m.get("default").filter(|d| !d.is_null()).cloned();
+        s.enum_ = match m.get("enum") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) => Some(a.clone()),
+            Some(other) => return Err(format!("enum: must be a list, not {}", json_type_name(other))),
+        };
+        s.required = opt_strings(m, "required")?;
+        if let Some(p) = m.get("properties").filter(|p| !p.is_null()) {
+            let p = p.as_object().ok_or("properties: must be an object")?;
+            for (k, sub) in p {
+                let parsed = Schema::parse(sub).map_err(|e| format!("properties[{k}].{e}"))?;
+                s.properties.insert(k.clone(), parsed);
+            }
+        }
+        s.additional = match m.get("additionalProperties") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(Additional::Bool(*b)),
+            Some(sub @ Value::Object(_)) => Some(Additional::Schema(Box::new(
+                Schema::parse(sub).map_err(|e| format!("additionalProperties.{e}"))?,
+            ))),
+            Some(other) => {
+                return Err(format!("additionalProperties: must be a boolean or a schema, not {}", json_type_name(other)));
+            }
+        };
+        s.items = match m.get("items") {
+            None | Some(Value::Null) => None,
+            Some(sub @ Value::Object(_)) => {
+                Some(Box::new(Schema::parse(sub).map_err(|e| format!("items.{e}"))?))
+            }
+            Some(_) => return Err("items: must be a schema object and not an array".into()),
+        };
+        s.maximum = opt_f64(m, "maximum")?;
+        s.exclusive_maximum = opt_bool(m, "exclusiveMaximum")?;
+        s.minimum = opt_f64(m, "minimum")?;
+        s.exclusive_minimum = opt_bool(m, "exclusiveMinimum")?;
+        s.multiple_of = opt_f64(m, "multipleOf")?;
+        s.max_length = opt_i64(m, "maxLength")?;
+        s.min_length = opt_i64(m, "minLength")?;
+        s.pattern = opt_str(m, "pattern")?;
+        if let Some(p) = &s.pattern {
+            s.regex = Regex::new(p).ok();
+        }
+        s.max_items = opt_i64(m, "maxItems")?;
+        s.min_items = opt_i64(m, "minItems")?;
+        s.unique_items = opt_bool(m, "uniqueItems")?;
+        s.max_properties = opt_i64(m, "maxProperties")?;
+        s.min_properties = opt_i64(m, "minProperties")?;
+        s.all_of = schema_list(m, "allOf")?;
+        s.any_of = schema_list(m, "anyOf")?;
+        s.one_of = schema_list(m, "oneOf")?;
+        s.not = match m.get("not") {
+            None | Some(Value::Null) => None,
+            Some(sub) => Some(Box::new(Schema::parse(sub).map_err(|e| format!("not.{e}"))?)),
+        };
+        s.preserve_unknown = opt_bool(m, "x-kubernetes-preserve-unknown-fields")?;
+        s.embedded = opt_bool(m, "x-kubernetes-embedded-resource")?;
+        s.int_or_string = opt_bool(m, "x-kubernetes-int-or-string")?;
+        s.list_type = opt_str(m, "x-kubernetes-list-type")?;
+        s.list_map_keys = opt_strings(m, "x-kubernetes-list-map-keys")?;
+        Ok(s)
+    }
+
+    /// The schema of `status`, which the `/status` subresource validates on its own.
+    fn status(&self) -> Option<&Schema> {
+        self.properties.get("status")
+    }
+
+    /// The schema that applies to a field of this object, as pruning and defaulting see it.
+    fn field_schema(&self, k: &str) -> FieldSchema<'_> {
+        if let Some(p) = self.properties.get(k) {
+            return FieldSchema::Known(p);
+        }
+        match &self.additional {
+            Some(Additional::Schema(s)) => FieldSchema::Known(s),
+            // `additionalProperties: true|false` keeps the key but knows nothing below it.
+            Some(Additional::Bool(_)) => FieldSchema::Unknown,
+            None => FieldSchema::Absent,
+        }
+    }
+}
+
+enum FieldSchema<'a> {
+    Known(&'a Schema),
+    /// Covered by a bare `additionalProperties`: kept, with no schema for what is inside.
+    Unknown,
+    /// Not in the schema at all.
+    Absent,
+}
+
+impl ListTypes for Schema {
+    fn list_kind(&self, path: &[&str]) -> ListKind {
+        let mut node = self;
+        for seg in path {
+            // List indices are omitted from paths: step through arrays to their items.
+            while let Some(items) = &node.items {
+                node = items;
+            }
+            node = match node.field_schema(seg) {
+                FieldSchema::Known(s) => s,
+                _ => return ListKind::Atomic,
+            };
+        }
+        match node.list_type.as_deref() {
+            Some("set") => ListKind::Set,
+            Some("map") => ListKind::Map(node.list_map_keys.clone()),
+            _ => ListKind::Atomic,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pruning (pkg/apiserver/schema/pruning) and dropping of non-nullable nulls.
+// ---------------------------------------------------------------------------------------------
+
+const META_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
+
+/// The fields of ObjectMeta; anything else inside an embedded resource's `metadata` is dropped
+/// when the server round-trips it through the Go type.
+const OBJECT_META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+fn join_key(parent: &str, k: &str) -> String {
+    if parent.is_empty() { k.to_string() } else { format!("{parent}.{k}") }
+}
+
+/// Drops fields not in the structural schema, as the server does when it decodes a custom
+/// resource: `x-kubernetes-preserve-unknown-fields` keeps unknown fields (still pruning inside
+/// known ones), `x-kubernetes-embedded-resource` keeps `apiVersion`/`kind`/`metadata` and drops
+/// unknown ObjectMeta fields, and at the root `apiVersion`, `kind` and `metadata` are never
+/// touched (the caller handles root metadata). Then non-nullable `null` values without a default
+/// are removed. Returns the pruned paths, sorted, as `unknown field` warnings name them
+/// (`spec.foo`, `spec.items[0].bar`).
+pub fn prune(schema: &Schema, obj: &mut Value) -> Vec<String> {
+    let mut out = Vec::new();
+    prune_node(obj, Some(schema), "", true, &mut out);
+    prune_nulls(obj, Some(schema));
+    out.sort();
+    out
+}
+
+fn prune_node(x: &mut Value, s: Option<&Schema>, path: &str, embedded_root: bool, out: &mut Vec<String>) {
+    let embedded = embedded_root || s.is_some_and(|s| s.embedded);
+    if let Some(s) = s.filter(|s| s.preserve_unknown) {
+        skip_prune(x, s, path, embedded, out);
+        return;
+    }
+    match x {
+        Value::Object(m) => {
+            let Some(s) = s else {
+                for k in m.keys() {
+                    out.push(join_key(path, k));
+                }
+                m.clear();
+                return;
+            };
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                if embedded && META_FIELDS.contains(&k.as_str()) {
+                    if k == "metadata" && !embedded_root {
+                        prune_embedded_meta(m, path, out);
+                    }
+                    continue;
+                }
+                let sub_path = join_key(path, &k);
+                match s.field_schema(&k) {
+                    FieldSchema::Known(sub) => {
+                        if let Some(v) = m.get_mut(&k) {
+                            prune_node(v, Some(sub), &sub_path, false, out);
+                        }
+                    }
+                    FieldSchema::Unknown => {
+                        if let Some(v) = m.get_mut(&k) {
+                            prune_node(v, None, &sub_path, false, out);
+                        }
+                    }
+                    FieldSchema::Absent => {
+                        out.push(sub_path);
+                        m.remove(&k);
+                    }
+                }
+            }
+        }
+        Value::Array(a) => {
+            let items = s.and_then(|s| s.items.as_deref());
+            for (i, v) in a.iter_mut().enumerate() {
+                prune_node(v, items, &format!("{path}[{i}]"), false, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Under `x-kubernetes-preserve-unknown-fields`: unknown fields stay, known ones are pruned.
+fn skip_prune(x: &mut Value, s: &Schema, path: &str, embedded: bool, out: &mut Vec<String>) {
+    match x {
+        Value::Object(m) => {
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                if embedded && META_FIELDS.contains(&k.as_str()) {
+                    if k == "metadata" && !path.is_empty() {
+                        prune_embedded_meta(m, path, out);
+                    }
+                    continue;
+                }
+                let sub_path = join_key(path, &k);
+                let sub = match s.field_schema(&k) {
+                    FieldSchema::Known(sub) => Some(sub),
+                    FieldSchema::Unknown => None,
+                    FieldSchema::Absent => continue,
+                };
+                if let Some(v) = m.get_mut(&k) {
+                    prune_node(v, sub, &sub_path, false, out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            // The server keeps skipping (not pruning) into the items of a preserved array.
+            if let Some(items) = s.items.as_deref() {
+                for (i, v) in a.iter_mut().enumerate() {
+                    skip_prune(v, items, &format!("{path}[{i}]"), items.embedded, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An embedded resource's metadata goes through the ObjectMeta Go type: unknown keys vanish.
+fn prune_embedded_meta(parent: &mut Map<String, Value>, path: &str, out: &mut Vec<String>) {
+    let Some(Value::Object(meta)) = parent.get_mut("metadata") else { return };
+    let unknown: Vec<String> = meta.keys().filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str())).cloned().collect();
+    for k in unknown {
+        out.push(format!("{}.{k}", join_key(path, "metadata")));
+        meta.remove(&k);
+    }
+}
+
+/// `PruneNonNullableNullsWithoutDefaults`: a `null` for a known, non-nullable field without a
+/// default is dropped (one with a default is left for defaulting to replace). Nulls inside
+/// arrays are kept and fail validation.
+fn prune_nulls(x: &mut Value, s: Option<&Schema>) {
+    match x {
+        Value::Object(m) => {
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                let sub = match s.map(|s| s.field_schema(&k)) {
+                    Some(FieldSchema::Known(sub)) => Some(sub),
+                    _ => None,
+                };
+                let drop = m.get(&k).is_some_and(Value::is_null)
+                    && sub.is_some_and(|sub| !sub.nullable && sub.default.is_none());
+                if drop {
+                    m.remove(&k);
+                } else if let Some(v) = m.get_mut(&k) {
+                    prune_nulls(v, sub);
+                }
+            }
+        }
+        Value::Array(a) => {
+            let items = s.and_then(|s| s.items.as_deref());
+            for v in a.iter_mut() {
+                prune_nulls(v, items);
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defaulting (pkg/apiserver/schema/defaulting).
+// ---------------------------------------------------------------------------------------------
+
+/// Applies `default:` values, as the server does after pruning on create and update and again
+/// whenever it reads an object from storage. A missing field, or a `null` in a non-nullable
+/// field, gets its default; defaults apply inside array items and `additionalProperties`
+/// values too, and a default object is itself defaulted further down.
+pub fn apply_defaults(schema: &Schema, obj: &mut Value) {
+    default_node(obj, schema);
+}
+
+fn is_non_nullable_null(x: &Value, s: &Schema) -> bool {
+    x.is_null() && !s.nullable
+}
+
+fn default_node(x: &mut Value, s: &Schema) {
+    match x {
+        Value::Object(m) => {
+            for (k, prop) in &s.properties {
+                let Some(d) = &prop.default else { continue };
+                let missing = match m.get(k) {
+                    None => true,
+                    Some(v) => is_non_nullable_null(v, prop),
+                };
+                if missing {
+                    m.insert(k.clone(), d.clone());
+                }
+            }
+            for (k, v) in m.iter_mut() {
+                if let Some(prop) = s.properties.get(k) {
+                    default_node(v, prop);
+                } else if let Some(Additional::Schema(ap)) = &s.additional {
+                    if let Some(d) = ap.default.as_ref().filter(|_| is_non_nullable_null(v, ap)) {
+                        *v = d.clone();
+                    }
+                    default_node(v, ap);
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = s.items.as_deref() {
+                for v in a.iter_mut() {
+                    if let Some(d) = items.default.as_ref().filter(|_| is_non_nullable_null(v, items)) {
+                        *v = d.clone();
+                    }
+                    default_node(v, items);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation of custom resources (kube-openapi's validator as the server configures it, then
+// embedded-resource and list-type checks).
+// ---------------------------------------------------------------------------------------------
+
+/// Where errors are reported: kube-openapi names a value by its path from the validated root
+/// (`spec.replicas`), and the server prefixes that with the validator's field path, which is
+/// nil for whole objects (printed `<nil>` when the error names no field) and `status` for the
+/// status subresource.
+struct Ctx<'a> {
+    prefix: Option<&'a str>,
+}
+
+impl Ctx<'_> {
+    fn field(&self, name: &str) -> String {
+        let name = name.strip_prefix('.').unwrap_or(name);
+        match (self.prefix, name.is_empty()) {
+            (Some(p), true) => p.to_string(),
+            (Some(p), false) => child(p, name),
+            (None, true) => "<nil>".to_string(),
+            (None, false) => name.to_string(),
+        }
+    }
+
+    fn whole(&self) -> String {
+        self.prefix.unwrap_or("<nil>").to_string()
+    }
+}
+
+/// Validates a custom resource against its schema, with the server's messages, e.g.
+/// `spec.logLevel: Unsupported value: "Foo": supported values: "Normal", "Debug"` or
+/// `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer:
+/// "string"`. Also checks embedded resources (`apiVersion`/`kind`) and the uniqueness rules of
+/// `x-kubernetes-list-type: set|map`. Call it after [`prune`] and [`apply_defaults`].
+/// `x-kubernetes-validations` (CEL) rules are not evaluated. Type metadata (`apiVersion`/`kind`
+/// matching the CRD) and root ObjectMeta are the caller's to check.
+pub fn validate(schema: &Schema, obj: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    check(schema, obj, "", &Ctx { prefix: None }, &mut out);
+    embedded_checks(obj, schema, "", true, &mut out);
+    list_checks(obj, schema, "", &mut out);
+    out
+}
+
+/// Validates `obj.status` against the schema of `status`, as an update through the `/status`
+/// subresource does: field paths start with `status.` but kube-openapi's messages name the
+/// value relative to `status` (`status.replicas: Invalid value: "string": replicas in body
+/// must be of type integer: "string"`).
+pub fn validate_status(schema: &Schema, obj: &Value) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let (Some(status_schema), Some(status)) = (schema.status(), obj.get("status")) else { return out };
+    check(status_schema, status, "", &Ctx { prefix: Some("status") }, &mut out);
+    embedded_checks(status, status_schema, "status", false, &mut out);
+    list_checks(status, status_schema, "status", &mut out);
+    out
+}
+
+fn type_invalid(ctx: &Ctx, path: &str, type_name: &str, value: &str) -> FieldError {
+    FieldError::type_invalid(
+        ctx.field(path),
+        Value::String(value.to_string()),
+        format!("{path} in body must be of type {type_name}: {}", go_quote(value)),
+    )
+}
+
+fn is_json_integer(f: f64) -> bool {
+    f.is_finite() && f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0
+}
+
+/// kube-openapi's type validator (with the server's `x-kubernetes-int-or-string` expansion).
+fn check_type(s: &Schema, x: &Value, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    let types: Vec<&str> = if s.int_or_string {
+        vec!["integer", "string"]
+    } else if s.type_.is_empty() {
+        vec![]
+    } else {
+        vec![s.type_.as_str()]
+    };
+    if types.is_empty() && s.format.is_empty() {
+        return;
+    }
+    if x.is_null() {
+        if !types.is_empty() && !s.nullable {
+            out.push(type_invalid(ctx, path, &types.join(","), "null"));
+        }
+        return;
+    }
+    let sch_type = json_type_name(x);
+    let value_format = match x {
+        Value::Number(n) => match num_of(n) {
+            Num::Int(_) => "int64",
+            Num::Float(_) => "float64",
+        },
+        _ => "",
+    };
+    let contains = |t: &str| types.contains(&t);
+    let is_float_int = match x {
+        Value::Number(n) => match num_of(n) {
+            Num::Float(f) => is_json_integer(f) && contains("integer"),
+            Num::Int(_) => false,
+        },
+        _ => false,
+    };
+    let is_int_float = sch_type == "integer" && contains("number");
+    let is_string_or_array = matches!(x, Value::String(_) | Value::Array(_));
+    if !is_string_or_array
+        && !s.format.is_empty()
+        && !(contains(sch_type) || value_format == s.format || is_float_int || is_int_float)
+    {
+        out.push(type_invalid(ctx, path, &s.format, value_format));
+        return;
+    }
+    if !(contains("number") || contains("integer")) && !s.format.is_empty() && is_string_or_array {
+        return;
+    }
+    if !(contains(sch_type) || is_float_int || is_int_float) {
+        out.push(type_invalid(ctx, path, &types.join(","), sch_type));
+    }
+}
+
+/// One node of kube-openapi's `SchemaValidator.Validate`, in its order: type, allOf/anyOf/
+/// oneOf/not, string, format, number, array, enum, object.
+fn check(s: &Schema, x: &Value, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    check_type(s, x, path, ctx, out);
+    if x.is_null() {
+        check_enum(s, x, path, ctx, out);
+        return;
+    }
+    check_junctors(s, x, path, ctx, out);
+    match x {
+        Value::String(v) => {
+            check_string(s, v, path, ctx, out);
+            if !s.format.is_empty() && !format_ok(&s.format, v) {
+                out.push(FieldError::type_invalid(
+                    ctx.field(path),
+                    x.clone(),
+                    format!("{path} in body must be of type {}: {}", s.format, go_quote(v)),
+                ));
+            }
+        }
+        Value::Number(n) => check_number(s, num_of(n), path, ctx, out),
+        Value::Array(a) => {
+            if let Some(items) = s.items.as_deref() {
+                for (i, v) in a.iter().enumerate() {
+                    check(items, v, &format!("{path}[{i}]"), ctx, out);
+                }
+            }
+            let size = a.len() as i64;
+            if let Some(min) = s.min_items.filter(|&m| size < m) {
+                out.push(FieldError::invalid(
+                    ctx.field(path),
+                    Value::from(size),
+                    format!("{path} in body should have at least {min} items"),
+                ));
+            }
+            if let Some(max) = s.max_items.filter(|&m| size > m) {
+                out.push(too_many(ctx.field(path), size, max));
+            }
+            if s.unique_items && a.iter().enumerate().any(|(i, v)| a.iter().take(i).any(|u| json_eq(u, v))) {
+                out.push(FieldError::invalid(
+                    ctx.field(path),
+                    Value::String(String::new()),
+                    format!("{path} in body shouldn't contain duplicates"),
+                ));
+            }
+        }
+        _ => {}
+    }
+    check_enum(s, x, path, ctx, out);
+    if let Value::Object(m) = x {
+        check_object(s, m, path, ctx, out);
+    }
+}
+
+/// `field.TooMany`. The shared FieldErrorKind has no "Too many" kind yet, so this is reported
+/// as an Invalid value with the server's detail text.
+fn too_many(field: String, actual: i64, max: i64) -> FieldError {
+    FieldError::invalid(field, Value::from(actual), format!("must have at most {max} items"))
+}
+
+fn check_string(s: &Schema, v: &str, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    let len = v.chars().count() as i64;
+    if let Some(max) = s.max_length.filter(|&m| len > m) {
+        out.push(FieldError::too_long(ctx.field(path), Value::String(String::new()), max.max(0) as usize));
+        return;
+    }
+    if let Some(min) = s.min_length.filter(|&m| len < m) {
+        out.push(FieldError::invalid(
+            ctx.field(path),
+            Value::String(v.to_string()),
+            format!("{path} in body should be at least {min} chars long"),
+        ));
+        return;
+    }
+    if let (Some(p), Some(re)) = (&s.pattern, &s.regex) {
+        if !re.is_match(v) {
+            out.push(FieldError::invalid(
+                ctx.field(path),
+                Value::String(v.to_string()),
+                format!("{path} in body should match '{p}'"),
+            ));
+        }
+    }
+}
+
+fn check_number(s: &Schema, n: Num, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    let value = match n {
+        Num::Int(i) => Value::from(i),
+        Num::Float(f) => serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null),
+    };
+    let invalid = |detail: String| FieldError::invalid(ctx.field(path), value.clone(), detail);
+    if let Some(factor) = s.multiple_of {
+        match n {
+            Num::Int(i) => {
+                let f = factor as i64;
+                if f <= 0 {
+                    out.push(invalid(format!("factor MultipleOf declared for {path} must be positive: {f}")));
+                } else if i % f != 0 {
+                    out.push(invalid(format!("{path} in body should be a multiple of {f}")));
+                }
+            }
+            Num::Float(d) => {
+                if factor <= 0.0 {
+                    out.push(invalid(format!(
+                        "factor MultipleOf declared for {path} must be positive: {}",
+                        go_float(factor)
+                    )));
+                } else {
+                    let mult = if factor < 1.0 { 1.0 / factor * d } else { d / factor };
+                    if !is_json_integer(mult) {
+                        out.push(invalid(format!("{path} in body should be a multiple of {}", go_float(factor))));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(min) = s.minimum {
+        let excl = s.exclusive_minimum;
+        let (fails, shown) = match n {
+            Num::Int(i) => {
+                let m = min as i64;
+                (if excl { i <= m } else { i < m }, m.to_string())
+            }
+            Num::Float(d) => (if excl { d <= min } else { d < min }, go_float(min)),
+        };
+        if fails {
+            let op = if excl { "greater than" } else { "greater than or equal to" };
+            out.push(invalid(format!("{path} in body should be {op} {shown}")));
+        }
+    }
+    if let Some(max) = s.maximum {
+        let excl = s.exclusive_maximum;
+        let (fails, shown) = match n {
+            Num::Int(i) => {
+                let m = max as i64;
+                (if excl { i >= m } else { i > m }, m.to_string())
+            }
+            Num::Float(d) => (if excl { d >= max } else { d > max }, go_float(max)),
+        };
+        if fails {
+            let op = if excl { "less than" } else { "less than or equal to" };
+            out.push(invalid(format!("{path} in body should be {op} {shown}")));
+        }
+    }
+}
+
+fn check_enum(s: &Schema, x: &Value, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    let Some(values) = s.enum_.as_ref().filter(|e| !e.is_empty()) else { return };
+    // A null never matches (Go's reflect sees no value to compare).
+    if !x.is_null() && values.iter().any(|e| json_eq(e, x)) {
+        return;
+    }
+    let shown: Vec<String> = values.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).collect();
+    out.push(not_supported(ctx.field(path), x.clone(), &shown));
+}
+
+fn check_object(s: &Schema, m: &Map<String, Value>, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    let n = m.len() as i64;
+    if let Some(min) = s.min_properties.filter(|&v| n < v) {
+        out.push(FieldError::invalid(
+            ctx.field(path),
+            Value::from(n),
+            format!("{path} in body should have at least {min} properties"),
+        ));
+    }
+    if let Some(max) = s.max_properties.filter(|&v| n > v) {
+        out.push(too_many(ctx.field(path), n, max));
+    }
+    match &s.additional {
+        Some(Additional::Bool(false)) => {
+            for k in m.keys().filter(|k| !s.properties.contains_key(*k)) {
+                out.push(FieldError::invalid(
+                    ctx.field(path),
+                    Value::String(k.clone()),
+                    format!("{path}.{k} in body is a forbidden property"),
+                ));
+            }
+        }
+        Some(Additional::Schema(ap)) => {
+            for (k, v) in m.iter().filter(|(k, _)| !s.properties.contains_key(*k)) {
+                check(ap, v, &format!("{path}.{k}"), ctx, out);
+            }
+        }
+        _ => {}
+    }
+    for (k, prop) in &s.properties {
+        if let Some(v) = m.get(k) {
+            check(prop, v, &join_key(path, k), ctx, out);
+        }
+    }
+    for k in &s.required {
+        if !m.contains_key(k) {
+            out.push(FieldError::required(ctx.field(&format!("{path}.{k}")), ""));
+        }
+    }
+}
+
+/// allOf / anyOf / oneOf / not. kube-openapi keeps the errors of the "best" failing branch; it
+/// ranks branches by a count of passed checks, approximated here by the fewest errors.
+fn check_junctors(s: &Schema, x: &Value, path: &str, ctx: &Ctx, out: &mut Vec<FieldError>) {
+    let run = |sub: &Schema| {
+        let mut errs = Vec::new();
+        check(sub, x, path, ctx, &mut errs);
+        errs
+    };
+    let composite = |detail: String| FieldError::invalid(ctx.whole(), Value::String(String::new()), detail);
+    if !s.any_of.is_empty() {
+        let mut best: Option<Vec<FieldError>> = None;
+        let mut ok = false;
+        for sub in &s.any_of {
+            let errs = run(sub);
+            if errs.is_empty() {
+                ok = true;
+                break;
+            }
+            if best.as_ref().is_none_or(|b| errs.len() < b.len()) {
+                best = Some(errs);
+            }
+        }
+        if !ok {
+            out.push(composite(format!("{} must validate at least one schema (anyOf)", go_quote(path))));
+            out.extend(best.unwrap_or_default());
+        }
+    }
+    if !s.one_of.is_empty() {
+        let mut best: Option<Vec<FieldError>> = None;
+        let mut valid = 0;
+        for sub in &s.one_of {
+            let errs = run(sub);
+            if errs.is_empty() {
+                valid += 1;
+                best = None;
+            } else if valid == 0 && best.as_ref().is_none_or(|b| errs.len() < b.len()) {
+                best = Some(errs);
+            }
+        }
+        if valid != 1 {
+            let extra = if valid == 0 { "Found none valid".to_string() } else { format!("Found {valid} valid alternatives") };
+            out.push(composite(format!(
+                "{} must validate one and only one schema (oneOf). {extra}",
+                go_quote(path)
+            )));
+            out.extend(best.unwrap_or_default());
+        }
+    }
+    if !s.all_of.is_empty() {
+        let mut valid = 0;
+        for sub in &s.all_of {
+            let errs = run(sub);
+            if errs.is_empty() {
+                valid += 1;
+            }
+            out.extend(errs);
+        }
+        if valid != s.all_of.len() {
+            let extra = if valid == 0 { ". None validated" } else { "" };
+            out.push(composite(format!("{} must validate all the schemas (allOf){extra}", go_quote(path))));
+        }
+    }
+    if let Some(not) = &s.not {
+        if run(not).is_empty() {
+            out.push(composite(format!("{} must not validate the schema (not)", go_quote(path))));
+        }
+    }
+}
+
+/// `objectmeta.Validate`: embedded resources need a string `apiVersion` and `kind`.
+fn embedded_checks(x: &Value, s: &Schema, path: &str, is_root: bool, out: &mut Vec<FieldError>) {
+    match x {
+        Value::Object(m) => {
+            if s.embedded && !is_root {
+                if !m.contains_key("apiVersion") {
+                    out.push(FieldError::required(child(path, "apiVersion"), "must not be empty"));
+                }
+                if !m.contains_key("kind") {
+                    out.push(FieldError::required(child(path, "kind"), "must not be empty"));
+                }
+                if let Some(v) = m.get("apiVersion") {
+                    let f = child(path, "apiVersion");
+                    match v.as_str() {
+                        None => out.push(FieldError::invalid(f, v.clone(), "must be a string")),
+                        Some("") => out.push(FieldError::invalid(f, v.clone(), "must not be empty")),
+                        Some(gv) if gv.matches('/').count() > 1 => out.push(FieldError::invalid(
+                            f,
+                            v.clone(),
+                            format!("unexpected GroupVersion string: {gv}"),
+                        )),
+                        Some(_) => {}
+                    }
+                }
+                if let Some(v) = m.get("kind") {
+                    let f = child(path, "kind");
+                    match v.as_str() {
+                        None => out.push(FieldError::invalid(f, v.clone(), "must be a string")),
+                        Some("") => out.push(FieldError::invalid(f, v.clone(), "must not be empty")),
+                        Some(k) => {
+                            let errs = dns1035_label_errors(&k.to_lowercase());
+                            if !errs.is_empty() {
+                                out.push(FieldError::invalid(
+                                    f,
+                                    v.clone(),
+                                    format!("may have mixed case, but should otherwise match: {}", errs.join(",")),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            for (k, v) in m {
+                match s.field_schema(k) {
+                    FieldSchema::Known(sub) if s.properties.contains_key(k) => {
+                        embedded_checks(v, sub, &child(path, k), false, out)
+                    }
+                    FieldSchema::Known(sub) => embedded_checks(v, sub, &key(path, k), false, out),
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = s.items.as_deref() {
+                for (i, v) in a.iter().enumerate() {
+                    embedded_checks(v, items, &index(path, i), false, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `listtype.ValidateListSetsAndMaps`: duplicates in sets and duplicate keys in maps.
+fn list_checks(x: &Value, s: &Schema, path: &str, out: &mut Vec<FieldError>) {
+    match x {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if let Some(sub) = s.properties.get(k) {
+                    list_checks(v, sub, &child(path, k), out);
+                } else if let Some(Additional::Schema(ap)) = &s.additional {
+                    list_checks(v, ap, &key(path, k), out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            match s.list_type.as_deref() {
+                Some("set") => {
+                    for i in duplicate_indices(a) {
+                        if let Some(v) = a.get(i) {
+                            out.push(FieldError::duplicate(index(path, i), v.clone()));
+                        }
+                    }
+                }
+                Some("map") => list_map_checks(a, s, path, out),
+                _ => {}
+            }
+            if let Some(items) = s.items.as_deref() {
+                for (i, v) in a.iter().enumerate() {
+                    list_checks(v, items, &index(path, i), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Indices of the second occurrence of each repeated value (later repeats are not reported).
+fn duplicate_indices(a: &[Value]) -> Vec<usize> {
+    let mut seen: Vec<(&Value, usize)> = Vec::new();
+    let mut out = Vec::new();
+    for (i, v) in a.iter().enumerate() {
+        match seen.iter_mut().find(|(u, _)| json_strict_eq(u, v)) {
+            Some((_, times)) => {
+                *times += 1;
+                if *times == 2 {
+                    out.push(i);
+                }
+            }
+            None => seen.push((v, 1)),
+        }
+    }
+    out
+}
+
+/// Go compares set members with `==` on decoded values, so int64 1 and float64 1.0 differ.
+fn json_strict_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => num_of(x) == num_of(y),
+        _ => a == b,
+    }
+}
+
+fn list_map_checks(a: &[Value], s: &Schema, path: &str, out: &mut Vec<FieldError>) {
+    for (i, x) in a.iter().enumerate() {
+        if !x.is_null() && !x.is_object() {
+            out.push(FieldError::invalid(index(path, i), x.clone(), "must be an object for an array of list-type map"));
+            return;
+        }
+    }
+    if a.len() <= 1 {
+        return;
+    }
+    let keys: Vec<Value> = a
+        .iter()
+        .map(|x| {
+            let mut key = Map::new();
+            if let Value::Object(m) = x {
+                for k in &s.list_map_keys {
+                    if let Some(v) = m.get(k) {
+                        key.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            Value::Object(key)
+        })
+        .collect();
+    for i in duplicate_indices(&keys) {
+        if let Some(k) = keys.get(i) {
+            out.push(FieldError::duplicate(index(path, i), k.clone()));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// String formats the server checks (go-openapi strfmt as kube-openapi configures it).
+// ---------------------------------------------------------------------------------------------
+
+fn format_ok(format: &str, v: &str) -> bool {
+    match format.replace('-', "").as_str() {
+        "datetime" => is_date_time(v),
+        "date" => is_date(v),
+        "uuid" => is_uuid(v, None),
+        "uuid3" => is_uuid(v, Some('3')),
+        "uuid4" => is_uuid(v, Some('4')),
+        "uuid5" => is_uuid(v, Some('5')),
+        "ipv4" => parse_ipv4(v).is_some(),
+        "ipv6" => v.contains(':') && parse_ipv6(v),
+        "cidr" => is_cidr(v),
+        "mac" => is_mac(v),
+        "hostname" => is_hostname(v),
+        "byte" => is_base64(v),
+        "email" => is_email(v),
+        "uri" => is_request_uri(v),
+        "hexcolor" => is_hexcolor(v),
+        "ssn" => is_ssn(v),
+        "bsonobjectid" => v.len() == 24 && v.bytes().all(|b| b.is_ascii_hexdigit()),
+        // password accepts anything; isbn, creditcard, rgbcolor and duration are not checked
+        // by kube-sim (documented difference).
+        _ => true,
+    }
+}
+
+fn digits(s: &str, n: usize) -> Option<u32> {
+    if s.len() == n && s.bytes().all(|b| b.is_ascii_digit()) { s.parse().ok() } else { None }
+}
+
+fn is_date(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('-').collect();
+    let [y, m, d] = parts.as_slice() else { return false };
+    let (Some(y), Some(m), Some(d)) = (digits(y, 4), digits(m, 2), digits(d, 2)) else { return false };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// strfmt's `IsDateTime`: a full date, `t`, then `hh:mm:ss[.frac](z|±hh:mm)`.
+fn is_date_time(v: &str) -> bool {
+    if v.len() < 4 {
+        return false;
+    }
+    let lower = v.to_lowercase();
+    let mut parts = lower.split('t');
+    let (Some(date), Some(time)) = (parts.next(), parts.next()) else { return false };
+    if !is_date(date) {
+        return false;
+    }
+    let b = time.as_bytes();
+    let two = |i: usize| b.get(i..i + 2).filter(|d| d.iter().all(u8::is_ascii_digit));
+    let (Some(h), Some(m), Some(s)) = (two(0), two(3), two(6)) else { return false };
+    if b.get(2) != Some(&b':') || b.get(5) != Some(&b':') {
+        return false;
+    }
+    let mut i = 8;
+    if b.get(i).is_some_and(|&c| c != b'z' && c != b'+' && c != b'-') {
+        // `(.[0-9]+)?`: any one character then digits.
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+    }
+    let zone_ok = match b.get(i) {
+        Some(b'z') => i + 1 == b.len(),
+        Some(b'+') | Some(b'-') => {
+            i + 6 == b.len() && two(i + 1).is_some() && b.get(i + 3) == Some(&b':') && two(i + 4).is_some()
+        }
+        _ => false,
+    };
+    zone_ok && h <= b"23".as_slice() && m <= b"59".as_slice() && s <= b"59".as_slice()
+}
+
+fn is_uuid(v: &str, version: Option<char>) -> bool {
+    let hex: String = v.chars().filter(|&c| c != '-').collect();
+    // Dashes are optional but only at the canonical places.
+    let groups = [8, 4, 4, 4, 12];
+    let mut rest = v;
+    for (gi, n) in groups.iter().enumerate() {
+        let Some(g) = rest.get(..*n) else { return false };
+        if !g.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return false;
+        }
+        rest = rest.get(*n..).unwrap_or("");
+        if gi < 4 {
+            rest = rest.strip_prefix('-').unwrap_or(rest);
+        }
+    }
+    if !rest.is_empty() || hex.len() != 32 {
+        return false;
+    }
+    match version {
+        None => true,
+        Some(ver) => {
+            let c = hex.chars().nth(12);
+            let variant = hex.chars().nth(16).map(|c| c.to_ascii_lowercase());
+            c == Some(ver) && (ver == '3' || matches!(variant, Some('8' | '9' | 'a' | 'b')))
+        }
+    }
+}
+
+/// Go's lenient ("sloppy") IPv4 parse: four decimal parts, leading zeros allowed.
+fn parse_ipv4(v: &str) -> Option<[u8; 4]> {
+    let parts: Vec<&str> = v.split('.').collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    let mut out = [0u8; 4];
+    for (o, p) in out.iter_mut().zip(&parts) {
+        if p.is_empty() || p.len() > 3 || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *o = p.parse::<u8>().ok()?;
+    }
+    Some(out)
+}
+
+fn parse_ipv6(v: &str) -> bool {
+    v.parse::<std::net::Ipv6Addr>().is_ok()
+}
+
+fn is_cidr(v: &str) -> bool {
+    let Some((ip, bits)) = v.split_once('/') else { return false };
+    let Some(bits) = (!bits.is_empty() && bits.len() <= 3 && bits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| bits.parse::<u32>().ok())
+        .flatten()
+    else {
+        return false;
+    };
+    if parse_ipv4(ip).is_some() {
+        bits <= 32
+    } else {
+        ip.contains(':') && parse_ipv6(ip) && bits <= 128
+    }
+}
+
+/// Go's `net.ParseMAC`: 6, 8 or 20 octets as `xx:xx…`, `xx-xx…` or `xxxx.xxxx…`.
+fn is_mac(v: &str) -> bool {
+    let ok_len = |n: usize| n == 6 || n == 8 || n == 20;
+    for sep in [':', '-'] {
+        let parts: Vec<&str> = v.split(sep).collect();
+        if parts.len() > 1 {
+            return ok_len(parts.len()) && parts.iter().all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+    }
+    let parts: Vec<&str> = v.split('.').collect();
+    parts.len() > 1
+        && ok_len(parts.len() * 2)
+        && parts.iter().all(|p| p.len() == 4 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// strfmt's hostname rule for ASCII names: labels of letters, digits and inner dashes, a final
+/// label of letters only (2-63), at most 255 characters.
+fn is_hostname(v: &str) -> bool {
+    if v.is_empty() || v.len() > 255 {
+        return false;
+    }
+    let labels: Vec<&str> = v.split('.').collect();
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && l.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
+    };
+    match labels.as_slice() {
+        [single] => label_ok(single) && single.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric),
+        [init @ .., last] => {
+            init.iter().all(|l| label_ok(l) && l.as_bytes().last().is_some_and(u8::is_ascii_alphanumeric))
+                && (2..=63).contains(&last.len())
+                && last.bytes().all(|b| b.is_ascii_alphabetic())
+        }
+        [] => false,
+    }
+}
+
+fn is_base64(v: &str) -> bool {
+    let b = v.as_bytes();
+    if b.is_empty() || b.len() % 4 != 0 {
+        return false;
+    }
+    let alpha = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let pad = b.iter().rev().take_while(|&&c| c == b'=').count();
+    pad <= 2 && b.get(..b.len() - pad).is_some_and(|body| body.iter().all(|&c| alpha(c)))
+}
+
+/// An approximation of Go's `net/mail.ParseAddress`: one `@`, non-empty local part and domain,
+/// optionally wrapped as `Name <local@domain>`.
+fn is_email(v: &str) -> bool {
+    let addr = match (v.rfind('<'), v.strip_suffix('>')) {
+        (Some(i), Some(inner)) => inner.get(i + 1..).unwrap_or(""),
+        _ => v.trim(),
+    };
+    match addr.rsplit_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty()
+                && !domain.is_empty()
+                && !addr.chars().any(|c| c.is_whitespace() || c == '<' || c == '>')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        }
+        None => false,
+    }
+}
+
+/// Go's `url.ParseRequestURI`: an absolute URI (`scheme:…`) or an absolute path.
+fn is_request_uri(v: &str) -> bool {
+    if v.starts_with('/') {
+        return !v.contains(' ');
+    }
+    match v.split_once(':') {
+        Some((scheme, rest)) => {
+            scheme.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+                && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.')
+                && !rest.is_empty()
+                && !v.contains(' ')
+        }
+        None => false,
+    }
+}
+
+fn is_hexcolor(v: &str) -> bool {
+    let h = v.strip_prefix('#').unwrap_or(v);
+    (h.len() == 3 || h.len() == 6) && h.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn is_ssn(v: &str) -> bool {
+    let d: Vec<char> = v.chars().filter(|c| c.is_ascii_digit()).collect();
+    let seps = v.chars().filter(|c| !c.is_ascii_digit()).count();
+    d.len() == 9 && (seps == 0 || (seps == 2 && v.len() == 11 && !v.starts_with(['-', ' '])))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CRD object itself: defaults, validation, and what serving it needs.
+// ---------------------------------------------------------------------------------------------
+
+/// What kube-sim needs to serve one CRD version.
+#[derive(Debug, Clone)]
+pub struct ServedVersion {
+    pub name: String,
+    pub storage: bool,
+    pub status_subresource: bool,
+    /// The `subresources.scale` object (specReplicasPath, statusReplicasPath, labelSelectorPath).
+    pub scale_subresource: Option<Value>,
+    pub schema: Option<Schema>,
+    pub printer_columns: Vec<Value>,
+}
+
+/// What kube-sim needs to serve a CRD.
+#[derive(Debug, Clone)]
+pub struct CrdInfo {
+    pub group: String,
+    pub plural: String,
+    pub singular: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    /// Served versions only, in spec order.
+    pub versions: Vec<ServedVersion>,
+}
+
+/// Reads a (valid) CRD. Fails with a plain message on a CRD that [`validate_crd`] would reject
+/// in ways that make it unservable.
+pub fn crd_info(crd: &Value) -> Result<CrdInfo, String> {
+    let mut crd = crd.clone();
+    set_crd_defaults(&mut crd);
+    let spec = crd.get("spec").filter(|s| s.is_object()).ok_or("spec: must be an object")?;
+    let names = spec.get("names").filter(|s| s.is_object()).ok_or("spec.names: must be an object")?;
+    let need = |v: &Value, k: &str, what: &str| -> Result<String, String> {
+        str_at(v, k).filter(|s| !s.is_empty()).map(str::to_string).ok_or_else(|| format!("{what}: Required value"))
+    };
+    let mut versions = Vec::new();
+    for (i, v) in arr_at(spec, "versions").iter().enumerate() {
+        if !bool_at(v, "served") {
+            continue;
+        }
+        let schema = match v.get("schema").and_then(|s| s.get("openAPIV3Schema")) {
+            Some(s) => Some(Schema::parse(s).map_err(|e| format!("spec.versions[{i}].schema.openAPIV3Schema.{e}"))?),
+            None => None,
+        };
+        let sub = v.get("subresources");
+        versions.push(ServedVersion {
+            name: need(v, "name", &format!("spec.versions[{i}].name"))?,
+            storage: bool_at(v, "storage"),
+            status_subresource: sub.and_then(|s| s.get("status")).is_some_and(|s| !s.is_null()),
+            scale_subresource: sub.and_then(|s| s.get("scale")).filter(|s| !s.is_null()).cloned(),
+            schema,
+            printer_columns: arr_at(v, "additionalPrinterColumns").to_vec(),
+        });
+    }
+    Ok(CrdInfo {
+        group: need(spec, "group", "spec.group")?,
+        plural: need(names, "plural", "spec.names.plural")?,
+        singular: need(names, "singular", "spec.names.singular")?,
+        kind: need(names, "kind", "spec.names.kind")?,
+        list_kind: need(names, "listKind", "spec.names.listKind")?,
+        short_names: strings_at(names, "shortNames"),
+        categories: strings_at(names, "categories"),
+        namespaced: str_at(spec, "scope") != Some("Cluster"),
+        versions,
+    })
+}
+
+/// The v1 defaulting of a CRD (`SetDefaults_CustomResourceDefinition`).
+fn set_crd_defaults(crd: &mut Value) {
+    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        if names.get("singular").and_then(Value::as_str).is_none_or(str::is_empty) {
+            names.insert("singular".into(), Value::String(kind.to_lowercase()));
+        }
+        if names.get("listKind").and_then(Value::as_str).is_none_or(str::is_empty) && !kind.is_empty() {
+            names.insert("listKind".into(), Value::String(format!("{kind}List")));
+        }
+    }
+    match spec.get_mut("conversion") {
+        Some(Value::Object(conv)) => {
+            if let Some(Value::Object(service)) = conv
+                .get_mut("webhook")
+                .and_then(|w| w.get_mut("clientConfig"))
+                .and_then(|c| c.get_mut("service"))
+            {
+                service.entry("port").or_insert(Value::from(443));
+            }
+        }
+        _ => {
+            spec.insert("conversion".into(), serde_json::json!({"strategy": "None"}));
+        }
+    }
+}
+
+fn storage_version(crd: &Value) -> Option<String> {
+    crd.get("spec")
+        .map(|s| arr_at(s, "versions"))
+        .unwrap_or(&[])
+        .iter()
+        .find(|v| bool_at(v, "storage"))
+        .and_then(|v| str_at(v, "name"))
+        .map(str::to_string)
+}
+
+/// What the server does to a CRD before validating and storing it: the v1 defaults
+/// (`names.singular`, `names.listKind`, `conversion.strategy: None`, webhook service port 443),
+/// and `status` (reset on create, carried over from `old` on update) with the storage version
+/// added to `status.storedVersions`. Generation and the controllers' conditions and
+/// `acceptedNames` are the caller's.
+pub fn prepare_crd(crd: &mut Value, old: Option<&Value>) {
+    set_crd_defaults(crd);
+    let mut stored: Vec<Value> = match old {
+        None => Vec::new(),
+        Some(o) => o.get("status").map(|s| arr_at(s, "storedVersions").to_vec()).unwrap_or_default(),
+    };
+    if let Some(sv) = storage_version(crd) {
+        if !stored.iter().any(|v| v.as_str() == Some(&sv)) {
+            stored.push(Value::String(sv));
+        }
+    }
+    let mut status = match old.and_then(|o| o.get("status")) {
+        Some(Value::Object(s)) => s.clone(),
+        _ => Map::new(),
+    };
+    status.insert("storedVersions".into(), Value::Array(stored));
+    if let Some(m) = crd.as_object_mut() {
+        m.insert("status".into(), Value::Object(status));
+    }
+}
+
+fn is_established(crd: &Value) -> bool {
+    crd.get("status")
+        .map(|s| arr_at(s, "conditions"))
+        .unwrap_or(&[])
+        .iter()
+        .any(|c| str_at(c, "type") == Some("Established") && str_at(c, "status") == Some("True"))
+}
+
+/// How the v1 CRD looks once the server converts it to its internal form: per-version
+/// schema, subresources and printer columns that are identical in every version move to the
+/// top level, so errors about them are reported under `spec.validation`, `spec.subresources`,
+/// `spec.additionalPrinterColumns` instead of `spec.versions[i]`.
+struct Hoisted<'a> {
+    versions: &'a [Value],
+    schema: Option<Option<&'a Value>>,
+    subresources: Option<Option<&'a Value>>,
+    columns: Option<&'a [Value]>,
+}
+
+fn hoist(versions: &[Value]) -> Hoisted<'_> {
+    let same = |k: &str| -> bool {
+        let first = versions.first().and_then(|v| v.get(k)).filter(|x| !x.is_null());
+        versions.iter().all(|v| match (v.get(k).filter(|x| !x.is_null()), first) {
+            (None, None) => true,
+            (Some(a), Some(b)) => json_eq(a, b),
+            _ => false,
+        })
+    };
+    if versions.is_empty() {
+        return Hoisted { versions, schema: None, subresources: None, columns: None };
+    }
+    let first = versions.first();
+    Hoisted {
+        versions,
+        schema: same("schema").then(|| first.and_then(|v| v.get("schema")).filter(|x| !x.is_null())),
+        subresources: same("subresources").then(|| first.and_then(|v| v.get("subresources")).filter(|x| !x.is_null())),
+        columns: {
+            fn cols(v: &Value) -> &[Value] {
+                arr_at(v, "additionalPrinterColumns")
+            }
+            let f = first.map(cols).unwrap_or(&[]);
+            let all_same =
+                versions.iter().all(|v| cols(v).len() == f.len() && cols(v).iter().zip(f).all(|(a, b)| json_eq(a, b)));
+            all_same.then_some(f)
+        },
+    }
+}
+
+impl Hoisted<'_> {
+    fn version_schema(&self, i: usize) -> Option<&Value> {
+        match self.schema {
+            Some(_) => None,
+            None => self.versions.get(i).and_then(|v| v.get("schema")).filter(|x| !x.is_null()),
+        }
+    }
+
+    fn version_subresources(&self, i: usize) -> Option<&Value> {
+        match self.subresources {
+            Some(_) => None,
+            None => self.versions.get(i).and_then(|v| v.get("subresources")).filter(|x| !x.is_null()),
+        }
+    }
+
+    /// `getSubresourcesForVersion`.
+    fn subresources_for(&self, i: usize) -> Option<&Value> {
+        match self.subresources {
+            Some(top) => top,
+            None => self.version_subresources(i),
+        }
+    }
+
+    fn any_status(&self) -> bool {
+        let has = |s: Option<&Value>| s.and_then(|s| s.get("status")).is_some_and(|x| !x.is_null());
+        (0..self.versions.len()).any(|i| has(self.subresources_for(i)))
+    }
+}
+
+/// The server's `must contain unique …` style errors echo whole Go structs; kube-sim echoes
+/// the JSON instead.
+fn versions_value(spec: &Value) -> Value {
+    Value::Array(arr_at(spec, "versions").to_vec())
+}
+
+/// Validates a CRD on create (`old` = None) or update, returning the 422 causes the server
+/// returns, with its messages and field paths. The object is first defaulted as the server
+/// would ([`prepare_crd`]); passing an already prepared object is fine.
+///
+/// Not checked: generic ObjectMeta rules other than `metadata.name` (the caller's), CEL rule
+/// compilation and cost, `selectableFields`, webhook URL/service details and CA bundles, and
+/// the update-time leniency for pre-existing violations other than a missing schema.
+pub fn validate_crd(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut crd = crd.clone();
+    let old_prepared = old.map(|o| {
+        let mut o = o.clone();
+        set_crd_defaults(&mut o);
+        o
+    });
+    prepare_crd(&mut crd, old);
+    let mut errs = Vec::new();
+    let null = Value::Null;
+    let spec = crd.get("spec").unwrap_or(&null);
+    let group = str_at(spec, "group").unwrap_or("");
+    let names = spec.get("names").unwrap_or(&null);
+    let plural = str_at(names, "plural").unwrap_or("");
+
+    // metadata.name, with the CRD's own name rule.
+    match crd.get("metadata").and_then(|m| str_at(m, "name")) {
+        Some(name) if !name.is_empty() => {
+            for e in dns1123_subdomain_errors(name) {
+                errs.push(FieldError::invalid("metadata.name", Value::String(name.into()), e));
+            }
+            if name != format!("{plural}.{group}") {
+                errs.push(FieldError::invalid(
+                    "metadata.name",
+                    Value::String(name.into()),
+                    "must be spec.names.plural+\".\"+spec.group",
+                ));
+            }
+        }
+        _ => errs.push(FieldError::required("metadata.name", "name or generateName is required")),
+    }
+
+    errs.extend(validate_spec(spec, old_prepared.as_ref()));
+
+    if let Some(old) = &old_prepared {
+        let old_spec = old.get("spec").unwrap_or(&null);
+        let old_names = old_spec.get("names").unwrap_or(&null);
+        let field_value = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::String(String::new()));
+        if is_established(old) {
+            if !json_eq(&field_value(spec, "scope"), &field_value(old_spec, "scope")) {
+                errs.push(immutable("spec.scope", field_value(spec, "scope")));
+            }
+            if !json_eq(&field_value(names, "kind"), &field_value(old_names, "kind")) {
+                errs.push(immutable("spec.names.kind", field_value(names, "kind")));
+            }
+        }
+        if !json_eq(&field_value(spec, "group"), &field_value(old_spec, "group")) {
+            errs.push(immutable("spec.group", field_value(spec, "group")));
+        }
+        if !json_eq(&field_value(names, "plural"), &field_value(old_names, "plural")) {
+            errs.push(immutable("spec.names.plural", field_value(names, "plural")));
+        }
+    }
+
+    errs.extend(validate_stored_versions(&crd));
+    errs.extend(validate_api_approval(&crd, old_prepared.as_ref()));
+    let old_preserves = old_prepared.as_ref().is_some_and(|o| o.get("spec").is_some_and(|s| bool_at(s, "preserveUnknownFields")));
+    if bool_at(spec, "preserveUnknownFields") && !old_preserves {
+        errs.push(FieldError::invalid(
+            "spec.preserveUnknownFields",
+            Value::Bool(true),
+            "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+        ));
+    }
+    errs
+}
+
+fn validate_stored_versions(crd: &Value) -> Vec<FieldError> {
+    let path = "status.storedVersions";
+    let stored = crd.get("status").map(|s| arr_at(s, "storedVersions")).unwrap_or(&[]);
+    if stored.is_empty() {
+        return vec![FieldError::invalid(path, Value::Array(vec![]), "must have at least one stored version")];
+    }
+    let mut errs = Vec::new();
+    let versions = crd.get("spec").map(|s| arr_at(s, "versions")).unwrap_or(&[]);
+    let mut remaining: Vec<(usize, &str)> = stored.iter().enumerate().filter_map(|(i, v)| v.as_str().map(|s| (i, s))).collect();
+    for v in versions {
+        let name = str_at(v, "name").unwrap_or("");
+        let found = remaining.iter().any(|(_, s)| *s == name);
+        if bool_at(v, "storage") && !found {
+            errs.push(FieldError::invalid(path, Value::Array(stored.to_vec()), format!("must have the storage version {name}")));
+        }
+        remaining.retain(|(_, s)| *s != name);
+    }
+    for (i, v) in remaining {
+        errs.push(FieldError::invalid(
+            index(path, i),
+            Value::String(v.into()),
+            format!(
+                "missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
+            ),
+        ));
+    }
+    errs
+}
+
+const APPROVAL: &str = "api-approved.kubernetes.io";
+
+#[derive(PartialEq)]
+enum Approval {
+    Invalid,
+    Approved,
+    Bypassed,
+    Missing,
+}
+
+fn approval_state(crd: &Value) -> Approval {
+    let a = crd.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| str_at(a, APPROVAL)).unwrap_or("");
+    if a.is_empty() {
+        Approval::Missing
+    } else if a.starts_with("unapproved") {
+        Approval::Bypassed
+    } else if a.split_once("://").is_some_and(|(scheme, rest)| {
+        scheme.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+            && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+            && !rest.is_empty()
+            && !rest.starts_with('/')
+    }) {
+        Approval::Approved
+    } else {
+        Approval::Invalid
+    }
+}
+
+fn validate_api_approval(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let group = crd.get("spec").and_then(|s| str_at(s, "group")).unwrap_or("");
+    let protected = group == "k8s.io" || group.ends_with(".k8s.io") || group == "kubernetes.io" || group.ends_with(".kubernetes.io");
+    if !protected {
+        return vec![];
+    }
+    let new = approval_state(crd);
+    if old.is_some_and(|o| approval_state(o) == new) {
+        return vec![];
+    }
+    let field = format!("metadata.annotations[{APPROVAL}]");
+    let value = crd.get("metadata").and_then(|m| m.get("annotations")).and_then(|a| a.get(APPROVAL)).cloned();
+    match new {
+        Approval::Missing => vec![FieldError::required(
+            field,
+            format!("protected groups must have approval annotation {}, see https://github.com/kubernetes/enhancements/pull/1111", go_quote(APPROVAL)),
+        )],
+        Approval::Invalid => vec![FieldError::invalid(
+            field,
+            value.unwrap_or(Value::String(String::new())),
+            format!(
+                "protected groups must have approval annotation {} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
+                go_quote(APPROVAL)
+            ),
+        )],
+        Approval::Approved | Approval::Bypassed => vec![],
+    }
+}
+
+fn validate_names(names: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let label = |k: &str, errs: &mut Vec<FieldError>| {
+        if let Some(v) = str_at(names, k).filter(|v| !v.is_empty()) {
+            let e = dns1035_label_errors(v);
+            if !e.is_empty() {
+                errs.push(FieldError::invalid(child(path, k), Value::String(v.into()), e.join(",")));
+            }
+        }
+    };
+    label("plural", &mut errs);
+    label("singular", &mut errs);
+    for k in ["kind", "listKind"] {
+        if let Some(v) = str_at(names, k).filter(|v| !v.is_empty()) {
+            let e = dns1035_label_errors(&v.to_lowercase());
+            if !e.is_empty() {
+                errs.push(FieldError::invalid(
+                    child(path, k),
+                    Value::String(v.into()),
+                    format!("may have mixed case, but should otherwise match: {}", e.join(",")),
+                ));
+            }
+        }
+    }
+    for (i, s) in arr_at(names, "shortNames").iter().enumerate() {
+        let s = s.as_str().unwrap_or("");
+        let e = dns1035_label_errors(s);
+        if !e.is_empty() {
+            errs.push(FieldError::invalid(index(&child(path, "shortNames"), i), Value::String(s.into()), e.join(",")));
+        }
+    }
+    let kind = str_at(names, "kind").unwrap_or("");
+    if !kind.is_empty() && Some(kind) == str_at(names, "listKind") {
+        errs.push(FieldError::invalid(child(path, "listKind"), Value::String(kind.into()), "kind and listKind may not be the same"));
+    }
+    for (i, s) in arr_at(names, "categories").iter().enumerate() {
+        let s = s.as_str().unwrap_or("");
+        let e = dns1035_label_errors(s);
+        if !e.is_empty() {
+            errs.push(FieldError::invalid(index(&child(path, "categories"), i), Value::String(s.into()), e.join(",")));
+        }
+    }
+    errs
+}
+
+/// `validateCustomResourceDefinitionSpec`, in its order.
+fn validate_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let null = Value::Null;
+    let group = str_at(spec, "group").unwrap_or("");
+    if group.is_empty() {
+        errs.push(FieldError::required("spec.group", ""));
+    } else {
+        let e = dns1123_subdomain_errors(group);
+        if !e.is_empty() {
+            errs.push(FieldError::invalid("spec.group", Value::String(group.into()), e.join(",")));
+        } else if !group.contains('.') {
+            errs.push(FieldError::invalid("spec.group", Value::String(group.into()), "should be a domain with at least one dot"));
+        }
+    }
+    match str_at(spec, "scope").unwrap_or("") {
+        "" => errs.push(FieldError::required("spec.scope", "")),
+        "Cluster" | "Namespaced" => {}
+        other => errs.push(not_supported("spec.scope", Value::String(other.into()), &["Cluster".into(), "Namespaced".into()])),
+    }
+
+    let versions = arr_at(spec, "versions");
+    let h = hoist(versions);
+    let preserve = bool_at(spec, "preserveUnknownFields");
+    let has_schema = |s: Option<&Value>| s.and_then(|s| s.get("openAPIV3Schema")).is_some_and(|x| !x.is_null());
+    // A missing schema is tolerated on update only if the stored CRD already lacked one.
+    let old_all_schemas = old.is_none_or(|o| {
+        let ov = o.get("spec").map(|s| arr_at(s, "versions")).unwrap_or(&[]);
+        ov.iter().all(|v| has_schema(v.get("schema")))
+    });
+    let top_schema = h.schema.flatten();
+    if !has_schema(top_schema) {
+        for (i, v) in versions.iter().enumerate() {
+            let own = h.version_schema(i);
+            if has_schema(own) {
+                continue;
+            }
+            let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            if old_all_schemas {
+                errs.push(FieldError::required(path, "schemas are required"));
+            } else if !preserve && bool_at(v, "served") {
+                errs.push(FieldError::required(path, "because otherwise all fields are pruned"));
+            }
+        }
+    }
+    let any_defaults = versions.iter().any(|v| v.get("schema").and_then(|s| s.get("openAPIV3Schema")).is_some_and(schema_has_default));
+    if any_defaults && preserve {
+        errs.push(FieldError::invalid("spec.preserveUnknownFields", Value::Bool(true), "must be false in order to use defaults in the schema"));
+    }
+
+    let mut storage = 0;
+    let mut seen = HashSet::new();
+    let mut unique = true;
+    for (i, v) in versions.iter().enumerate() {
+        let vp = format!("spec.versions[{i}]");
+        if bool_at(v, "storage") {
+            storage += 1;
+        }
+        let name = str_at(v, "name").unwrap_or("");
+        if !seen.insert(name.to_string()) {
+            unique = false;
+        }
+        let e = dns1035_label_errors(name);
+        if !e.is_empty() {
+            errs.push(FieldError::invalid(child(&vp, "name"), Value::String(name.into()), e.join(",")));
+        }
+        errs.extend(validate_deprecation(v, &vp));
+        let status_enabled = h.subresources_for(i).and_then(|s| s.get("status")).is_some_and(|x| !x.is_null());
+        if let Some(schema) = h.version_schema(i) {
+            errs.extend(validate_schema_block(schema, status_enabled, &child(&vp, "schema")));
+        }
+        if let Some(sub) = h.version_subresources(i) {
+            errs.extend(validate_subresources(sub, &child(&vp, "subresources")));
+        }
+        if h.columns.is_none() {
+            for (j, c) in arr_at(v, "additionalPrinterColumns").iter().enumerate() {
+                errs.extend(validate_column(c, &index(&child(&vp, "additionalPrinterColumns"), j)));
+            }
+        }
+    }
+    if !unique {
+        errs.push(FieldError::invalid("spec.versions", versions_value(spec), "must contain unique version names"));
+    }
+    if storage != 1 {
+        errs.push(FieldError::invalid("spec.versions", versions_value(spec), "must have exactly one version marked as storage version"));
+    }
+    if let Some(first) = versions.first() {
+        // The internal form carries versions[0].name as spec.version and validates it again.
+        let name = str_at(first, "name").unwrap_or("");
+        if !name.is_empty() {
+            let e = dns1035_label_errors(name);
+            if !e.is_empty() {
+                errs.push(FieldError::invalid("spec.version", Value::String(name.into()), e.join(",")));
+            }
+        }
+    }
+    let names = spec.get("names").unwrap_or(&null);
+    for k in ["plural", "singular", "kind", "listKind"] {
+        if str_at(names, k).unwrap_or("").is_empty() {
+            errs.push(FieldError::required(format!("spec.names.{k}"), ""));
+        }
+    }
+    errs.extend(validate_names(names, "spec.names"));
+    if let Some(schema) = top_schema {
+        errs.extend(validate_schema_block(schema, h.any_status(), "spec.validation"));
+    }
+    if let Some(sub) = h.subresources.flatten() {
+        errs.extend(validate_subresources(sub, "spec.subresources"));
+    }
+    if let Some(cols) = h.columns {
+        for (j, c) in cols.iter().enumerate() {
+            errs.extend(validate_column(c, &index("spec.additionalPrinterColumns", j)));
+        }
+    }
+    errs.extend(validate_conversion(spec.get("conversion"), preserve));
+    errs
+}
+
+fn validate_deprecation(v: &Value, vp: &str) -> Vec<FieldError> {
+    let Some(w) = v.get("deprecationWarning").filter(|w| !w.is_null()) else { return vec![] };
+    let path = child(vp, "deprecationWarning");
+    let text = w.as_str().unwrap_or("");
+    let mut msgs = Vec::new();
+    if !bool_at(v, "deprecated") {
+        msgs.push("can only be set for deprecated versions".to_string());
+    } else {
+        if text.len() > 256 {
+            msgs.push("must be <= 256 characters long".into());
+        }
+        if text.is_empty() {
+            msgs.push("must not be an empty string".into());
+        }
+        // Go's unicode.IsPrint fails first for control characters and non-ASCII spaces.
+        if let Some((i, _)) = text.char_indices().find(|(_, c)| c.is_control() || (c.is_whitespace() && *c != ' ')) {
+            msgs.push(format!("must only contain printable UTF-8 characters; non-printable character found at index {i}"));
+        }
+    }
+    msgs.into_iter().map(|m| FieldError::invalid(path.clone(), w.clone(), m)).collect()
+}
+
+fn simple_json_path_errors(s: &str, path: &str) -> Vec<FieldError> {
+    if s.is_empty() {
+        vec![FieldError::invalid(path, Value::String(s.into()), "must not be empty")]
+    } else if !s.starts_with('.') {
+        vec![FieldError::invalid(path, Value::String(s.into()), "must be a simple json path starting with .")]
+    } else {
+        vec![]
+    }
+}
+
+fn validate_subresources(sub: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(scale) = sub.get("scale").filter(|s| !s.is_null()) else { return errs };
+    for (k, prefix, what) in [("specReplicasPath", ".spec.", "should be a json path under .spec"), (
+        "statusReplicasPath",
+        ".status.",
+        "should be a json path under .status",
+    )] {
+        let p = child(path, &format!("scale.{k}"));
+        match str_at(scale, k).unwrap_or("") {
+            "" => errs.push(FieldError::required(p, "")),
+            v => {
+                let e = simple_json_path_errors(v, &p);
+                if !e.is_empty() {
+                    errs.extend(e);
+                } else if !v.starts_with(prefix) {
+                    errs.push(FieldError::invalid(p, Value::String(v.into()), what));
+                }
+            }
+        }
+    }
+    if let Some(v) = str_at(scale, "labelSelectorPath").filter(|v| !v.is_empty()) {
+        let p = child(path, "scale.labelSelectorPath");
+        let e = simple_json_path_errors(v, &p);
+        if !e.is_empty() {
+            errs.extend(e);
+        } else if !v.starts_with(".spec.") && !v.starts_with(".status.") {
+            errs.push(FieldError::invalid(p, Value::String(v.into()), "should be a json path under either .spec or .status"));
+        }
+    }
+    errs
+}
+
+fn validate_column(c: &Value, path: &str) -> Vec<FieldError> {
+    const TYPES: &str = "boolean,date,integer,number,string";
+    const FORMATS: &str = "byte,date,date-time,double,float,int32,int64,password";
+    let mut errs = Vec::new();
+    if str_at(c, "name").unwrap_or("").is_empty() {
+        errs.push(FieldError::required(child(path, "name"), ""));
+    }
+    match str_at(c, "type").unwrap_or("") {
+        "" => errs.push(FieldError::required(child(path, "type"), format!("must be one of {TYPES}"))),
+        t if !TYPES.split(',').any(|x| x == t) => {
+            errs.push(FieldError::invalid(child(path, "type"), Value::String(t.into()), format!("must be one of {TYPES}")))
+        }
+        _ => {}
+    }
+    if let Some(f) = str_at(c, "format").filter(|f| !f.is_empty()) {
+        if !FORMATS.split(',').any(|x| x == f) {
+            errs.push(FieldError::invalid(child(path, "format"), Value::String(f.into()), format!("must be one of {FORMATS}")));
+        }
+    }
+    match str_at(c, "jsonPath").unwrap_or("") {
+        "" => errs.push(FieldError::required(child(path, "JSONPath"), "")),
+        p => errs.extend(simple_json_path_errors(p, &child(path, "JSONPath"))),
+    }
+    errs
+}
+
+fn validate_conversion(conv: Option<&Value>, preserve: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(conv) = conv.filter(|c| !c.is_null()) else { return errs };
+    let strategy = str_at(conv, "strategy").unwrap_or("");
+    if strategy != "None" && preserve {
+        errs.push(FieldError::invalid(
+            "spec.conversion.strategy",
+            Value::String(strategy.into()),
+            "must be None if spec.preserveUnknownFields is true",
+        ));
+    }
+    match strategy {
+        "" => errs.push(FieldError::required("spec.conversion.strategy", "")),
+        "None" | "Webhook" => {}
+        other => errs.push(not_supported("spec.conversion.strategy", Value::String(other.into()), &["None".into(), "Webhook".into()])),
+    }
+    let webhook = conv.get("webhook").filter(|w| !w.is_null());
+    let client = webhook.and_then(|w| w.get("clientConfig")).filter(|c| !c.is_null());
+    let review = webhook.map(|w| arr_at(w, "conversionReviewVersions")).unwrap_or(&[]);
+    if strategy == "Webhook" {
+        match client {
+            None => errs.push(FieldError::required("spec.conversion.webhookClientConfig", "required when strategy is set to Webhook")),
+            Some(cc) => {
+                let has = |k: &str| cc.get(k).is_some_and(|x| !x.is_null());
+                if has("url") == has("service") {
+                    errs.push(FieldError::required("spec.conversion.webhookClientConfig", "exactly one of url or service is required"));
+                }
+            }
+        }
+        let path = "spec.conversion.conversionReviewVersions";
+        if review.is_empty() {
+            errs.push(FieldError::required(path, ""));
+        } else {
+            let mut seen = HashSet::new();
+            let mut accepted = false;
+            for (i, v) in review.iter().enumerate() {
+                let s = v.as_str().unwrap_or("");
+                if !seen.insert(s) {
+                    errs.push(FieldError::invalid(index(path, i), Value::String(s.into()), "duplicate version"));
+                    continue;
+                }
+                for e in dns1035_label_errors(s) {
+                    errs.push(FieldError::invalid(index(path, i), Value::String(s.into()), e));
+                }
+                accepted |= s == "v1" || s == "v1beta1";
+            }
+            if !accepted {
+                errs.push(FieldError::invalid(path, Value::Array(review.to_vec()), "must include at least one of v1, v1beta1"));
+            }
+        }
+    } else {
+        if client.is_some() {
+            errs.push(FieldError::forbidden("spec.conversion.webhookClientConfig", "should not be set when strategy is not set to Webhook"));
+        }
+        if !review.is_empty() {
+            errs.push(FieldError::forbidden("spec.conversion.conversionReviewVersions", "should not be set when strategy is not set to Webhook"));
+        }
+    }
+    errs
+}
+
+fn schema_has_default(s: &Value) -> bool {
+    match s {
+        Value::Object(m) => {
+            m.get("default").is_some_and(|d| !d.is_null())
+                || m.iter().any(|(k, v)| match k.as_str() {
+                    "properties" | "patternProperties" | "definitions" | "dependencies" => {
+                        v.as_object().is_some_and(|p| p.values().any(schema_has_default))
+                    }
+                    "items" | "additionalProperties" | "additionalItems" | "not" => match v {
+                        Value::Array(a) => a.iter().any(schema_has_default),
+                        other => schema_has_default(other),
+                    },
+                    "allOf" | "anyOf" | "oneOf" => v.as_array().is_some_and(|a| a.iter().any(schema_has_default)),
+                    _ => false,
+                })
+        }
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation of a CRD's openAPIV3Schema: root restrictions, structural rules, defaults, and the
+// per-node OpenAPI rules.
+// ---------------------------------------------------------------------------------------------
+
+/// The JSONSchemaProps fields in Go struct order, as (JSON key, Go field name); the root check
+/// with a status subresource walks them in this order and stops at the first offender.
+const SCHEMA_FIELDS: &[(&str, &str)] = &[
+    ("id", "ID"),
+    ("$schema", "Schema"),
+    ("$ref", "Ref"),
+    ("description", "Description"),
+    ("type", "Type"),
+    ("format", "Format"),
+    ("title", "Title"),
+    ("default", "Default"),
+    ("maximum", "Maximum"),
+    ("exclusiveMaximum", "ExclusiveMaximum"),
+    ("minimum", "Minimum"),
+    ("exclusiveMinimum", "ExclusiveMinimum"),
+    ("maxLength", "MaxLength"),
+    ("minLength", "MinLength"),
+    ("pattern", "Pattern"),
+    ("maxItems", "MaxItems"),
+    ("minItems", "MinItems"),
+    ("uniqueItems", "UniqueItems"),
+    ("multipleOf", "MultipleOf"),
+    ("enum", "Enum"),
+    ("maxProperties", "MaxProperties"),
+    ("minProperties", "MinProperties"),
+    ("required", "Required"),
+    ("items", "Items"),
+    ("allOf", "AllOf"),
+    ("oneOf", "OneOf"),
+    ("anyOf", "AnyOf"),
+    ("not", "Not"),
+    ("properties", "Properties"),
+    ("additionalProperties", "AdditionalProperties"),
+    ("patternProperties", "PatternProperties"),
+    ("dependencies", "Dependencies"),
+    ("additionalItems", "AdditionalItems"),
+    ("definitions", "Definitions"),
+    ("externalDocs", "ExternalDocs"),
+    ("example", "Example"),
+    ("nullable", "Nullable"),
+    ("x-kubernetes-preserve-unknown-fields", "XPreserveUnknownFields"),
+    ("x-kubernetes-embedded-resource", "XEmbeddedResource"),
+    ("x-kubernetes-int-or-string", "XIntOrString"),
+    ("x-kubernetes-list-map-keys", "XListMapKeys"),
+    ("x-kubernetes-list-type", "XListType"),
+    ("x-kubernetes-map-type", "XMapType"),
+    ("x-kubernetes-validations", "XValidations"),
+];
+
+const ROOT_ALLOWED_WITH_STATUS: &[&str] = &[
+    "Description",
+    "Type",
+    "Format",
+    "Title",
+    "Maximum",
+    "ExclusiveMaximum",
+    "Minimum",
+    "ExclusiveMinimum",
+    "MaxLength",
+    "MinLength",
+    "Pattern",
+    "MaxItems",
+    "MinItems",
+    "UniqueItems",
+    "MultipleOf",
+    "Required",
+    "Items",
+    "Properties",
+    "ExternalDocs",
+    "Example",
+    "XPreserveUnknownFields",
+    "XValidations",
+];
+
+/// Go's zero values are skipped by the root check; so are JSON's equivalents.
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        Value::Number(n) => n.as_f64() == Some(0.0),
+    }
+}
+
+/// `validateCustomResourceDefinitionValidation` for one `schema:` block at `path`
+/// (`spec.validation` or `spec.versions[i].schema`).
+fn validate_schema_block(block: &Value, status_enabled: bool, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(root) = block.get("openAPIV3Schema").filter(|s| !s.is_null()) else { return errs };
+    let root_path = child(path, "openAPIV3Schema");
+    let Some(root_map) = root.as_object() else {
+        errs.push(FieldError::invalid(root_path, root.clone(), "must be an object"));
+        return errs;
+    };
+    // The same decode failures the server reports at 400 keep us from going further.
+    if let Err(e) = Schema::parse(root) {
+        errs.push(FieldError::invalid(root_path, Value::String(String::new()), e));
+        return errs;
+    }
+    if status_enabled {
+        for (json_key, go_name) in SCHEMA_FIELDS {
+            let Some(v) = root_map.get(*json_key).filter(|v| !is_zero(v)) else { continue };
+            if *go_name == "Type" {
+                if v.as_str() != Some("object") {
+                    errs.push(FieldError::invalid(
+                        format!("{root_path}.type"),
+                        v.clone(),
+                        "only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
+                    ));
+                    break;
+                }
+                continue;
+            }
+            if !ROOT_ALLOWED_WITH_STATUS.contains(go_name) {
+                errs.push(FieldError::invalid(
+                    root_path.clone(),
+                    root.clone(),
+                    format!(
+                        "only [{}] fields are allowed at the root of the schema if the status subresource is enabled",
+                        ROOT_ALLOWED_WITH_STATUS.join(" ")
+                    ),
+                ));
+                break;
+            }
+        }
+    }
+    if bool_at(root, "nullable") {
+        errs.push(FieldError::forbidden(format!("{root_path}.nullable"), "nullable cannot be true at the root"));
+    }
+    let mut structural = Vec::new();
+    structural_invariants(root_map, Level::Root, &root_path, &mut structural);
+    structural_completeness(root_map, &root_path, &mut structural);
+    structural.sort_by_key(|e| e.to_string());
+    if structural.is_empty() {
+        defaults_check(root_map, &root_path, true, false, &mut errs);
+    } else {
+        errs.extend(structural);
+    }
+    let ssv = Ssv { allow_defaults: true, reason: String::new(), inside_meta: false };
+    openapi_checks(root_map, &root_path, &ssv, true, &mut errs);
+    errs
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Root,
+    Item,
+    Field,
+}
+
+fn sub_map<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
+    m.get(k).and_then(Value::as_object)
+}
+
+fn m_str<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
+    m.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+fn m_bool(m: &Map<String, Value>, k: &str) -> bool {
+    m.get(k).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn props_of(m: &Map<String, Value>) -> Vec<(&String, &Map<String, Value>)> {
+    sub_map(m, "properties").map(|p| p.iter().filter_map(|(k, v)| v.as_object().map(|o| (k, o))).collect()).unwrap_or_default()
+}
+
+/// `anyOf: [{type: integer}, {type: string}]` exactly: the int-or-string exception.
+fn is_int_or_string_any_of(m: &Map<String, Value>) -> bool {
+    let Some(a) = m.get("anyOf").and_then(Value::as_array) else { return false };
+    let only_type = |v: Option<&Value>, t: &str| {
+        v.and_then(Value::as_object).is_some_and(|o| o.len() == 1 && o.get("type").and_then(Value::as_str) == Some(t))
+    };
+    a.len() == 2 && only_type(a.first(), "integer") && only_type(a.get(1), "string")
+}
+
+fn prop_path(path: &str, k: &str) -> String {
+    format!("{path}.properties[{k}]")
+}
+
+/// `validateStructuralInvariants`.
+fn structural_invariants(m: &Map<String, Value>, lvl: Level, path: &str, errs: &mut Vec<FieldError>) {
+    let ty = m_str(m, "type");
+    let embedded = m_bool(m, "x-kubernetes-embedded-resource");
+    let preserve = m_bool(m, "x-kubernetes-preserve-unknown-fields");
+    let ios = m_bool(m, "x-kubernetes-int-or-string");
+    if ty == "array" && m.get("items").is_none_or(Value::is_null) {
+        errs.push(FieldError::required(format!("{path}.items"), "must be specified"));
+    }
+    if let Some(items) = sub_map(m, "items") {
+        structural_invariants(items, Level::Item, &format!("{path}.items"), errs);
+    }
+    for (k, p) in props_of(m) {
+        structural_invariants(p, Level::Field, &prop_path(path, k), errs);
+    }
+    if let Some(ap) = m.get("additionalProperties").filter(|v| !v.is_null()) {
+        if lvl == Level::Root {
+            errs.push(FieldError::forbidden(format!("{path}.additionalProperties"), "must not be used at the root"));
+        }
+        if let Some(apm) = ap.as_object() {
+            structural_invariants(apm, Level::Field, &format!("{path}.additionalProperties"), errs);
+        }
+    }
+    if ios && preserve {
+        errs.push(FieldError::invalid(
+            format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    if ios && embedded {
+        errs.push(FieldError::invalid(
+            format!("{path}.x-kubernetes-embedded-resource"),
+            Value::Bool(true),
+            "must be false if x-kubernetes-int-or-string is true",
+        ));
+    }
+    let skip_any_of = is_int_or_string_any_of(m);
+    let skip_first_all_of_any_of = m
+        .get("allOf")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_object)
+        .is_some_and(is_int_or_string_any_of);
+    value_validation(m, skip_any_of, skip_first_all_of_any_of, path, errs);
+    if embedded && ty != "object" {
+        if ty.is_empty() {
+            errs.push(FieldError::required(format!("{path}.type"), "must be object if x-kubernetes-embedded-resource is true"));
+        } else {
+            errs.push(FieldError::invalid(
+                format!("{path}.type"),
+                Value::String(ty.into()),
+                "must be object if x-kubernetes-embedded-resource is true",
+            ));
+        }
+    } else if ty.is_empty() && !ios && !preserve {
+        let detail = match lvl {
+            Level::Root => "must not be empty at the root",
+            Level::Item => "must not be empty for specified array items",
+            Level::Field => "must not be empty for specified object fields",
+        };
+        errs.push(FieldError::required(format!("{path}.type"), detail));
+    }
+    if embedded && m.get("additionalProperties").is_some_and(|v| !v.is_null()) {
+        errs.push(FieldError::forbidden(
+            format!("{path}.additionalProperties"),
+            "must not be used if x-kubernetes-embedded-resource is set",
+        ));
+    }
+    if lvl == Level::Root && !ty.is_empty() && ty != "object" {
+        errs.push(FieldError::invalid(format!("{path}.type"), Value::String(ty.into()), "must be object at the root"));
+    }
+    let check_meta = lvl == Level::Root || embedded;
+    let props = sub_map(m, "properties");
+    if check_meta {
+        for k in ["kind", "apiVersion"] {
+            if let Some(p) = props.and_then(|p| sub_map(p, k)) {
+                let t = m_str(p, "type");
+                if t != "string" {
+                    errs.push(FieldError::invalid(format!("{}.type", prop_path(path, k)), Value::String(t.into()), "must be string"));
+                }
+            }
+        }
+    }
+    if let Some(meta) = props.and_then(|p| sub_map(p, "metadata")) {
+        let mp = prop_path(path, "metadata");
+        if check_meta && m_str(meta, "type") != "object" {
+            errs.push(FieldError::invalid(format!("{mp}.type"), Value::String(m_str(meta, "type").into()), "must be object"));
+        }
+        if lvl == Level::Root && !root_metadata_ok(meta) {
+            errs.push(FieldError::forbidden(
+                mp,
+                "must not specify anything other than name and generateName, but metadata is implicitly specified",
+            ));
+        }
+    }
+    if embedded && !preserve && props.is_none_or(Map::is_empty) {
+        errs.push(FieldError::required(
+            format!("{path}.properties"),
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        ));
+    }
+}
+
+/// At the root, `metadata` may only say it is an object and restrict `name`/`generateName`.
+fn root_metadata_ok(meta: &Map<String, Value>) -> bool {
+    meta.iter().all(|(k, v)| match k.as_str() {
+        "type" | "default" => true,
+        "properties" => v.as_object().is_some_and(|p| {
+            let n = p.contains_key("name") as usize + p.contains_key("generateName") as usize;
+            n > 0 && n == p.len()
+        }),
+        // Zero values don't survive decoding, so they don't count.
+        _ => is_zero(v),
+    })
+}
+
+/// `validateValueValidation`: the junctors of a structural node, and the pattern.
+fn value_validation(m: &Map<String, Value>, skip_any_of: bool, skip_first_all_of_any_of: bool, path: &str, errs: &mut Vec<FieldError>) {
+    let list = |k: &str| -> Vec<&Map<String, Value>> {
+        m.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_object).collect()).unwrap_or_default()
+    };
+    if !skip_any_of {
+        for (i, s) in list("anyOf").into_iter().enumerate() {
+            nested_value_validation(s, false, &format!("{path}.anyOf[{i}]"), errs);
+        }
+    }
+    for (i, s) in list("allOf").into_iter().enumerate() {
+        nested_value_validation(s, skip_first_all_of_any_of && i == 0, &format!("{path}.allOf[{i}]"), errs);
+    }
+    for (i, s) in list("oneOf").into_iter().enumerate() {
+        nested_value_validation(s, false, &format!("{path}.oneOf[{i}]"), errs);
+    }
+    if let Some(not) = sub_map(m, "not") {
+        nested_value_validation(not, false, &format!("{path}.not"), errs);
+    }
+    if let Some(p) = m.get("pattern").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+        if let Err(RegexError::Invalid(e)) = Regex::new(p) {
+            errs.push(FieldError::invalid(
+                format!("{path}.pattern"),
+                Value::String(p.into()),
+                format!("must be a valid regular expression, but isn't: {e}"),
+            ));
+        }
+    }
+}
+
+/// `validateNestedValueValidation`: inside allOf/anyOf/oneOf/not only value validations may
+/// appear.
+fn nested_value_validation(m: &Map<String, Value>, skip_any_of: bool, path: &str, errs: &mut Vec<FieldError>) {
+    value_validation(m, skip_any_of, false, path, errs);
+    if let Some(items) = sub_map(m, "items") {
+        nested_value_validation(items, false, &format!("{path}.items"), errs);
+    }
+    for (k, p) in props_of(m) {
+        nested_value_validation(p, false, &prop_path(path, k), errs);
+    }
+    let forbid = |errs: &mut Vec<FieldError>, k: &str, why: &str| errs.push(FieldError::forbidden(format!("{path}.{k}"), why));
+    if !m_str(m, "type").is_empty() {
+        forbid(errs, "type", "must be empty to be structural");
+    }
+    match m.get("additionalProperties") {
+        Some(Value::Object(_)) | Some(Value::Bool(true)) => forbid(errs, "additionalProperties", "must be undefined to be structural"),
+        _ => {}
+    }
+    if m.get("default").is_some_and(|d| !d.is_null()) {
+        forbid(errs, "default", "must be undefined to be structural");
+    }
+    if !m_str(m, "title").is_empty() {
+        forbid(errs, "title", "must be empty to be structural");
+    }
+    if !m_str(m, "description").is_empty() {
+        forbid(errs, "description", "must be empty to be structural");
+    }
+    if m_bool(m, "nullable") {
+        forbid(errs, "nullable", "must be false to be structural");
+    }
+    for k in ["x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string"] {
+        if m_bool(m, k) {
+            forbid(errs, k, "must be false to be structural");
+        }
+    }
+    if m.get("x-kubernetes-list-map-keys").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        forbid(errs, "x-kubernetes-list-map-keys", "must be empty to be structural");
+    }
+    for k in ["x-kubernetes-list-type", "x-kubernetes-map-type"] {
+        if m.get(k).is_some_and(|v| !v.is_null()) {
+            forbid(errs, k, "must be undefined to be structural");
+        }
+    }
+    if m.get("x-kubernetes-validations").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        forbid(errs, "x-kubernetes-validations", "must be empty to be structural");
+    }
+    if sub_map(m, "properties").is_some_and(|p| p.contains_key("metadata")) {
+        errs.push(FieldError::forbidden(prop_path(path, "metadata"), "must not be specified in a nested context"));
+    }
+}
+
+/// `validateStructuralCompleteness`: what the root's junctors talk about must exist in the
+/// structural part.
+fn structural_completeness(root: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    junctor_completeness(root, Some(root), path, path, errs);
+}
+
+fn junctor_completeness(v: &Map<String, Value>, s: Option<&Map<String, Value>>, s_path: &str, v_path: &str, errs: &mut Vec<FieldError>) {
+    let list = |k: &str| -> Vec<&Map<String, Value>> {
+        v.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_object).collect()).unwrap_or_default()
+    };
+    if let Some(not) = sub_map(v, "not") {
+        nested_completeness(not, s, s_path, &format!("{v_path}.not"), errs);
+    }
+    for k in ["allOf", "anyOf", "oneOf"] {
+        for (i, n) in list(k).into_iter().enumerate() {
+            nested_completeness(n, s, s_path, &format!("{v_path}.{k}[{i}]"), errs);
+        }
+    }
+}
+
+fn nested_completeness(v: &Map<String, Value>, s: Option<&Map<String, Value>>, s_path: &str, v_path: &str, errs: &mut Vec<FieldError>) {
+    let Some(s) = s else {
+        errs.push(FieldError::required(s_path, format!("because it is defined in {v_path}")));
+        return;
+    };
+    junctor_completeness(v, Some(s), s_path, v_path, errs);
+    if let Some(items) = sub_map(v, "items") {
+        nested_completeness(items, sub_map(s, "items"), &format!("{s_path}.items"), &format!("{v_path}.items"), errs);
+    }
+    let s_props = sub_map(s, "properties");
+    for (k, p) in props_of(v) {
+        match s_props.and_then(|sp| sub_map(sp, k)) {
+            Some(sp) => nested_completeness(p, Some(sp), &prop_path(s_path, k), &prop_path(v_path, k), errs),
+            None => errs.push(FieldError::required(
+                prop_path(s_path, k),
+                format!("because it is defined in {}", prop_path(v_path, k)),
+            )),
+        }
+    }
+}
+
+/// `ValidateDefaults`: every default outside resource metadata must validate against its own
+/// schema and survive pruning unchanged.
+fn defaults_check(m: &Map<String, Value>, path: &str, is_root: bool, inside_meta: bool, errs: &mut Vec<FieldError>) {
+    let embedded = is_root || m_bool(m, "x-kubernetes-embedded-resource");
+    let inside_meta = inside_meta && !m_bool(m, "x-kubernetes-embedded-resource");
+    if let (Some(d), false) = (m.get("default").filter(|d| !d.is_null()), inside_meta) {
+        if let Ok(s) = Schema::parse(&Value::Object(m.clone())) {
+            let dpath = format!("{path}.default");
+            let mut pruned = d.clone();
+            let mut ignored = Vec::new();
+            prune_node(&mut pruned, Some(&s), "", false, &mut ignored);
+            if pruned != *d {
+                errs.push(FieldError::invalid(dpath.clone(), d.clone(), "must not have unknown fields"));
+            }
+            let mut verrs = Vec::new();
+            check(&s, d, "", &Ctx { prefix: Some(&dpath) }, &mut verrs);
+            errs.extend(verrs);
+        }
+    }
+    if let Some(items) = sub_map(m, "items") {
+        defaults_check(items, &format!("{path}.items"), false, inside_meta, errs);
+    }
+    for (k, p) in props_of(m) {
+        let meta = inside_meta || (embedded && META_FIELDS.contains(&k.as_str()));
+        defaults_check(p, &prop_path(path, k), false, meta, errs);
+    }
+}
+
+/// The part of `specStandardValidator` state that matters without CEL.
+#[derive(Clone)]
+struct Ssv {
+    allow_defaults: bool,
+    reason: String,
+    inside_meta: bool,
+}
+
+impl Ssv {
+    fn forbid_defaults(&self, reason: &str) -> Ssv {
+        Ssv { allow_defaults: false, reason: reason.to_string(), ..self.clone() }
+    }
+}
+
+const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
+
+/// `ValidateCustomResourceDefinitionOpenAPISchema` for one node and everything below it.
+fn openapi_checks(m: &Map<String, Value>, path: &str, ssv: &Ssv, is_root: bool, errs: &mut Vec<FieldError>) {
+    let p = |k: &str| format!("{path}.{k}");
+    let present = |k: &str| m.get(k).is_some_and(|v| !v.is_null());
+    let nonempty_map = |k: &str| m.get(k).and_then(Value::as_object).is_some_and(|o| !o.is_empty());
+    let ty = m_str(m, "type");
+    // specStandardValidatorV3.validate
+    if !ty.is_empty() && !OPENAPI_TYPES.contains(&ty) {
+        let list: Vec<String> = OPENAPI_TYPES.iter().map(|s| s.to_string()).collect();
+        errs.push(not_supported(p("type"), Value::String(ty.into()), &list));
+    }
+    if present("default") && !ssv.allow_defaults {
+        let mut detail = "must not be set".to_string();
+        if !ssv.reason.is_empty() {
+            detail = format!("{detail} {}", ssv.reason);
+        }
+        errs.push(FieldError::forbidden(p("default"), detail));
+    }
+    if !m_str(m, "id").is_empty() {
+        errs.push(FieldError::forbidden(p("id"), "id is not supported"));
+    }
+    if present("additionalItems") {
+        errs.push(FieldError::forbidden(p("additionalItems"), "additionalItems is not supported"));
+    }
+    if nonempty_map("patternProperties") {
+        errs.push(FieldError::forbidden(p("patternProperties"), "patternProperties is not supported"));
+    }
+    if nonempty_map("definitions") {
+        errs.push(FieldError::forbidden(p("definitions"), "definitions is not supported"));
+    }
+    if present("dependencies") {
+        errs.push(FieldError::forbidden(p("dependencies"), "dependencies is not supported"));
+    }
+    if present("$ref") {
+        errs.push(FieldError::forbidden(p("$ref"), "$ref is not supported"));
+    }
+    if ty == "null" {
+        errs.push(FieldError::forbidden(p("type"), "type cannot be set to null, use nullable as an alternative"));
+    }
+    if m.get("items").is_some_and(Value::is_array) {
+        errs.push(FieldError::forbidden(p("items"), "items must be a schema object and not an array"));
+    }
+    if ssv.inside_meta && m_bool(m, "x-kubernetes-embedded-resource") {
+        errs.push(FieldError::forbidden(p("x-kubernetes-embedded-resource"), "must not be used inside of resource meta"));
+    }
+    // The rest of ValidateCustomResourceDefinitionOpenAPISchema.
+    if m_bool(m, "uniqueItems") {
+        errs.push(FieldError::forbidden(p("uniqueItems"), "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"));
+    }
+    let has_props = nonempty_map("properties");
+    if let Some(ap) = m.get("additionalProperties").filter(|v| !v.is_null()) {
+        if has_props && (ap.as_bool() == Some(false) || ap.is_object()) {
+            errs.push(FieldError::forbidden(p("additionalProperties"), "additionalProperties and properties are mutual exclusive"));
+        }
+        if let Some(apm) = ap.as_object() {
+            let sub = if ssv.inside_meta { ssv.forbid_defaults("inside additionalProperties applying to object metadata") } else { ssv.clone() };
+            openapi_checks(apm, &p("additionalProperties"), &sub, false, errs);
+        }
+    }
+    let embedded = m_bool(m, "x-kubernetes-embedded-resource");
+    for (k, sub_schema) in props_of(m) {
+        let mut sub = ssv.clone();
+        if (is_root || embedded) && META_FIELDS.contains(&k.as_str()) {
+            sub.inside_meta = true;
+            if is_root {
+                sub = sub.forbid_defaults(&format!("in top-level {k}"));
+            }
+        }
+        openapi_checks(sub_schema, &prop_path(path, k), &sub, false, errs);
+    }
+    if let Some(not) = sub_map(m, "not") {
+        openapi_checks(not, &p("not"), ssv, false, errs);
+    }
+    for k in ["allOf", "oneOf", "anyOf"] {
+        for (i, s) in m.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]).iter().enumerate() {
+            if let Some(sm) = s.as_object() {
+                openapi_checks(sm, &format!("{path}.{k}[{i}]"), ssv, false, errs);
+            }
+        }
+    }
+    if let Some(defs) = sub_map(m, "definitions") {
+        for (k, s) in defs {
+            if let Some(sm) = s.as_object() {
+                openapi_checks(sm, &format!("{path}.definitions[{k}]"), ssv, false, errs);
+            }
+        }
+    }
+    match m.get("items") {
+        Some(Value::Object(items)) => openapi_checks(items, &p("items"), ssv, false, errs),
+        Some(Value::Array(list)) => {
+            for (i, s) in list.iter().enumerate() {
+                if let Some(sm) = s.as_object() {
+                    openapi_checks(sm, &format!("{path}.items[{i}]"), ssv, false, errs);
+                }
+            }
+        }
+        _ => {}
+    }
+    if m.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
+        errs.push(FieldError::invalid(p("x-kubernetes-preserve-unknown-fields"), Value::Bool(false), "must be true or undefined"));
+    }
+    list_and_map_type_checks(m, path, errs);
+    validations_checks(m, path, errs);
+}
+
+fn type_mismatch(path: &str, ty: &str, detail: &str) -> FieldError {
+    if ty.is_empty() {
+        FieldError::required(format!("{path}.type"), detail)
+    } else {
+        FieldError::invalid(format!("{path}.type"), Value::String(ty.into()), detail)
+    }
+}
+
+fn list_and_map_type_checks(m: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let p = |k: &str| format!("{path}.{k}");
+    let ty = m_str(m, "type");
+    let map_type = m.get("x-kubernetes-map-type").and_then(Value::as_str);
+    let list_type = m.get("x-kubernetes-list-type").and_then(Value::as_str);
+    let keys = strings_of(m.get("x-kubernetes-list-map-keys"));
+    let items = sub_map(m, "items");
+    if map_type.is_some() && ty != "object" {
+        errs.push(type_mismatch(path, ty, "must be object if x-kubernetes-map-type is specified"));
+    }
+    if let Some(mt) = map_type.filter(|t| *t != "atomic" && *t != "granular") {
+        errs.push(not_supported(p("x-kubernetes-map-type"), Value::String(mt.into()), &["atomic".into(), "granular".into()]));
+    }
+    if list_type.is_some() && ty != "array" {
+        errs.push(type_mismatch(path, ty, "must be array if x-kubernetes-list-type is specified"));
+    } else if let (Some("set"), Some(is)) = (list_type, items) {
+        let is_list_type = is.get("x-kubernetes-list-type").cloned().unwrap_or(Value::Null);
+        match m_str(is, "type") {
+            "array" if is_list_type.as_str().is_some_and(|t| t != "atomic") => errs.push(FieldError::invalid(
+                format!("{path}.items.x-kubernetes-list-type"),
+                is_list_type,
+                "must be atomic as item of a list with x-kubernetes-list-type=set",
+            )),
+            // The server echoes the items' list type here, not their map type.
+            "object" if is.get("x-kubernetes-map-type").and_then(Value::as_str) != Some("atomic") => {
+                errs.push(FieldError::invalid(
+                    format!("{path}.items.x-kubernetes-map-type"),
+                    is_list_type,
+                    "must be atomic as item of a list with x-kubernetes-list-type=set",
+                ))
+            }
+            _ => {}
+        }
+    }
+    if let Some(lt) = list_type.filter(|t| !["atomic", "set", "map"].contains(t)) {
+        errs.push(not_supported(p("x-kubernetes-list-type"), Value::String(lt.into()), &["atomic".into(), "set".into(), "map".into()]));
+    }
+    if !keys.is_empty() {
+        match list_type {
+            None => errs.push(FieldError::required(p("x-kubernetes-list-type"), "must be map if x-kubernetes-list-map-keys is non-empty")),
+            Some("map") => {}
+            Some(other) => errs.push(FieldError::invalid(
+                p("x-kubernetes-list-type"),
+                Value::String(other.into()),
+                "must be map if x-kubernetes-list-map-keys is non-empty",
+            )),
+        }
+    }
+    if list_type == Some("map") {
+        if keys.is_empty() {
+            errs.push(FieldError::required(p("x-kubernetes-list-map-keys"), "must not be empty if x-kubernetes-list-type is map"));
+        }
+        match m.get("items").filter(|v| !v.is_null()) {
+            None => errs.push(FieldError::required(p("items"), "must have a schema if x-kubernetes-list-type is map")),
+            Some(Value::Object(is)) => {
+                let ity = m_str(is, "type");
+                if ity != "object" {
+                    errs.push(FieldError::invalid(
+                        format!("{path}.items.type"),
+                        Value::String(ity.into()),
+                        "must be object if parent array's x-kubernetes-list-type is map",
+                    ));
+                } else {
+                    let mut seen = HashSet::new();
+                    let keys_value = Value::Array(keys.iter().map(|k| Value::String(k.clone())).collect());
+                    for k in &keys {
+                        match sub_map(is, "properties").and_then(|pr| sub_map(pr, k)) {
+                            Some(kp) => {
+                                if matches!(m_str(kp, "type"), "array" | "object") {
+                                    errs.push(FieldError::invalid(
+                                        format!("{}.type", prop_path(&format!("{path}.items"), k)),
+                                        Value::String(ity.into()),
+                                        "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                                    ));
+                                }
+                            }
+                            None => errs.push(FieldError::invalid(
+                                p("x-kubernetes-list-map-keys"),
+                                keys_value.clone(),
+                                "entries must all be names of item properties",
+                            )),
+                        }
+                        if !seen.insert(k.as_str()) {
+                            errs.push(FieldError::invalid(p("x-kubernetes-list-map-keys"), keys_value.clone(), "must not contain duplicate entries"));
+                        }
+                    }
+                }
+            }
+            Some(other) => {
+                errs.push(FieldError::invalid(p("items"), other.clone(), "must only have a single schema if x-kubernetes-list-type is map"))
+            }
+        }
+    }
+    // validateMapListKeysMapSet
+    if let (Some(lt @ ("set" | "map")), Some(is)) = (list_type, items) {
+        if m_bool(is, "nullable") {
+            errs.push(FieldError::forbidden(format!("{path}.items.nullable"), format!("cannot be nullable when x-kubernetes-list-type is {lt}")));
+        }
+        if lt == "map" {
+            let required = strings_of(is.get("required"));
+            for k in &keys {
+                let Some(kp) = sub_map(is, "properties").and_then(|pr| sub_map(pr, k)) else { continue };
+                let kpath = prop_path(&format!("{path}.items"), k);
+                if !required.contains(k) && kp.get("default").is_none_or(Value::is_null) {
+                    errs.push(FieldError::required(
+                        format!("{kpath}.default"),
+                        "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                    ));
+                }
+                if m_bool(kp, "nullable") {
+                    errs.push(FieldError::forbidden(format!("{kpath}.nullable"), "this property is in x-kubernetes-list-map-keys, so it cannot be nullable"));
+                }
+            }
+        }
+    }
+}
+
+fn strings_of(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+/// The static checks of `x-kubernetes-validations` (the CEL expressions are not compiled).
+fn validations_checks(m: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let rules = m.get("x-kubernetes-validations").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let newline = |s: &str| s.contains(['\n', '\r']);
+    for (i, r) in rules.iter().enumerate() {
+        let rp = format!("{path}.x-kubernetes-validations[{i}]");
+        let rule = str_at(r, "rule").unwrap_or("");
+        let msg = str_at(r, "message").unwrap_or("");
+        let (trule, tmsg) = (rule.trim(), msg.trim());
+        if trule.is_empty() {
+            errs.push(FieldError::required(format!("{rp}.rule"), "rule is not specified"));
+        } else if !msg.is_empty() && tmsg.is_empty() {
+            errs.push(FieldError::invalid(format!("{rp}.message"), Value::String(msg.into()), "message must be non-empty if specified"));
+        } else if newline(tmsg) {
+            errs.push(FieldError::invalid(format!("{rp}.message"), Value::String(msg.into()), "message must not contain line breaks"));
+        } else if newline(trule) && tmsg.is_empty() {
+            errs.push(FieldError::required(format!("{rp}.message"), "message must be specified if rule contains line breaks"));
+        }
+        let mexpr = str_at(r, "messageExpression").unwrap_or("");
+        if !mexpr.is_empty() && mexpr.trim().is_empty() {
+            errs.push(FieldError::required(format!("{rp}.messageExpression"), "messageExpression must be non-empty if specified"));
+        }
+        if let Some(reason) = str_at(r, "reason") {
+            let ok = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+            if !ok.contains(&reason) {
+                let list: Vec<String> = ok.iter().map(|s| s.to_string()).collect();
+                errs.push(not_supported(format!("{rp}.reason"), Value::String(reason.into()), &list));
+            }
+        }
+        let fp = str_at(r, "fieldPath").unwrap_or("");
+        if !fp.is_empty() && fp.trim().is_empty() {
+            errs.push(FieldError::invalid(format!("{rp}.fieldPath"), Value::String(fp.into()), "fieldPath must be non-empty if specified"));
+        }
+        if newline(fp) {
+            errs.push(FieldError::invalid(format!("{rp}.fieldPath"), Value::String(fp.into()), "fieldPath must not contain line breaks"));
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! kube-sim: a faithful emulator of the Kubernetes API server, for tests and the demo.
+//!
+//! It serves the Kubernetes REST API over HTTP (or HTTPS with a generated CA) on loopback with
+//! the semantics operators depend on: resourceVersions, list+watch with resumption and
+//! `410 Gone`, optimistic concurrency, generation, the status subresource, merge / JSON /
+//! strategic-merge patches and server-side apply with managed fields, finalizers, owner-reference
+//! garbage collection, namespace deletion, CRDs that become served resources, and what a real
+//! server does to what you write (defaulting, pruning, validation, immutable fields). It records
+//! every request and can inject faults, so tests can count writes and break things on purpose.
+//!
+//! kube-sim is test and demo infrastructure: product code must never depend on it.
+
+pub mod admission;
+mod admin;
+pub mod api;
+#[path = "stubs/builtin_lists.rs"]
+pub mod builtin_lists;
+mod builtin_types;
+mod controllers;
+#[path = "stubs/crd_schema.rs"]
+pub mod crd_schema;
+#[path = "stubs/defaults.rs"]
+pub mod defaults;
+mod discovery;
+pub mod errors;
+pub mod field_error;
+pub mod kubeconfig;
+pub mod list_types;
+#[path = "stubs/managed_fields.rs"]
+pub mod managed_fields;
+pub mod observe;
+#[path = "stubs/patch.rs"]
+pub mod patch;
+pub mod resources;
+pub mod selector;
+mod server;
+pub mod store;
+mod table;
+mod tls;
+#[path = "stubs/validation.rs"]
+pub mod validation;
+pub mod workload;
+mod yaml;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub use api::Cluster;
+pub use observe::{Fault, RequestMatch, RequestRecord};
+pub use workload::WorkloadConfig;
+
+/// How the simulator behaves; the defaults suit tests.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// How many events the watch history keeps before older resourceVersions answer 410.
+    pub history_limit: usize,
+    /// Events buffered per watcher before a slow watcher is dropped.
+    pub watch_buffer: usize,
+    /// Watch duration when the client gives no `timeoutSeconds`.
+    pub default_watch_timeout: Duration,
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
+    /// Serve HTTPS with a freshly generated CA.
+    pub tls: bool,
+    /// The workload simulator (Deployment/DaemonSet status); `None` switches it off.
+    pub workloads: Option<WorkloadConfig>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            history_limit: 10_000,
+            watch_buffer: 10_000,
+            default_watch_timeout: Duration::from_secs(1800),
+            bookmark_interval: Duration::from_secs(60),
+            tls: false,
+            workloads: Some(WorkloadConfig::default()),
+        }
+    }
+}
+
+/// State shared by the HTTP front, the admin paths and the built-in controllers.
+pub struct Shared {
+    cluster: Mutex<Cluster>,
+    pub(crate) log: observe::RequestLog,
+    pub(crate) faults: observe::Faults,
+    /// Bumped after every committed write; controllers wait on it.
+    pub(crate) changed: watch::Sender<u64>,
+    /// Bumped to restart the server; carries the downtime in milliseconds.
+    pub(crate) restart: watch::Sender<u64>,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) started: Instant,
+    pub(crate) config: SimConfig,
+    pub(crate) workloads: Mutex<Option<WorkloadConfig>>,
+    address: OnceLock<String>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Cluster> {
+        self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs a write under the lock and wakes the controllers afterwards.
+    pub(crate) fn write<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        let out = f(&mut self.lock());
+        self.changed.send_modify(|n| *n += 1);
+        out
+    }
+
+    pub(crate) fn address(&self) -> String {
+        self.address.get().cloned().unwrap_or_default()
+    }
+}
+
+/// A running simulator. Dropping it stops the server and its controllers.
+pub struct KubeSim {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    ca_pem: Option<String>,
+}
+
+impl KubeSim {
+    /// Starts serving on `listen` (use port 0 for any free port).
+    pub async fn start(config: SimConfig, listen: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        let (tls_acceptor, ca_pem) = if config.tls {
+            let (acceptor, ca) = tls::self_signed(addr).map_err(std::io::Error::other)?;
+            (Some(acceptor), Some(ca))
+        } else {
+            (None, None)
+        };
+        let shared = Arc::new(Shared {
+            cluster: Mutex::new(Cluster::new(config.history_limit, config.watch_buffer)),
+            log: observe::RequestLog::default(),
+            faults: observe::Faults::default(),
+            changed: watch::channel(0).0,
+            restart: watch::channel(0).0,
+            shutdown: watch::channel(false).0,
+            started: Instant::now(),
+            workloads: Mutex::new(config.workloads.clone()),
+            config,
+            address: OnceLock::new(),
+        });
+        let scheme = if ca_pem.is_some() { "https" } else { "http" };
+        let _ = shared.address.set(format!("{scheme}://{addr}"));
+        controllers::seed(&shared);
+        tokio::spawn(server::serve(shared.clone(), listener, tls_acceptor));
+        tokio::spawn(controllers::run(shared.clone()));
+        tokio::spawn(workload::run(shared.clone()));
+        Ok(Self { shared, addr, ca_pem })
+    }
+
+    /// `http://127.0.0.1:PORT` (or https).
+    pub fn url(&self) -> String {
+        self.shared.address()
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The PEM of the generated CA when serving HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// A kubeconfig for `user` (the bearer token is the user name).
+    pub fn kubeconfig(&self, user: &str) -> String {
+        kubeconfig::render(&self.url(), user, self.ca_pem.as_deref())
+    }
+
+    /// Every request served so far.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.log.snapshot()
+    }
+
+    pub fn clear_requests(&self) {
+        self.shared.log.clear();
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        self.shared.faults.add(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.faults.clear();
+    }
+
+    /// Ends every open watch; clients must re-watch.
+    pub fn drop_watches(&self) {
+        self.shared.lock().store.drop_watches();
+    }
+
+    /// Forgets the watch history: resuming from any older resourceVersion gets 410 Gone.
+    pub fn compact(&self) {
+        self.shared.lock().store.compact();
+    }
+
+    /// Drops all connections and refuses new ones for `downtime`; the data is kept.
+    pub fn restart(&self, downtime: Duration) {
+        self.shared.lock().store.drop_watches();
+        let ms = downtime.as_millis() as u64;
+        self.shared.restart.send_modify(|v| *v = ms);
+    }
+
+    /// Direct access to the cluster state, for assertions and seeding.
+    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
+        self.shared.lock()
+    }
+
+    /// Runs a write against the state directly (as if through the API) and wakes the
+    /// controllers.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        self.shared.write(f)
+    }
+
+    /// Changes the workload simulator at runtime.
+    pub fn set_workloads(&self, config: Option<WorkloadConfig>) {
+        *self.shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = config;
+        self.shared.changed.send_modify(|n| *n += 1);
+    }
+
+    pub fn shutdown(&self) {
+        self.shared.shutdown.send_replace(true);
+    }
+}
+
+impl Drop for KubeSim {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

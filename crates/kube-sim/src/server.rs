@@ -1,0 +1,854 @@
+//! The HTTP front: routing of Kubernetes API paths, query parameters, content negotiation,
+//! watch streaming, the request log and fault injection, and the accept loop that can be
+//! "restarted" (all connections dropped, data kept).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
+use hyper::body::{Frame, Incoming};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::Shared;
+use crate::admission::FieldValidation;
+use crate::api::{self, DeleteOptions, ListOptions, PatchType, WriteOptions};
+use crate::errors::ApiError;
+use crate::observe::RequestRecord;
+use crate::resources::ResourceType;
+use crate::selector::{self, FieldSelector, LabelSelector};
+use crate::store::{Event, EventType, WatchStartError};
+use crate::{admin, discovery, managed_fields, table};
+
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The largest request body a real server accepts (3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A parsed resource path.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ResourcePath {
+    group: String,
+    version: String,
+    namespace: Option<String>,
+    plural: String,
+    name: Option<String>,
+    sub: Option<String>,
+}
+
+enum Route {
+    Version,
+    CoreVersions,
+    Groups,
+    Group(String),
+    GroupVersion(String, String),
+    OpenApiV2,
+    OpenApiV3Root,
+    OpenApiV3(String),
+    Health,
+    Admin(String),
+    Resource(ResourcePath),
+    NotFound,
+}
+
+fn route(path: &str) -> Route {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["version"] => Route::Version,
+        ["healthz" | "readyz" | "livez", ..] => Route::Health,
+        ["openapi", "v2"] => Route::OpenApiV2,
+        ["openapi", "v3"] => Route::OpenApiV3Root,
+        ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),
+        ["__sim", rest @ ..] => Route::Admin(rest.join("/")),
+        ["api"] => Route::CoreVersions,
+        ["api", "v1"] => Route::GroupVersion(String::new(), "v1".into()),
+        ["api", "v1", rest @ ..] => resource_route("", "v1", rest),
+        ["apis"] => Route::Groups,
+        ["apis", g] => Route::Group(g.to_string()),
+        ["apis", g, v] => Route::GroupVersion(g.to_string(), v.to_string()),
+        ["apis", g, v, rest @ ..] => resource_route(g, v, rest),
+        _ => Route::NotFound,
+    }
+}
+
+fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
+    let mut p = ResourcePath { group: group.into(), version: version.into(), ..Default::default() };
+    let tail: &[&str] = match rest {
+        // /api/v1/namespaces/{name}[/status|/finalize] addresses the Namespace itself.
+        ["namespaces"] if group.is_empty() => {
+            p.plural = "namespaces".into();
+            return Route::Resource(p);
+        }
+        ["namespaces", name] if group.is_empty() => {
+            p.plural = "namespaces".into();
+            p.name = Some(name.to_string());
+            return Route::Resource(p);
+        }
+        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => {
+            p.plural = "namespaces".into();
+            p.name = Some(name.to_string());
+            p.sub = Some(sub.to_string());
+            return Route::Resource(p);
+        }
+        ["namespaces", ns, tail @ ..] if !tail.is_empty() => {
+            p.namespace = Some(ns.to_string());
+            tail
+        }
+        other => other,
+    };
+    match tail {
+        [plural] => p.plural = plural.to_string(),
+        [plural, name] => {
+            p.plural = plural.to_string();
+            p.name = Some(name.to_string());
+        }
+        [plural, name, sub] => {
+            p.plural = plural.to_string();
+            p.name = Some(name.to_string());
+            p.sub = Some(sub.to_string());
+        }
+        _ => return Route::NotFound,
+    }
+    Route::Resource(p)
+}
+
+fn query_map(q: &str) -> HashMap<String, String> {
+    q.split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(bytes)).boxed_unsync())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+}
+
+fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(e.code, &e.to_status())
+}
+
+fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
+}
+
+/// The authenticated user: the bearer token is the user name in kube-sim's kubeconfigs.
+fn identity(headers: &HeaderMap) -> String {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "system:anonymous".into())
+}
+
+fn verb_of(method: &Method, p: &ResourcePath, q: &HashMap<String, String>) -> &'static str {
+    let watching = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    match (method.as_str(), p.name.is_some()) {
+        ("GET", _) if watching => "watch",
+        ("GET", true) => "get",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "other",
+    }
+}
+
+/// Entry point for every HTTP request.
+pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let query = parts.uri.query().unwrap_or_default().to_string();
+    let q = query_map(&query);
+    let route = route(&path);
+    let mut record = RequestRecord {
+        at_ms: shared.started.elapsed().as_millis() as u64,
+        verb: "other".into(),
+        method: parts.method.to_string(),
+        path: path.clone(),
+        query: query.clone(),
+        user: identity(&parts.headers),
+        user_agent: parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string(),
+        resource: String::new(),
+        subresource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        code: 0,
+    };
+    match &route {
+        Route::Resource(p) => {
+            record.verb = verb_of(&parts.method, p, &q).into();
+            record.resource = format!("{}/{}", p.group, p.plural);
+            record.subresource = p.sub.clone().unwrap_or_default();
+            record.namespace = p.namespace.clone().unwrap_or_default();
+            record.name = p.name.clone().unwrap_or_default();
+        }
+        Route::OpenApiV2 | Route::OpenApiV3Root | Route::OpenApiV3(_) => record.verb = "openapi".into(),
+        Route::Admin(_) => record.verb = "admin".into(),
+        Route::Health | Route::NotFound => {}
+        _ => record.verb = "discovery".into(),
+    }
+    let is_admin = matches!(route, Route::Admin(_));
+    if !is_admin {
+        let verdict = shared.faults.check(&record);
+        if !verdict.latency.is_zero() {
+            tokio::time::sleep(verdict.latency).await;
+        }
+        if let Some(code) = verdict.error_code {
+            let e = injected_error(code);
+            record.code = code;
+            shared.log.push(record);
+            return Ok(error_response(&e));
+        }
+    }
+    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            let e = ApiError::injected(413, "RequestEntityTooLarge", "the request body is too large".into());
+            record.code = 413;
+            shared.log.push(record);
+            return Ok(error_response(&e));
+        }
+    };
+    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
+    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let resp = match route {
+        Route::Admin(rest) => admin::handle(&shared, &parts.method, &rest, &q, &body).await,
+        Route::Resource(p) => {
+            resource(&shared, &parts.method, &p, &q, &accept, &content_type, &body, &record.user_agent).await
+        }
+        other => non_resource(&shared, other, &accept, &parts.headers),
+    };
+    if !is_admin {
+        record.code = resp.status().as_u16();
+        shared.log.push(record);
+    }
+    Ok(resp)
+}
+
+fn injected_error(code: u16) -> ApiError {
+    match code {
+        409 => ApiError::injected(409, "Conflict", "Operation cannot be fulfilled: injected conflict".into()),
+        410 => ApiError::gone("injected: too old resource version"),
+        429 => ApiError::too_many_requests(),
+        503 => ApiError::service_unavailable("injected: the server is currently unable to handle the request"),
+        504 => ApiError::injected(504, "Timeout", "injected: the server was unable to return a response in the time allotted".into()),
+        403 => ApiError::injected(403, "Forbidden", "injected: forbidden".into()),
+        401 => ApiError::injected(401, "Unauthorized", "Unauthorized".into()),
+        404 => ApiError::injected(404, "NotFound", "injected: not found".into()),
+        c => ApiError::injected(c, "InternalError", format!("Internal error occurred: injected error {c}")),
+    }
+}
+
+fn non_resource(shared: &Shared, route: Route, accept: &str, headers: &HeaderMap) -> Response<Body> {
+    let cluster = shared.lock();
+    match route {
+        Route::Version => json_response(200, &discovery::version()),
+        Route::Health => Response::new(Full::new(Bytes::from_static(b"ok")).boxed_unsync()),
+        Route::CoreVersions => json_response(200, &discovery::core_versions(&shared.address())),
+        Route::Groups => json_response(200, &discovery::api_groups(&cluster.catalogue)),
+        Route::Group(g) => match discovery::api_group(&cluster.catalogue, &g) {
+            Some(doc) => json_response(200, &doc),
+            None => error_response(&ApiError::no_route()),
+        },
+        Route::GroupVersion(g, v) => match discovery::resource_list(&cluster.catalogue, &g, &v) {
+            Some(doc) => json_response(200, &doc),
+            None => error_response(&ApiError::no_route()),
+        },
+        Route::OpenApiV2 => {
+            if accept.contains("protobuf") {
+                // An empty protobuf message is a valid, empty OpenAPI v2 Document: clients see
+                // no schemas and skip client-side validation, as documented.
+                let _ = headers;
+                Response::builder()
+                    .header(header::CONTENT_TYPE, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+                    .body(Full::new(Bytes::new()).boxed_unsync())
+                    .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+            } else {
+                json_response(200, &discovery::openapi_v2())
+            }
+        }
+        Route::OpenApiV3Root => json_response(200, &discovery::openapi_v3_root(&cluster.catalogue)),
+        Route::OpenApiV3(path) => match discovery::openapi_v3_group_version(&cluster.catalogue, &path) {
+            Some(doc) => json_response(200, &doc),
+            None => error_response(&ApiError::no_route()),
+        },
+        Route::Admin(_) | Route::Resource(_) | Route::NotFound => error_response(&ApiError::no_route()),
+    }
+}
+
+fn parse_list_options(rt: &ResourceType, q: &HashMap<String, String>) -> Result<ListOptions, ApiError> {
+    let labels = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or_default()).map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").map(String::as_str).unwrap_or_default(), selector::extra_fields(&rt.group, &rt.kind))
+        .map_err(ApiError::bad_request)?;
+    let limit = match q.get("limit").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(l) => Some(l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("limit: Invalid value: {l:?}: must be a non-negative integer")))?),
+    };
+    let continue_token = q.get("continue").filter(|c| !c.is_empty()).cloned();
+    Ok(ListOptions { labels, fields, limit, continue_token })
+}
+
+fn parse_write_options(q: &HashMap<String, String>, user_agent: &str, patch_type: Option<PatchType>) -> Result<WriteOptions, ApiError> {
+    let dry_run = match q.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => return Err(ApiError::bad_request(format!("Invalid dryRun value: {other:?}: supported values: \"All\""))),
+    };
+    let explicit = q.get("fieldManager").cloned().unwrap_or_default();
+    if explicit.len() > 128 {
+        return Err(ApiError::bad_request("fieldManager: Too long: must have at most 128 bytes"));
+    }
+    let manager = if explicit.is_empty() && patch_type != Some(PatchType::Apply) {
+        managed_fields::default_manager(user_agent)
+    } else {
+        explicit
+    };
+    let force = match q.get("force").map(String::as_str) {
+        None | Some("") | Some("false") => false,
+        Some("true") => {
+            if patch_type != Some(PatchType::Apply) {
+                return Err(ApiError::bad_request("force: Invalid value: true: may not be specified for non-apply patch"));
+            }
+            true
+        }
+        Some(other) => return Err(ApiError::bad_request(format!("force: Invalid value: {other:?}: must be true or false"))),
+    };
+    Ok(WriteOptions { manager, dry_run, field_validation: FieldValidation::parse(q.get("fieldValidation").map(String::as_str))?, force })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn resource(
+    shared: &Arc<Shared>,
+    method: &Method,
+    p: &ResourcePath,
+    q: &HashMap<String, String>,
+    accept: &str,
+    content_type: &str,
+    body: &Bytes,
+    user_agent: &str,
+) -> Response<Body> {
+    match resource_inner(shared, method, p, q, accept, content_type, body, user_agent).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn resource_inner(
+    shared: &Arc<Shared>,
+    method: &Method,
+    p: &ResourcePath,
+    q: &HashMap<String, String>,
+    accept: &str,
+    content_type: &str,
+    body: &Bytes,
+    user_agent: &str,
+) -> Result<Response<Body>, ApiError> {
+    if !accept_ok(accept) {
+        return Err(ApiError::not_acceptable());
+    }
+    let rt = shared.lock().resource(&p.group, &p.version, &p.plural).ok_or_else(ApiError::no_route)?;
+    // Shape checks: a cluster-scoped resource has no namespace in its path; a namespaced one
+    // may omit it only to list or watch across namespaces.
+    if !rt.namespaced && p.namespace.is_some() {
+        return Err(ApiError::no_route());
+    }
+    if rt.namespaced && p.namespace.is_none() && (p.name.is_some() || *method != Method::GET) {
+        return Err(ApiError::no_route());
+    }
+    if let Some(sub) = &p.sub {
+        let known = (sub == "status" && rt.status_subresource) || (sub == "finalize" && rt.kind == "Namespace");
+        if !known {
+            return Err(ApiError::no_route());
+        }
+    }
+    let ns = p.namespace.clone().unwrap_or_default();
+    let watching = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    let wants_table = table::wants_table(accept);
+    match (method.as_str(), &p.name) {
+        ("GET", _) if watching => {
+            let opts = parse_list_options(&rt, q)?;
+            let mut opts = opts;
+            if let Some(name) = &p.name {
+                // GET .../name?watch=true is the legacy form of a fieldSelector on the name.
+                opts.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
+            }
+            watch(shared.clone(), rt, p.namespace.clone(), opts, q, wants_table)
+        }
+        ("GET", Some(name)) => {
+            let obj = shared.lock().get(&rt, &ns, name)?;
+            if wants_table {
+                let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+                return Ok(json_response(200, &table::table(&rt, std::slice::from_ref(&obj), &rv, None)));
+            }
+            Ok(json_response(200, &obj))
+        }
+        ("GET", None) => {
+            let opts = parse_list_options(&rt, q)?;
+            let list = shared.lock().list(&rt, p.namespace.as_deref(), &opts)?;
+            if wants_table {
+                let items: Vec<Value> = list["items"].as_array().cloned().unwrap_or_default();
+                let rv = list.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+                let cont = list.pointer("/metadata/continue").and_then(Value::as_str);
+                return Ok(json_response(200, &table::table(&rt, &items, &rv, cont)));
+            }
+            Ok(json_response(200, &list))
+        }
+        ("POST", None) => {
+            let opts = parse_write_options(q, user_agent, None)?;
+            let obj = parse_body(body, content_type)?;
+            let out = shared.write(|c| c.create(&rt, &ns, obj, &opts))?;
+            Ok(with_warnings(json_response(out.code, &out.body), &out.warnings))
+        }
+        ("PUT", Some(name)) => {
+            let opts = parse_write_options(q, user_agent, None)?;
+            let obj = parse_body(body, content_type)?;
+            let sub = p.sub.as_deref().filter(|s| *s != "finalize");
+            let out = shared.write(|c| c.update(&rt, &ns, name, sub, obj, &opts))?;
+            Ok(with_warnings(json_response(out.code, &out.body), &out.warnings))
+        }
+        ("PATCH", Some(name)) => {
+            let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+            let opts = parse_write_options(q, user_agent, Some(patch_type))?;
+            let out = shared.write(|c| c.patch(&rt, &ns, name, p.sub.as_deref(), patch_type, body, &opts))?;
+            Ok(with_warnings(json_response(out.code, &out.body), &out.warnings))
+        }
+        ("DELETE", Some(name)) => {
+            let opts = delete_options(q, body)?;
+            let out = shared.write(|c| c.delete(&rt, &ns, name, &opts))?;
+            Ok(json_response(out.code, &out.body))
+        }
+        ("DELETE", None) => {
+            let list = parse_list_options(&rt, q)?;
+            let opts = delete_options(q, body)?;
+            let out = shared.write(|c| c.delete_collection(&rt, p.namespace.as_deref(), &list, &opts))?;
+            Ok(json_response(out.code, &out.body))
+        }
+        (m, _) => Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource ({m})"))),
+    }
+}
+
+fn accept_ok(accept: &str) -> bool {
+    accept.split(',').any(|a| {
+        let a = a.trim();
+        a.is_empty() || a.starts_with("application/json") || a.starts_with("*/*") || a.starts_with("application/*") || a.starts_with("application/yaml")
+    })
+}
+
+fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
+    let ct = content_type.split(';').next().unwrap_or_default().trim();
+    if ct == "application/yaml" {
+        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+        return crate::yaml::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    if !ct.is_empty() && ct != "application/json" && ct != "*/*" {
+        return Err(ApiError::unsupported_media_type(content_type));
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+}
+
+fn delete_options(q: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions::default();
+    api::parse_delete_body(body, &mut opts)?;
+    if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
+        opts.propagation = Some(api::parse_propagation(p)?);
+    }
+    if q.get("dryRun").map(String::as_str) == Some("All") {
+        opts.dry_run = true;
+    }
+    Ok(opts)
+}
+
+// ----- watch -------------------------------------------------------------------------------
+
+struct WatchState {
+    shared: Arc<Shared>,
+    rt: Arc<ResourceType>,
+    opts: ListOptions,
+    rx: mpsc::Receiver<Arc<Event>>,
+    initial: std::vec::IntoIter<Value>,
+    pending: Option<Arc<Event>>,
+    bookmarks: bool,
+    bookmark_every: Duration,
+    next_bookmark: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+    table: bool,
+    sent_columns: bool,
+    done: bool,
+}
+
+fn watch(
+    shared: Arc<Shared>,
+    rt: Arc<ResourceType>,
+    namespace: Option<String>,
+    opts: ListOptions,
+    q: &HashMap<String, String>,
+    table: bool,
+) -> Result<Response<Body>, ApiError> {
+    let rv_param = q.get("resourceVersion").cloned().unwrap_or_default();
+    let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let send_initial = q.get("sendInitialEvents").map(String::as_str) == Some("true");
+    if send_initial && q.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {
+        return Err(ApiError::invalid_list_options(
+            "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if send_initial && !bookmarks {
+        return Err(ApiError::invalid_list_options(
+            "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
+        ));
+    }
+    let timeout = match q.get("timeoutSeconds").map(String::as_str) {
+        None | Some("") => shared.config.default_watch_timeout,
+        Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("timeoutSeconds: Invalid value: {t:?}")))?),
+    };
+    let from = match rv_param.as_str() {
+        "" | "0" => None,
+        rv if send_initial => {
+            let _ = rv;
+            None
+        }
+        rv => Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?),
+    };
+    let gr = rt.group_resource();
+    let mut cluster = shared.lock();
+    let started = cluster.store.watch(&gr, namespace.as_deref(), from);
+    let (backlog, rx) = match started {
+        Ok(x) => x,
+        Err(WatchStartError::Gone { requested, oldest }) => {
+            // As the watch cache does: 200, then one ERROR event with a 410 Status.
+            let status = ApiError::gone(format!("too old resource version: {requested} ({oldest})")).to_status();
+            let line = json!({"type": "ERROR", "object": status});
+            return Ok(stream_response(futures::stream::iter(vec![line_bytes(&line)]).boxed()));
+        }
+        Err(WatchStartError::TooNew { requested }) => {
+            let status = ApiError::injected(504, "Timeout", format!("Too large resource version: {requested}, current: {}", cluster.store.current_rv())).to_status();
+            let line = json!({"type": "ERROR", "object": status});
+            return Ok(stream_response(futures::stream::iter(vec![line_bytes(&line)]).boxed()));
+        }
+    };
+    let mut initial = Vec::new();
+    if from.is_none() && rv_param != "now" {
+        // No resourceVersion (or "0"): the current state first, as synthetic ADDED events.
+        for (_, obj) in cluster.store.iter(&gr, namespace.as_deref(), None) {
+            if opts.labels.matches(obj) && opts.fields.matches(obj) {
+                initial.push(json!({"type": "ADDED", "object": api::present(&rt, obj)}));
+            }
+        }
+    }
+    if send_initial {
+        let mut bookmark = bookmark_object(&rt, cluster.store.current_rv());
+        bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        initial.push(json!({"type": "BOOKMARK", "object": bookmark}));
+    }
+    drop(cluster);
+    // Replayed history goes out before live events; it is already filtered by collection.
+    let mut replay = Vec::new();
+    for e in backlog {
+        if let Some(line) = event_line(&rt, &opts, &e) {
+            replay.push(line);
+        }
+    }
+    initial.extend(replay);
+    let now = tokio::time::Instant::now();
+    let state = WatchState {
+        shared: shared.clone(),
+        rt,
+        opts,
+        rx,
+        initial: initial.into_iter(),
+        pending: None,
+        bookmarks,
+        bookmark_every: shared.config.bookmark_interval,
+        next_bookmark: now + shared.config.bookmark_interval,
+        deadline: now + timeout,
+        table,
+        sent_columns: false,
+        done: false,
+    };
+    let stream = futures::stream::unfold(state, |mut st| async move {
+        let line = next_watch_line(&mut st).await?;
+        Some((line, st))
+    });
+    Ok(stream_response(stream.boxed()))
+}
+
+fn bookmark_object(rt: &ResourceType, rv: u64) -> Value {
+    json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": rv.to_string()}})
+}
+
+async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
+    if st.done {
+        return None;
+    }
+    loop {
+        if let Some(mut line) = st.initial.next() {
+            if st.table {
+                tableize(st, &mut line);
+            }
+            return Some(line_bytes(&line));
+        }
+        if let Some(e) = st.pending.take() {
+            if let Some(mut line) = event_line(&st.rt, &st.opts, &e) {
+                if st.table {
+                    tableize(st, &mut line);
+                }
+                return Some(line_bytes(&line));
+            }
+            continue;
+        }
+        let bookmark_at = if st.bookmarks { st.next_bookmark } else { st.deadline };
+        let wake = bookmark_at.min(st.deadline);
+        tokio::select! {
+            ev = st.rx.recv() => match ev {
+                Some(e) => { st.pending = Some(e); }
+                None => { st.done = true; return None; }
+            },
+            _ = tokio::time::sleep_until(wake) => {
+                if tokio::time::Instant::now() >= st.deadline {
+                    st.done = true;
+                    return None;
+                }
+                st.next_bookmark = tokio::time::Instant::now() + st.bookmark_every;
+                // Everything up to `rv` for this watcher is already in the channel (events are
+                // queued under the same lock that advances rv); drain what is <= rv first so
+                // the bookmark never runs ahead of an unsent event.
+                let rv = st.shared.lock().store.current_rv();
+                let mut ahead = Vec::new();
+                while let Ok(e) = st.rx.try_recv() {
+                    ahead.push(e);
+                }
+                if let Some(first) = ahead.first() {
+                    // Hand the queued events out first; bookmark on the next quiet tick.
+                    let rest: Vec<Value> = ahead.iter().skip(1).filter_map(|e| event_line(&st.rt, &st.opts, e)).collect();
+                    st.initial = rest.into_iter().collect::<Vec<_>>().into_iter();
+                    st.pending = Some(first.clone());
+                    continue;
+                }
+                let mut line = json!({"type": "BOOKMARK", "object": bookmark_object(&st.rt, rv)});
+                if st.table {
+                    line["object"] = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()}, "rows": []});
+                }
+                return Some(line_bytes(&line));
+            }
+        }
+    }
+}
+
+/// Rewrites an event's object as a one-row Table (for `kubectl get -w`).
+fn tableize(st: &mut WatchState, line: &mut Value) {
+    if line["type"] == "BOOKMARK" || line["type"] == "ERROR" {
+        return;
+    }
+    let obj = line["object"].take();
+    line["object"] = table::watch_table(&st.rt, &obj, !st.sent_columns);
+    st.sent_columns = true;
+}
+
+/// Turns a store event into a watch line for this watcher, applying selector transitions.
+fn event_line(rt: &ResourceType, opts: &ListOptions, e: &Event) -> Option<Value> {
+    let sel = |o: &Value| opts.labels.matches(o) && opts.fields.matches(o);
+    let now = sel(&e.object);
+    let before = e.previous.as_deref().is_some_and(sel);
+    let kind = match e.kind {
+        EventType::Added if now => EventType::Added,
+        EventType::Modified if now && before => EventType::Modified,
+        EventType::Modified if now => EventType::Added,
+        EventType::Modified if before => EventType::Deleted,
+        EventType::Deleted if before => EventType::Deleted,
+        _ => return None,
+    };
+    Some(json!({"type": kind.as_str(), "object": api::present(rt, &e.object)}))
+}
+
+fn line_bytes(v: &Value) -> Bytes {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    Bytes::from(b)
+}
+
+fn stream_response(stream: futures::stream::BoxStream<'static, Bytes>) -> Response<Body> {
+    let body = StreamBody::new(stream.map(|b| Ok::<_, Infallible>(Frame::data(b))));
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CACHE_CONTROL, "no-cache, private")
+        .body(BodyExt::boxed_unsync(body))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+}
+
+impl ApiError {
+    fn invalid_list_options(message: &str) -> Self {
+        let mut e = ApiError::bad_request(message);
+        e.code = 422;
+        e.reason = "Invalid";
+        e.message = format!("ListOptions.meta.k8s.io \"\" is invalid: {message}");
+        e
+    }
+}
+
+// ----- accept loop -----------------------------------------------------------------------
+
+/// Serves until `shutdown` fires; a restart drops the listener and every connection, waits
+/// the requested downtime, and binds the same address again.
+pub async fn serve(shared: Arc<Shared>, listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>) {
+    let addr: SocketAddr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(_) => return,
+    };
+    let mut listener = Some(listener);
+    let mut restart = shared.restart.subscribe();
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        let l = match listener.take() {
+            Some(l) => l,
+            None => match bind_again(addr).await {
+                Some(l) => l,
+                None => return,
+            },
+        };
+        loop {
+            tokio::select! {
+                accepted = l.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(connection(shared.clone(), stream, tls.clone()));
+                }
+                changed = restart.changed() => {
+                    if changed.is_err() { return; }
+                    break;
+                }
+                _ = shutdown.changed() => return,
+            }
+        }
+        drop(l);
+        let downtime = *restart.borrow_and_update();
+        tokio::time::sleep(Duration::from_millis(downtime)).await;
+    }
+}
+
+async fn bind_again(addr: SocketAddr) -> Option<TcpListener> {
+    for _ in 0..100 {
+        if let Ok(l) = TcpListener::bind(addr).await {
+            return Some(l);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
+    let mut restart = shared.restart.subscribe();
+    let mut shutdown = shared.shutdown.subscribe();
+    let svc_shared = shared.clone();
+    let service = hyper::service::service_fn(move |req| handle(svc_shared.clone(), req));
+    let builder = hyper::server::conn::http1::Builder::new();
+    match tls {
+        Some(acceptor) => {
+            let Ok(tls_stream) = acceptor.accept(stream).await else { return };
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tls_stream), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = restart.changed() => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+        None => {
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = restart.changed() => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rp(path: &str) -> ResourcePath {
+        match route(path) {
+            Route::Resource(p) => p,
+            _ => panic!("{path} is not a resource path"),
+        }
+    }
+
+    #[test]
+    fn paths_route_like_the_api_server() {
+        let p = rp("/api/v1/namespaces/default/configmaps/x");
+        assert_eq!((p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref()), (Some("default"), "configmaps", Some("x")));
+        let p = rp("/api/v1/namespaces/default");
+        assert_eq!((p.plural.as_str(), p.name.as_deref(), p.namespace), ("namespaces", Some("default"), None));
+        let p = rp("/api/v1/namespaces/default/status");
+        assert_eq!(p.sub.as_deref(), Some("status"));
+        let p = rp("/apis/apps/v1/deployments");
+        assert_eq!((p.group.as_str(), p.plural.as_str(), p.namespace), ("apps", "deployments", None));
+        let p = rp("/apis/apps/v1/namespaces/ns/deployments/d/status");
+        assert_eq!(p.sub.as_deref(), Some("status"));
+        let p = rp("/apis/storage.k8s.io/v1/csidrivers/x");
+        assert_eq!((p.plural.as_str(), p.name.as_deref()), ("csidrivers", Some("x")));
+        assert!(matches!(route("/apis/apps/v1/namespaces/ns/deployments/d/status/extra"), Route::NotFound));
+        assert!(matches!(route("/apis/apps"), Route::Group(_)));
+    }
+
+    #[test]
+    fn query_strings_are_decoded() {
+        let q = query_map("labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch=1&limit=");
+        assert_eq!(q["labelSelector"], "app=web,tier in (a)");
+        assert_eq!(q["watch"], "1");
+        assert_eq!(q["limit"], "");
+        assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(percent_decode("%4"), "%4");
+    }
+}

@@ -1,0 +1,118 @@
+//! Server-side printing: the `meta.k8s.io/v1` Table that `kubectl get` asks for.
+//!
+//! Custom resources get their CRD's `additionalPrinterColumns` (JSONPath limited to simple
+//! `.a.b` paths); every other kind gets the server's default columns, Name and Created At.
+
+use serde_json::{Value, json};
+
+use crate::resources::{Origin, ResourceType};
+
+/// Whether an Accept header asks for a Table.
+pub fn wants_table(accept: &str) -> bool {
+    accept.split(',').next().is_some_and(|first| first.contains("as=Table"))
+}
+
+fn columns(rt: &ResourceType) -> Vec<Value> {
+    let mut cols = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0})];
+    let mut has_age = false;
+    if let Origin::Crd { printer_columns, .. } = &rt.origin {
+        for c in printer_columns {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+            has_age |= name == "Age";
+            cols.push(json!({
+                "name": name,
+                "type": c.get("type").cloned().unwrap_or(json!("string")),
+                "format": c.get("format").cloned().unwrap_or(json!("")),
+                "description": c.get("description").cloned().unwrap_or(json!("")),
+                "priority": c.get("priority").cloned().unwrap_or(json!(0)),
+            }));
+        }
+    }
+    if !has_age {
+        cols.push(json!({"name": "Created At", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
+    }
+    cols
+}
+
+fn row(rt: &ResourceType, obj: &Value) -> Value {
+    let mut cells = vec![obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
+    let mut has_age = false;
+    if let Origin::Crd { printer_columns, .. } = &rt.origin {
+        for c in printer_columns {
+            has_age |= c.get("name").and_then(Value::as_str) == Some("Age");
+            let path = c.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
+            cells.push(simple_json_path(obj, path).cloned().unwrap_or(Value::Null));
+        }
+    }
+    if !has_age {
+        cells.push(obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null));
+    }
+    let metadata = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    json!({
+        "cells": cells,
+        "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata},
+    })
+}
+
+/// `.status.phase` style paths only; anything fancier prints as empty.
+fn simple_json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let trimmed = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('.');
+    if trimmed.contains(['[', '?', '*', '@']) {
+        return None;
+    }
+    trimmed.split('.').try_fold(obj, |v, key| v.get(key))
+}
+
+/// A Table for a list of objects.
+pub fn table(rt: &ResourceType, items: &[Value], resource_version: &str, continue_token: Option<&str>) -> Value {
+    let mut metadata = json!({"resourceVersion": resource_version});
+    if let Some(c) = continue_token {
+        metadata["continue"] = json!(c);
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": metadata,
+        "columnDefinitions": columns(rt),
+        "rows": items.iter().map(|o| row(rt, o)).collect::<Vec<_>>(),
+    })
+}
+
+/// A Table for one object in a watch event: rows only, columns omitted as a real server does
+/// after the first event.
+pub fn watch_table(rt: &ResourceType, obj: &Value, with_columns: bool) -> Value {
+    let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+    let mut t = table(rt, std::slice::from_ref(obj), rv, None);
+    if !with_columns {
+        if let Some(o) = t.as_object_mut() {
+            o.remove("columnDefinitions");
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Catalogue;
+
+    #[test]
+    fn default_columns_are_name_and_created_at() {
+        let c = Catalogue::builtin();
+        let rt = c.get("", "v1", "configmaps").expect("cm");
+        let t = table(&rt, &[json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}})], "5", None);
+        assert_eq!(t["columnDefinitions"][0]["name"], "Name");
+        assert_eq!(t["columnDefinitions"][1]["name"], "Created At");
+        assert_eq!(t["rows"][0]["cells"], json!(["a", "2026-01-01T00:00:00Z"]));
+        assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert!(wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
+        assert!(!wants_table("application/json"));
+    }
+
+    #[test]
+    fn json_paths_are_simple_or_empty() {
+        let o = json!({"status": {"phase": "Ready"}});
+        assert_eq!(simple_json_path(&o, ".status.phase"), Some(&json!("Ready")));
+        assert_eq!(simple_json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"), None);
+    }
+}
