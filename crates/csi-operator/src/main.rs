@@ -9,7 +9,11 @@ mod sim;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "csi-operator", version, about = "OpenStack CSI driver operators and their emulators")]
+#[command(
+    name = "csi-operator",
+    version,
+    about = "OpenStack CSI driver operators and their emulators"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,8 +27,15 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).with_writer(std::io::stderr).init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         match cli.command {
             Command::Sim(args) => sim::run(args).await,

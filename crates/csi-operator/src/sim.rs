@@ -32,9 +32,13 @@ pub struct SimArgs {
 /// Parses `250ms`, `2s`, `1m`, `1h`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(|| format!("{s:?}: missing unit (ms, s, m or h)"))?;
+    let split = s
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("{s:?}: missing unit (ms, s, m or h)"))?;
     let (n, unit) = s.split_at(split);
-    let n: u64 = n.parse().map_err(|_| format!("{s:?}: expected a number followed by ms, s, m or h"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a number followed by ms, s, m or h"))?;
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" => Ok(Duration::from_secs(n)),
@@ -47,17 +51,28 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let config = SimConfig {
         tls: args.tls,
-        workloads: (!args.no_workloads).then(|| WorkloadConfig { delay_ms: args.workload_delay.as_millis() as u64, ..Default::default() }),
+        workloads: (!args.no_workloads).then(|| WorkloadConfig {
+            delay_ms: args.workload_delay.as_millis() as u64,
+            ..Default::default()
+        }),
         ..Default::default()
     };
-    let sim = KubeSim::start(config, args.listen).await.with_context(|| format!("cannot listen on {}", args.listen))?;
-    std::fs::write(&args.kubeconfig, sim.kubeconfig(&args.user)).with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
+    let sim = KubeSim::start(config, args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    std::fs::write(&args.kubeconfig, sim.kubeconfig(&args.user))
+        .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
     let path = std::fs::canonicalize(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
     println!("kube-sim serving at {}", sim.url());
     println!("kubeconfig written to {}", path.display());
-    println!("try: kubectl --kubeconfig {} get namespaces", path.display());
+    println!(
+        "try: kubectl --kubeconfig {} get namespaces",
+        path.display()
+    );
     println!("press Ctrl-C to stop");
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     println!("stopping");
     Ok(())
 }

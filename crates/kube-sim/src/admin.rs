@@ -26,14 +26,26 @@ use crate::observe::Fault;
 use crate::server::Body;
 use crate::workload::WorkloadConfig;
 
-pub async fn handle(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String, String>, body: &Bytes) -> Response<Body> {
+pub async fn handle(
+    shared: &Arc<Shared>,
+    method: &Method,
+    path: &str,
+    q: &HashMap<String, String>,
+    body: &Bytes,
+) -> Response<Body> {
     match answer(shared, method, path, q, body) {
         Ok(v) => crate::server::json_response(200, &v),
         Err(e) => crate::server::json_response(e.code, &e.to_status()),
     }
 }
 
-fn answer(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String, String>, body: &Bytes) -> Result<serde_json::Value, ApiError> {
+fn answer(
+    shared: &Arc<Shared>,
+    method: &Method,
+    path: &str,
+    q: &HashMap<String, String>,
+    body: &Bytes,
+) -> Result<serde_json::Value, ApiError> {
     let ok = || json!({"ok": true});
     match (method.as_str(), path) {
         ("GET", "requests") => Ok(serde_json::to_value(shared.log.snapshot()).unwrap_or_default()),
@@ -43,7 +55,8 @@ fn answer(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String,
         }
         ("GET", "faults") => Ok(serde_json::to_value(shared.faults.list()).unwrap_or_default()),
         ("POST", "faults") => {
-            let f: Fault = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid fault: {e}")))?;
+            let f: Fault = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid fault: {e}")))?;
             shared.faults.add(f);
             Ok(ok())
         }
@@ -62,7 +75,9 @@ fn answer(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String,
         ("POST", "restart") => {
             let ms = match q.get("downtimeMs") {
                 None => 0,
-                Some(s) => s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("downtimeMs: not a number: {s:?}")))?,
+                Some(s) => s.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!("downtimeMs: not a number: {s:?}"))
+                })?,
             };
             shared.lock().store.drop_watches();
             // Answer first: the restart would otherwise cut this very response.
@@ -73,15 +88,29 @@ fn answer(shared: &Arc<Shared>, method: &Method, path: &str, q: &HashMap<String,
             });
             Ok(ok())
         }
-        ("GET", "workloads") => Ok(serde_json::to_value(shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()).unwrap_or_default()),
+        ("GET", "workloads") => Ok(serde_json::to_value(
+            shared
+                .workloads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        )
+        .unwrap_or_default()),
         ("PUT", "workloads") => {
-            let w: WorkloadConfig = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid workload config: {e}")))?;
-            *shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(w);
+            let w: WorkloadConfig = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid workload config: {e}")))?;
+            *shared
+                .workloads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(w);
             shared.changed.send_modify(|n| *n += 1);
             Ok(ok())
         }
         ("DELETE", "workloads") => {
-            *shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            *shared
+                .workloads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             Ok(ok())
         }
         _ => Err(ApiError::no_route()),

@@ -38,7 +38,11 @@ impl FieldValidation {
 
 /// Decodes the object as the server's codec would: built-ins through their types, custom
 /// resources through their structural schema (pruning). Returns the warnings to send.
-pub fn decode(rt: &ResourceType, obj: &mut Value, mode: FieldValidation) -> Result<Vec<String>, ApiError> {
+pub fn decode(
+    rt: &ResourceType,
+    obj: &mut Value,
+    mode: FieldValidation,
+) -> Result<Vec<String>, ApiError> {
     let unknown = match &rt.origin {
         Origin::Builtin => match builtin_types::roundtrip(&rt.group, &rt.kind, obj) {
             Some(Ok(decoded)) => {
@@ -63,10 +67,19 @@ pub fn decode(rt: &ResourceType, obj: &mut Value, mode: FieldValidation) -> Resu
     }
     match mode {
         FieldValidation::Ignore => Ok(Vec::new()),
-        FieldValidation::Warn => Ok(unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect()),
+        FieldValidation::Warn => Ok(unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect()),
         FieldValidation::Strict => {
-            let list = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect::<Vec<_>>().join(", ");
-            Err(ApiError::bad_request(format!("strict decoding error: {list}")))
+            let list = unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            Err(ApiError::bad_request(format!(
+                "strict decoding error: {list}"
+            )))
         }
     }
 }
@@ -85,14 +98,20 @@ fn prune_custom(schema: &crd_schema::Schema, obj: &mut Value) -> Vec<String> {
 pub fn default(rt: &ResourceType, obj: &mut Value) {
     match &rt.origin {
         Origin::Builtin => defaults::apply_defaults(&rt.group, &rt.kind, obj),
-        Origin::Crd { schema: Some(schema), .. } => crd_schema::apply_defaults(schema, obj),
+        Origin::Crd {
+            schema: Some(schema),
+            ..
+        } => crd_schema::apply_defaults(schema, obj),
         Origin::Crd { schema: None, .. } => {}
     }
 }
 
 /// Create-time validation, including the object's name and metadata.
 pub fn validate_create(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut errors = validation::validate_name(&rt.group, &rt.kind, name);
     if let Some(meta) = obj.get("metadata") {
         errors.extend(validation::validate_labels_and_annotations(meta));
@@ -104,7 +123,10 @@ pub fn validate_create(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
                 errors.extend(crd_schema::validate_crd(obj, None));
             }
         }
-        Origin::Crd { schema: Some(schema), .. } => errors.extend(crd_schema::validate(schema, obj)),
+        Origin::Crd {
+            schema: Some(schema),
+            ..
+        } => errors.extend(crd_schema::validate(schema, obj)),
         Origin::Crd { schema: None, .. } => {}
     }
     errors
@@ -123,17 +145,41 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
                 errors.extend(crd_schema::validate_crd(new, Some(old)));
             }
         }
-        Origin::Crd { schema: Some(schema), .. } => errors.extend(crd_schema::validate(schema, new)),
+        Origin::Crd {
+            schema: Some(schema),
+            ..
+        } => errors.extend(crd_schema::validate(schema, new)),
         Origin::Crd { schema: None, .. } => {}
     }
     errors
+}
+
+/// Validation of a write through the `status` subresource of a custom resource.
+pub fn validate_status_update(rt: &ResourceType, new: &Value) -> Vec<FieldError> {
+    match &rt.origin {
+        Origin::Crd {
+            schema: Some(schema),
+            ..
+        } => crd_schema::validate_status(schema, new),
+        _ => Vec::new(),
+    }
+}
+
+/// Fills in what the server derives on a CRD (singular, listKind, conversion, storedVersions).
+pub fn prepare(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
+    if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
+        crd_schema::prepare_crd(obj, old);
+    }
 }
 
 /// How lists of this type merge (for strategic merge patch and server-side apply).
 pub fn list_types(rt: &ResourceType) -> Box<dyn ListTypes + Send + Sync> {
     match &rt.origin {
         Origin::Builtin => Box::new(BuiltinLists::for_kind(&rt.group, &rt.kind)),
-        Origin::Crd { schema: Some(schema), .. } => Box::new(SchemaLists(schema.clone())),
+        Origin::Crd {
+            schema: Some(schema),
+            ..
+        } => Box::new(SchemaLists(schema.clone())),
         Origin::Crd { schema: None, .. } => Box::new(AllAtomic),
     }
 }

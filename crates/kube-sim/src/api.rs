@@ -11,12 +11,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::admission::{self, FieldValidation};
+use crate::builtin_lists::BuiltinLists;
 use crate::crd_schema;
 use crate::errors::{self, ApiError};
 use crate::field_error::FieldError;
 use crate::managed_fields;
 use crate::patch;
-use crate::builtin_lists::BuiltinLists;
 use crate::resources::{Catalogue, GroupResource, Origin, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::store::{self, Store};
@@ -42,7 +42,11 @@ pub struct Outcome {
 
 impl Outcome {
     fn new(code: u16, body: Value) -> Self {
-        Self { code, body, warnings: Vec::new() }
+        Self {
+            code,
+            body,
+            warnings: Vec::new(),
+        }
     }
 }
 
@@ -107,8 +111,15 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn new(history_limit: usize, watch_buffer: usize) -> Self {
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-        Self { catalogue: Catalogue::builtin(), store: Store::new(history_limit, watch_buffer), next_cluster_ip: 1, random: seed | 1 }
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Self {
+            catalogue: Catalogue::builtin(),
+            store: Store::new(history_limit, watch_buffer),
+            next_cluster_ip: 1,
+            random: seed | 1,
+        }
     }
 
     fn next_random(&mut self) -> u64 {
@@ -126,12 +137,22 @@ impl Cluster {
         let b = self.next_random();
         let hex = format!("{a:016x}{b:016x}");
         // Version 4, variant 10xx, as a real server's uuid.NewUUID-based uids look.
-        format!("{}-{}-4{}-{:x}{}-{}", &hex[0..8], &hex[8..12], &hex[13..16], 8 | (b & 3), &hex[17..20], &hex[20..32])
+        format!(
+            "{}-{}-4{}-{:x}{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[13..16],
+            8 | (b & 3),
+            &hex[17..20],
+            &hex[20..32]
+        )
     }
 
     fn generated_suffix(&mut self) -> String {
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-        (0..5).map(|_| ALPHABET[(self.next_random() % ALPHABET.len() as u64) as usize] as char).collect()
+        (0..5)
+            .map(|_| ALPHABET[(self.next_random() % ALPHABET.len() as u64) as usize] as char)
+            .collect()
     }
 
     /// Looks a served resource up.
@@ -142,7 +163,10 @@ impl Cluster {
     // ----- reads -------------------------------------------------------------------------
 
     pub fn get(&self, rt: &ResourceType, namespace: &str, name: &str) -> Result<Value, ApiError> {
-        let obj = self.store.get(&rt.group_resource(), namespace, name).ok_or_else(|| ApiError::not_found(rt, name))?;
+        let obj = self
+            .store
+            .get(&rt.group_resource(), namespace, name)
+            .ok_or_else(|| ApiError::not_found(rt, name))?;
         Ok(self.present(rt, &obj))
     }
 
@@ -151,7 +175,12 @@ impl Cluster {
         present(rt, obj)
     }
 
-    pub fn list(&self, rt: &ResourceType, namespace: Option<&str>, opts: &ListOptions) -> Result<Value, ApiError> {
+    pub fn list(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<Value, ApiError> {
         let gr = rt.group_resource();
         let (snapshot_rv, after) = match &opts.continue_token {
             Some(token) => {
@@ -169,22 +198,22 @@ impl Cluster {
         let mut next_key = None;
         let mut remaining = 0usize;
         for (key, obj) in self.store.iter(&gr, namespace, after.as_ref()) {
-            if let Some(pinned) = opts.fields.pinned_name() {
-                if key.1 != pinned {
-                    continue;
-                }
+            if let Some(pinned) = opts.fields.pinned_name()
+                && key.1 != pinned
+            {
+                continue;
             }
             if !opts.labels.matches(obj) || !opts.fields.matches(obj) {
                 continue;
             }
-            if let Some(limit) = opts.limit {
-                if items.len() >= limit {
-                    remaining += 1;
-                    if next_key.is_none() {
-                        next_key = Some(last_key(&items));
-                    }
-                    continue;
+            if let Some(limit) = opts.limit
+                && items.len() >= limit
+            {
+                remaining += 1;
+                if next_key.is_none() {
+                    next_key = Some(last_key(&items));
                 }
+                continue;
             }
             items.push(self.list_item(rt, obj));
         }
@@ -195,33 +224,55 @@ impl Cluster {
                 metadata["remainingItemCount"] = json!(remaining);
             }
         }
-        Ok(json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": items}))
+        Ok(
+            json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": items}),
+        )
     }
 
     /// Built-in list items come without apiVersion/kind, as from a real server; custom
     /// resources keep them.
     fn list_item(&self, rt: &ResourceType, obj: &Value) -> Value {
         let mut item = self.present(rt, obj);
-        if !rt.is_custom() {
-            if let Some(o) = item.as_object_mut() {
-                o.remove("apiVersion");
-                o.remove("kind");
-            }
+        if !rt.is_custom()
+            && let Some(o) = item.as_object_mut()
+        {
+            o.remove("apiVersion");
+            o.remove("kind");
         }
         item
     }
 
     // ----- create ------------------------------------------------------------------------
 
-    pub fn create(&mut self, rt: &ResourceType, namespace: &str, body: Value, opts: &WriteOptions) -> Result<Outcome, ApiError> {
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        namespace: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Outcome, ApiError> {
         let mut obj = self.check_body(rt, body)?;
         self.place_in_namespace(rt, namespace, &mut obj)?;
         let meta = obj_meta_mut(&mut obj)?;
-        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
-            return Err(ApiError::internal("resourceVersion should not be set on objects to be created"));
+        if meta
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(ApiError::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
-        let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         let name = if name.is_empty() && !generate.is_empty() {
             let n = format!("{generate}{}", self.generated_suffix());
             obj_meta_mut(&mut obj)?.insert("name".into(), Value::String(n.clone()));
@@ -230,20 +281,41 @@ impl Cluster {
             name
         };
         if name.is_empty() {
-            return Err(ApiError::invalid(rt, "", &[FieldError::required("metadata.name", "name or generateName is required")]));
+            return Err(ApiError::invalid(
+                rt,
+                "",
+                &[FieldError::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ));
         }
-        let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string();
+        let ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         self.check_namespace_accepts(rt, &ns)?;
         if self.store.get(&rt.group_resource(), &ns, &name).is_some() {
             return Err(ApiError::already_exists(rt, &name));
         }
         let meta = obj_meta_mut(&mut obj)?;
-        for system in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "selfLink", "managedFields", "resourceVersion"] {
+        for system in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "selfLink",
+            "managedFields",
+            "resourceVersion",
+        ] {
             meta.remove(system);
         }
         reset_status_on_create(rt, &mut obj);
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
         admission::default(rt, &mut obj);
+        admission::prepare(rt, &mut obj, None);
         if rt.group.is_empty() && rt.kind == "Service" {
             let ip = self.next_cluster_ip;
             self.next_cluster_ip += 1;
@@ -262,7 +334,15 @@ impl Cluster {
             meta.insert("generation".into(), json!(1));
         }
         let lists = admission::list_types(rt);
-        managed_fields::record_update(None, &mut obj, &opts.manager, lists.as_ref(), &now, &rt.api_version(), None);
+        managed_fields::record_update(
+            None,
+            &mut obj,
+            &opts.manager,
+            lists.as_ref(),
+            &now,
+            &rt.api_version(),
+            None,
+        );
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut obj);
         }
@@ -281,15 +361,26 @@ impl Cluster {
     /// Body shape and type checks shared by create and update.
     fn check_body(&self, rt: &ResourceType, body: Value) -> Result<Value, ApiError> {
         let Value::Object(map) = body else {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         };
         let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let api_version = map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if kind.is_empty() {
-            return Err(ApiError::bad_request(format!("Object 'Kind' is missing in '{}'", Value::Object(map.clone()))));
+            return Err(ApiError::bad_request(format!(
+                "Object 'Kind' is missing in '{}'",
+                Value::Object(map.clone())
+            )));
         }
         if api_version.is_empty() {
-            return Err(ApiError::bad_request(format!("Object 'apiVersion' is missing in '{}'", Value::Object(map.clone()))));
+            return Err(ApiError::bad_request(format!(
+                "Object 'apiVersion' is missing in '{}'",
+                Value::Object(map.clone())
+            )));
         }
         if kind != rt.kind {
             return Err(ApiError::bad_request(format!(
@@ -308,19 +399,32 @@ impl Cluster {
             obj["metadata"] = json!({});
         }
         if !obj["metadata"].is_object() {
-            return Err(ApiError::bad_request(format!("{} in version \"{}\" cannot be handled as a {}: metadata must be an object", rt.kind, rt.version, rt.kind)));
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
+                rt.kind, rt.version, rt.kind
+            )));
         }
         Ok(obj)
     }
 
-    fn place_in_namespace(&self, rt: &ResourceType, namespace: &str, obj: &mut Value) -> Result<(), ApiError> {
+    fn place_in_namespace(
+        &self,
+        rt: &ResourceType,
+        namespace: &str,
+        obj: &mut Value,
+    ) -> Result<(), ApiError> {
         let meta = obj_meta_mut(obj)?;
         if rt.namespaced {
-            let body_ns = meta.get("namespace").and_then(Value::as_str).unwrap_or_default();
+            let body_ns = meta
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if body_ns.is_empty() {
                 meta.insert("namespace".into(), Value::String(namespace.to_string()));
             } else if body_ns != namespace {
-                return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
             }
         } else {
             meta.remove("namespace");
@@ -332,7 +436,10 @@ impl Cluster {
         if !rt.namespaced {
             return Ok(());
         }
-        let ns_type = self.catalogue.get("", "v1", "namespaces").ok_or_else(|| ApiError::internal("namespaces not served"))?;
+        let ns_type = self
+            .catalogue
+            .get("", "v1", "namespaces")
+            .ok_or_else(|| ApiError::internal("namespaces not served"))?;
         let Some(namespace) = self.store.get(&ns_type.group_resource(), "", ns) else {
             return Err(ApiError::not_found(&ns_type, ns));
         };
@@ -340,7 +447,9 @@ impl Cluster {
             let mut e = ApiError::forbidden(
                 rt,
                 "",
-                &format!("unable to create new content in namespace {ns} because it is being terminated"),
+                &format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
             );
             if let Some(d) = e.details.as_mut() {
                 d["causes"] = json!([{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]);
@@ -364,7 +473,10 @@ impl Cluster {
     ) -> Result<Outcome, ApiError> {
         let mut obj = self.check_body(rt, body)?;
         self.place_in_namespace(rt, namespace, &mut obj)?;
-        let body_name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let body_name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if body_name.is_empty() {
             obj_meta_mut(&mut obj)?.insert("name".into(), Value::String(name.to_string()));
         } else if body_name != name {
@@ -373,13 +485,24 @@ impl Cluster {
             )));
         }
         let ns = if rt.namespaced { namespace } else { "" };
-        let old = self.store.get(&rt.group_resource(), ns, name).ok_or_else(|| ApiError::not_found(rt, name))?;
-        let body_rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        let old = self
+            .store
+            .get(&rt.group_resource(), ns, name)
+            .ok_or_else(|| ApiError::not_found(rt, name))?;
+        let body_rv = obj
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if body_rv.is_empty() && rt.is_custom() {
             return Err(ApiError::invalid(
                 rt,
                 name,
-                &[FieldError::invalid("metadata.resourceVersion", json!(0), "must be specified for an update")],
+                &[FieldError::invalid(
+                    "metadata.resourceVersion",
+                    json!(0),
+                    "must be specified for an update",
+                )],
             ));
         }
         if !body_rv.is_empty() && body_rv != store::rv_of(&old).to_string() {
@@ -399,14 +522,27 @@ impl Cluster {
         opts: &WriteOptions,
         record_manager: bool,
     ) -> Result<Outcome, ApiError> {
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        if let Some(uid) = obj.pointer("/metadata/uid").and_then(Value::as_str).filter(|u| !u.is_empty()) {
-            let old_uid = old.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if let Some(uid) = obj
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+        {
+            let old_uid = old
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if uid != old_uid {
                 return Err(ApiError::conflict(
                     rt,
                     &name,
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"),
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"
+                    ),
                 ));
             }
         }
@@ -426,16 +562,31 @@ impl Cluster {
             Some(other) => return Err(ApiError::no_route_for(other)),
         };
         {
-            let old_meta = old.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
+            let old_meta = old
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
             let meta = obj_meta_mut(&mut obj)?;
-            for system in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "resourceVersion"] {
+            for system in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "resourceVersion",
+            ] {
                 match old_meta.get(system) {
                     Some(v) => meta.insert(system.into(), v.clone()),
                     None => meta.remove(system),
                 };
             }
             meta.remove("selfLink");
-            if !meta.contains_key("managedFields") || meta.get("managedFields").is_some_and(|m| m.as_array().is_some_and(Vec::is_empty)) {
+            if !meta.contains_key("managedFields")
+                || meta
+                    .get("managedFields")
+                    .is_some_and(|m| m.as_array().is_some_and(Vec::is_empty))
+            {
                 match old_meta.get("managedFields") {
                     Some(v) => meta.insert("managedFields".into(), v.clone()),
                     None => meta.remove("managedFields"),
@@ -444,7 +595,12 @@ impl Cluster {
         }
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
         admission::default(rt, &mut obj);
-        let mut errors = admission::validate_update(rt, old, &obj);
+        admission::prepare(rt, &mut obj, Some(old));
+        let mut errors = if subresource == Some("status") {
+            admission::validate_status_update(rt, &obj)
+        } else {
+            admission::validate_update(rt, old, &obj)
+        };
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             let before = finalizers(old);
             let added: Vec<_> = finalizers(&obj).difference(&before).cloned().collect();
@@ -456,7 +612,10 @@ impl Cluster {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
         if rt.tracks_generation && spec_changed(rt, old, &obj) {
-            let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            let g = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             obj_meta_mut(&mut obj)?.insert("generation".into(), json!(g + 1));
         }
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
@@ -469,22 +628,46 @@ impl Cluster {
         }
         if record_manager {
             let lists = admission::list_types(rt);
-            managed_fields::record_update(Some(old), &mut obj, &opts.manager, lists.as_ref(), &now(), &rt.api_version(), subresource);
+            managed_fields::record_update(
+                Some(old),
+                &mut obj,
+                &opts.manager,
+                lists.as_ref(),
+                &now(),
+                &rt.api_version(),
+                subresource,
+            );
         }
         if opts.dry_run {
-            return Ok(Outcome { code: 200, body: self.present(rt, &obj), warnings });
+            return Ok(Outcome {
+                code: 200,
+                body: self.present(rt, &obj),
+                warnings,
+            });
         }
         let deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
         if deleting && finalizers(&obj).is_empty() && !is_namespace(rt) {
-            let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string();
+            let ns = obj
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             self.store.put(&rt.group_resource(), obj);
             let gone = self.finish_delete(rt, &ns, &name);
             let body = gone.map(|g| self.present(rt, &g)).unwrap_or(Value::Null);
-            return Ok(Outcome { code: 200, body, warnings });
+            return Ok(Outcome {
+                code: 200,
+                body,
+                warnings,
+            });
         }
         let stored = self.store.put(&rt.group_resource(), obj);
         self.after_write(rt, &stored);
-        Ok(Outcome { code: 200, body: self.present(rt, &stored), warnings })
+        Ok(Outcome {
+            code: 200,
+            body: self.present(rt, &stored),
+            warnings,
+        })
     }
 
     // ----- patch -------------------------------------------------------------------------
@@ -506,7 +689,8 @@ impl Cluster {
             return self.server_side_apply(rt, namespace, name, subresource, old, body, opts);
         }
         let old = old.ok_or_else(|| ApiError::not_found(rt, name))?;
-        let patch_doc: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let patch_doc: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let current = self.present(rt, &old);
         let patched = match patch_type {
             PatchType::Merge => patch::merge_patch(&current, &patch_doc),
@@ -515,7 +699,11 @@ impl Cluster {
                 if rt.is_custom() {
                     return Err(ApiError::unsupported_media_type_for_custom());
                 }
-                patch::strategic_merge_patch(&current, &patch_doc, &BuiltinLists::for_kind(&rt.group, &rt.kind))
+                patch::strategic_merge_patch(
+                    &current,
+                    &patch_doc,
+                    &BuiltinLists::for_kind(&rt.group, &rt.kind),
+                )
             }
             PatchType::Apply => unreachable_apply(),
         }
@@ -523,13 +711,18 @@ impl Cluster {
             patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
             patch::PatchError::Invalid(m) => ApiError::invalid_message(rt, name, m),
         })?;
-        let patched_rv = patched.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+        let patched_rv = patched
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if !patched_rv.is_empty() && patched_rv != store::rv_of(&old).to_string() {
             return Err(ApiError::stale(rt, name));
         }
         let mut patched = self.check_body(rt, patched)?;
         if patched.pointer("/metadata/name").and_then(Value::as_str) != Some(name) {
-            return Err(ApiError::bad_request("metadata.name: the name of the object does not match the name on the URL"));
+            return Err(ApiError::bad_request(
+                "metadata.name: the name of the object does not match the name on the URL",
+            ));
         }
         self.place_in_namespace(rt, namespace, &mut patched)?;
         self.write_update(rt, &old, patched, subresource, opts, true)
@@ -547,46 +740,48 @@ impl Cluster {
         opts: &WriteOptions,
     ) -> Result<Outcome, ApiError> {
         if opts.manager.is_empty() {
-            return Err(ApiError::bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set"));
+            return Err(ApiError::bad_request(
+                "PATCH, application/apply-patch+yaml requires fieldManager to be set",
+            ));
         }
-        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("error decoding YAML: the body is not UTF-8"))?;
-        let config: Value = crate::yaml::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let text = std::str::from_utf8(body)
+            .map_err(|_| ApiError::bad_request("error decoding YAML: the body is not UTF-8"))?;
+        let config: Value = crate::yaml::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         let mut config = self.check_body(rt, config)?;
         match config.pointer("/metadata/name").and_then(Value::as_str) {
             Some(n) if n == name => {}
             Some(_) | None => {
                 return Err(ApiError::bad_request(format!(
                     "metadata.name: Invalid value: {:?}: the name of the object must match the name on the URL ({name})",
-                    config.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+                    config
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
                 )));
             }
         }
         self.place_in_namespace(rt, namespace, &mut config)?;
         let lists = admission::list_types(rt);
         let live = old.as_ref().map(|o| self.present(rt, o));
-        let merged = managed_fields::apply(live.as_ref(), &config, &opts.manager, opts.force, lists.as_ref(), &now(), &rt.api_version(), subresource)
-            .map_err(|e| match e {
-                managed_fields::ApplyError::Conflicts(conflicts) => {
-                    let lines: Vec<String> = conflicts.iter().map(|c| format!("conflict with \"{}\": {}", c.manager, c.field)).collect();
-                    let message = if lines.len() == 1 {
-                        format!("Apply failed with 1 conflict: {}", lines[0])
-                    } else {
-                        format!("Apply failed with {} conflicts: {}", lines.len(), lines.join("\n"))
-                    };
-                    let causes = conflicts
-                        .iter()
-                        .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{}\"", c.manager), "field": c.field}))
-                        .collect();
-                    ApiError::apply_conflict(rt, name, message, causes)
-                }
-                managed_fields::ApplyError::Invalid(m) => ApiError::bad_request(m),
-            })?;
+        let merged = managed_fields::apply(
+            live.as_ref(),
+            &config,
+            &opts.manager,
+            opts.force,
+            lists.as_ref(),
+            &now(),
+            &rt.api_version(),
+            subresource,
+        )
+        .map_err(|e| apply_error(rt, name, e))?;
         match old {
             None => {
                 let managed = merged.pointer("/metadata/managedFields").cloned();
                 let mut create_opts = opts.clone();
                 create_opts.manager = String::new();
-                let mut out = self.create_with_managed_fields(rt, namespace, merged, &create_opts, managed)?;
+                let mut out =
+                    self.create_with_managed_fields(rt, namespace, merged, &create_opts, managed)?;
                 out.code = 201;
                 Ok(out)
             }
@@ -608,27 +803,121 @@ impl Cluster {
         dry.dry_run = true;
         let out = self.create(rt, namespace, obj, &dry)?;
         let mut obj = out.body;
-        if let (Some(meta), Some(m)) = (obj.get_mut("metadata").and_then(Value::as_object_mut), managed) {
+        if let (Some(meta), Some(m)) = (
+            obj.get_mut("metadata").and_then(Value::as_object_mut),
+            managed,
+        ) {
             meta.insert("managedFields".into(), m);
         }
         if opts.dry_run {
-            return Ok(Outcome { code: 201, body: obj, warnings: out.warnings });
+            return Ok(Outcome {
+                code: 201,
+                body: obj,
+                warnings: out.warnings,
+            });
         }
         let stored = self.store.put(&rt.group_resource(), obj);
         self.after_write(rt, &stored);
-        Ok(Outcome { code: 201, body: self.present(rt, &stored), warnings: out.warnings })
+        Ok(Outcome {
+            code: 201,
+            body: self.present(rt, &stored),
+            warnings: out.warnings,
+        })
+    }
+
+    // ----- scale subresource ---------------------------------------------------------------
+
+    /// GET .../scale: an `autoscaling/v1` Scale view of a Deployment.
+    pub fn get_scale(
+        &self,
+        rt: &ResourceType,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, ApiError> {
+        let obj = self.get(rt, namespace, name)?;
+        Ok(scale_of(&obj))
+    }
+
+    /// PUT or PATCH .../scale: only `spec.replicas` of the target changes.
+    pub fn update_scale(
+        &mut self,
+        rt: &ResourceType,
+        namespace: &str,
+        name: &str,
+        scale: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Outcome, ApiError> {
+        let ns = if rt.namespaced { namespace } else { "" };
+        let old = self
+            .store
+            .get(&rt.group_resource(), ns, name)
+            .ok_or_else(|| ApiError::not_found(rt, name))?;
+        if let Some(rv) = scale
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+            && rv != store::rv_of(&old).to_string()
+        {
+            return Err(ApiError::stale(rt, name));
+        }
+        let replicas = match scale.pointer("/spec/replicas") {
+            Some(Value::Number(n))
+                if n.as_i64()
+                    .is_some_and(|r| (0..=i64::from(i32::MAX)).contains(&r)) =>
+            {
+                n.clone()
+            }
+            Some(other) => {
+                return Err(ApiError::invalid_scale(
+                    name,
+                    &[FieldError::invalid(
+                        "spec.replicas",
+                        other.clone(),
+                        "must be greater than or equal to 0",
+                    )],
+                ));
+            }
+            None => serde_json::Number::from(0),
+        };
+        let mut obj = self.present(rt, &old);
+        obj["spec"]["replicas"] = Value::Number(replicas);
+        let out = self.write_update(rt, &old, obj, None, opts, true)?;
+        Ok(Outcome {
+            code: out.code,
+            body: scale_of(&out.body),
+            warnings: out.warnings,
+        })
     }
 
     // ----- delete ------------------------------------------------------------------------
 
-    pub fn delete(&mut self, rt: &ResourceType, namespace: &str, name: &str, opts: &DeleteOptions) -> Result<Outcome, ApiError> {
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Outcome, ApiError> {
         let ns = if rt.namespaced { namespace } else { "" };
-        let old = self.store.get(&rt.group_resource(), ns, name).ok_or_else(|| ApiError::not_found(rt, name))?;
-        let uid = old.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        if let Some(want) = &opts.precondition_uid {
-            if *want != uid {
-                return Err(ApiError::conflict(rt, name, &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}")));
-            }
+        let old = self
+            .store
+            .get(&rt.group_resource(), ns, name)
+            .ok_or_else(|| ApiError::not_found(rt, name))?;
+        let uid = old
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if let Some(want) = &opts.precondition_uid
+            && *want != uid
+        {
+            return Err(ApiError::conflict(
+                rt,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                ),
+            ));
         }
         if let Some(want) = &opts.precondition_rv {
             let have = store::rv_of(&old).to_string();
@@ -636,7 +925,9 @@ impl Cluster {
                 return Err(ApiError::conflict(
                     rt,
                     name,
-                    &format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"),
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
+                    ),
                 ));
             }
         }
@@ -659,7 +950,9 @@ impl Cluster {
             return Ok(Outcome::new(200, self.present(rt, &obj)));
         }
         if fins.is_empty() && !namespace_finalizing {
-            let gone = self.finish_delete(rt, ns, name).ok_or_else(|| ApiError::not_found(rt, name))?;
+            let gone = self
+                .finish_delete(rt, ns, name)
+                .ok_or_else(|| ApiError::not_found(rt, name))?;
             return Ok(Outcome::new(200, self.deleted_body(rt, &gone, &uid)));
         }
         let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
@@ -686,7 +979,13 @@ impl Cluster {
         if rt.is_custom() || rt.kind == "Pod" {
             self.present(rt, gone)
         } else {
-            errors::success_status(rt, &gone.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string(), uid)
+            errors::success_status(
+                rt,
+                gone.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                uid,
+            )
         }
     }
 
@@ -699,7 +998,13 @@ impl Cluster {
         Some(gone)
     }
 
-    pub fn delete_collection(&mut self, rt: &ResourceType, namespace: Option<&str>, list: &ListOptions, opts: &DeleteOptions) -> Result<Outcome, ApiError> {
+    pub fn delete_collection(
+        &mut self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Outcome, ApiError> {
         let names: Vec<(String, String)> = self
             .store
             .iter(&rt.group_resource(), namespace, None)
@@ -708,13 +1013,16 @@ impl Cluster {
             .collect();
         let mut items = Vec::new();
         for (ns, name) in names {
-            if let Ok(out) = self.delete(rt, &ns, &name, opts) {
-                if out.body.get("kind").and_then(Value::as_str) != Some("Status") {
-                    items.push(out.body);
-                }
+            if let Ok(out) = self.delete(rt, &ns, &name, opts)
+                && out.body.get("kind").and_then(Value::as_str) != Some("Status")
+            {
+                items.push(out.body);
             }
         }
-        Ok(Outcome::new(200, json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": {}, "items": items})))
+        Ok(Outcome::new(
+            200,
+            json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": {}, "items": items}),
+        ))
     }
 
     // ----- side effects --------------------------------------------------------------------
@@ -727,13 +1035,24 @@ impl Cluster {
     }
 
     fn serve_crd(&mut self, crd: &Value) {
-        let Ok(info) = crd_schema::crd_info(crd) else { return };
-        let crd_name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Ok(info) = crd_schema::crd_info(crd) else {
+            return;
+        };
+        let crd_name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         self.catalogue.remove_crd(&crd_name);
         if crd.pointer("/metadata/deletionTimestamp").is_some() {
             return;
         }
-        let storage_version = info.versions.iter().find(|v| v.storage).map(|v| v.name.clone()).unwrap_or_default();
+        let storage_version = info
+            .versions
+            .iter()
+            .find(|v| v.storage)
+            .map(|v| v.name.clone())
+            .unwrap_or_default();
         for v in info.versions {
             self.catalogue.insert(ResourceType {
                 group: info.group.clone(),
@@ -749,7 +1068,11 @@ impl Cluster {
                 scale_subresource: v.scale_subresource.is_some(),
                 tracks_generation: true,
                 storage_version: storage_version.clone(),
-                origin: Origin::Crd { crd_name: crd_name.clone(), schema: v.schema.map(Arc::new), printer_columns: v.printer_columns },
+                origin: Origin::Crd {
+                    crd_name: crd_name.clone(),
+                    schema: v.schema.map(Arc::new),
+                    printer_columns: v.printer_columns,
+                },
             });
         }
     }
@@ -763,8 +1086,16 @@ impl Cluster {
     }
 
     /// Internal removal by the emulated controllers (e.g. dropping a finalizer they own).
-    pub fn controller_remove_finalizer(&mut self, rt: &ResourceType, ns: &str, name: &str, finalizer: &str) {
-        let Some(old) = self.store.get(&rt.group_resource(), ns, name) else { return };
+    pub fn controller_remove_finalizer(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        finalizer: &str,
+    ) {
+        let Some(old) = self.store.get(&rt.group_resource(), ns, name) else {
+            return;
+        };
         let mut obj = (*old).clone();
         let mut fins = finalizers(&obj);
         if !fins.remove(finalizer) {
@@ -801,26 +1132,59 @@ pub fn present(rt: &ResourceType, obj: &Value) -> Value {
         o.insert("apiVersion".into(), Value::String(rt.api_version()));
         o.insert("kind".into(), Value::String(rt.kind.clone()));
     }
-    if let Origin::Crd { schema: Some(schema), .. } = &rt.origin {
+    if let Origin::Crd {
+        schema: Some(schema),
+        ..
+    } = &rt.origin
+    {
         crd_schema::apply_defaults(schema, &mut out);
     }
     out
 }
 
+/// The Status a failed apply answers with: 409 with one cause per conflicting field, 400, or
+/// the server's bare 500 for configurations it cannot type.
+fn apply_error(rt: &ResourceType, name: &str, e: managed_fields::ApplyError) -> ApiError {
+    match e {
+        managed_fields::ApplyError::Conflicts(ref conflicts) => {
+            let causes = conflicts.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field})).collect();
+            ApiError::apply_conflict(rt, name, e.message(), causes)
+        }
+        managed_fields::ApplyError::BadRequest(m) => ApiError::bad_request(m),
+        managed_fields::ApplyError::Invalid(m) => ApiError::injected(500, "", m),
+    }
+}
+
 fn unreachable_apply() -> Result<Value, patch::PatchError> {
-    Err(patch::PatchError::BadRequest("apply is handled separately".into()))
+    Err(patch::PatchError::BadRequest(
+        "apply is handled separately".into(),
+    ))
 }
 
 impl ApiError {
     fn no_route_for(sub: &str) -> Self {
         let mut e = Self::no_route();
-        e.message = format!("the server could not find the requested resource (subresource {sub:?})");
+        e.message =
+            format!("the server could not find the requested resource (subresource {sub:?})");
         e
     }
 
     fn unsupported_media_type_for_custom() -> Self {
         let mut e = Self::unsupported_media_type("application/strategic-merge-patch+json");
         e.message = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into();
+        e
+    }
+
+    fn invalid_scale(name: &str, errors: &[FieldError]) -> Self {
+        let list = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut e = Self::bad_request(String::new());
+        e.code = 422;
+        e.reason = "Invalid";
+        e.message = format!("Scale.autoscaling \"{name}\" is invalid: {list}");
         e
     }
 
@@ -831,12 +1195,37 @@ impl ApiError {
     }
 }
 
+/// The Scale view of a workload.
+pub fn scale_of(obj: &Value) -> Value {
+    let meta = obj.get("metadata").cloned().unwrap_or_default();
+    let pick = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
+    let selector = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {"name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"), "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp")},
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
+        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector},
+    })
+}
+
 fn is_namespace(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.kind == "Namespace"
 }
 
 fn obj_meta_mut(obj: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
-    obj.get_mut("metadata").and_then(Value::as_object_mut).ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+    obj.get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))
 }
 
 fn copy_field(from: &Value, to: &mut Value, field: &str) {
@@ -850,7 +1239,12 @@ fn copy_field(from: &Value, to: &mut Value, field: &str) {
 pub fn finalizers(obj: &Value) -> BTreeSet<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -906,13 +1300,25 @@ fn reset_status_on_create(rt: &ResourceType, obj: &mut Value) {
 
 /// A real server's CRD controllers accept the names and establish the CRD immediately.
 fn crd_status(crd: &mut Value) {
-    let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let names = crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let storage: Vec<Value> = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
-        .map(|vs| vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).filter_map(|v| v.get("name").cloned()).collect())
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .filter_map(|v| v.get("name").cloned())
+                .collect()
+        })
         .unwrap_or_default();
-    let previous = crd.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let previous = crd
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let since = |t: &str| {
         previous
             .iter()
@@ -920,7 +1326,11 @@ fn crd_status(crd: &mut Value) {
             .and_then(|c| c.get("lastTransitionTime").cloned())
             .unwrap_or_else(|| Value::String(now()))
     };
-    let mut stored_versions: Vec<Value> = crd.pointer("/status/storedVersions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut stored_versions: Vec<Value> = crd
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for s in storage {
         if !stored_versions.contains(&s) {
             stored_versions.push(s);
@@ -954,12 +1364,26 @@ fn encode_continue(rv: u64, key: &(String, String)) -> String {
 
 fn decode_continue(token: &str) -> Result<(u64, (String, String)), ApiError> {
     use base64::Engine;
-    let bad = || ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.trim_end_matches('=')).map_err(|_| bad())?;
+    let bad = || {
+        ApiError::bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        )
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| bad())?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad())?;
     let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
-    let ns = v.get("ns").and_then(Value::as_str).ok_or_else(bad)?.to_string();
-    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?.to_string();
+    let ns = v
+        .get("ns")
+        .and_then(Value::as_str)
+        .ok_or_else(bad)?
+        .to_string();
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(bad)?
+        .to_string();
     Ok((rv, (ns, start)))
 }
 
@@ -968,7 +1392,8 @@ pub fn parse_delete_body(body: &[u8], into: &mut DeleteOptions) -> Result<(), Ap
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(());
     }
-    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
     if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
         into.propagation = Some(parse_propagation(p)?);
     }
@@ -978,10 +1403,16 @@ pub fn parse_delete_body(body: &[u8], into: &mut DeleteOptions) -> Result<(), Ap
     if let Some(uid) = v.pointer("/preconditions/uid").and_then(Value::as_str) {
         into.precondition_uid = Some(uid.into());
     }
-    if let Some(rv) = v.pointer("/preconditions/resourceVersion").and_then(Value::as_str) {
+    if let Some(rv) = v
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+    {
         into.precondition_rv = Some(rv.into());
     }
-    if v.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == "All")) {
+    if v.get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x == "All"))
+    {
         into.dry_run = true;
     }
     Ok(())

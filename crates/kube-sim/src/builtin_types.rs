@@ -32,7 +32,9 @@ pub fn roundtrip(group: &str, kind: &str, obj: &Value) -> Option<Result<Decoded,
         ("apps", "Deployment") => typed::<apps::v1::Deployment>,
         ("apps", "DaemonSet") => typed::<apps::v1::DaemonSet>,
         ("rbac.authorization.k8s.io", "ClusterRole") => typed::<rbac::v1::ClusterRole>,
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => typed::<rbac::v1::ClusterRoleBinding>,
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            typed::<rbac::v1::ClusterRoleBinding>
+        }
         ("rbac.authorization.k8s.io", "Role") => typed::<rbac::v1::Role>,
         ("rbac.authorization.k8s.io", "RoleBinding") => typed::<rbac::v1::RoleBinding>,
         ("storage.k8s.io", "CSIDriver") => typed::<storage::v1::CSIDriver>,
@@ -41,15 +43,20 @@ pub fn roundtrip(group: &str, kind: &str, obj: &Value) -> Option<Result<Decoded,
         ("policy", "PodDisruptionBudget") => typed::<policy::v1::PodDisruptionBudget>,
         ("coordination.k8s.io", "Lease") => typed::<coordination::v1::Lease>,
         ("events.k8s.io", "Event") => typed::<events::v1::Event>,
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => typed::<apiext::CustomResourceDefinition>,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            typed::<apiext::CustomResourceDefinition>
+        }
         ("networking.k8s.io", "NetworkPolicy") => typed::<networking::v1::NetworkPolicy>,
         _ => return None,
     };
     Some(f(obj).map(|mut object| {
-        omit_empty(&mut object, "");
+        omit_empty(&mut object);
         let mut unknown_fields = Vec::new();
         dropped_fields(obj, &object, "", &mut unknown_fields);
-        Decoded { object, unknown_fields }
+        Decoded {
+            object,
+            unknown_fields,
+        }
     }))
 }
 
@@ -61,10 +68,19 @@ fn typed<T: DeserializeOwned + Serialize>(v: &Value) -> Result<Value, String> {
 /// Slices the Go types declare without `omitempty`: an empty one stays `[]`.
 const KEEP_EMPTY_LISTS: &[&str] = &["rules", "verbs", "drivers", "containers", "items"];
 /// Map-typed fields (`map[string]string` with `omitempty`): an empty one disappears.
-const MAP_FIELDS: &[&str] = &["labels", "annotations", "data", "binaryData", "stringData", "nodeSelector", "parameters", "matchLabels"];
+const MAP_FIELDS: &[&str] = &[
+    "labels",
+    "annotations",
+    "data",
+    "binaryData",
+    "stringData",
+    "nodeSelector",
+    "parameters",
+    "matchLabels",
+];
 
 /// Mimics Go's `omitempty` on the shapes where k8s-openapi keeps an empty value.
-fn omit_empty(v: &mut Value, field: &str) {
+fn omit_empty(v: &mut Value) {
     match v {
         Value::Object(map) => {
             map.retain(|k, child| match child {
@@ -73,13 +89,13 @@ fn omit_empty(v: &mut Value, field: &str) {
                 Value::Object(o) => !o.is_empty() || !MAP_FIELDS.contains(&k.as_str()),
                 _ => true,
             });
-            for (k, child) in map.iter_mut() {
-                omit_empty(child, k);
+            for child in map.values_mut() {
+                omit_empty(child);
             }
         }
         Value::Array(items) => {
             for item in items {
-                omit_empty(item, field);
+                omit_empty(item);
             }
         }
         _ => {}
@@ -91,7 +107,11 @@ fn dropped_fields(input: &Value, output: &Value, path: &str, out: &mut Vec<Strin
     match (input, output) {
         (Value::Object(i), Value::Object(o)) => {
             for (k, iv) in i {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 match o.get(k) {
                     Some(ov) => dropped_fields(iv, ov, &p, out),
                     None if is_empty_value(iv) => {}
@@ -125,8 +145,13 @@ mod tests {
     #[test]
     fn unknown_fields_are_dropped_and_reported() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "bogus": 1}, "data": {"a": "b"}, "extra": true});
-        let d = roundtrip("", "ConfigMap", &cm).expect("typed").expect("decodes");
-        assert_eq!(d.object, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}}));
+        let d = roundtrip("", "ConfigMap", &cm)
+            .expect("typed")
+            .expect("decodes");
+        assert_eq!(
+            d.object,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}})
+        );
         assert_eq!(d.unknown_fields, vec!["extra", "metadata.bogus"]);
     }
 
@@ -141,11 +166,23 @@ mod tests {
         let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x", "labels": {}},
             "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
             "spec": {"containers": [{"name": "c", "image": "i", "args": [], "env": null}]}}}});
-        let out = roundtrip("apps", "Deployment", &d).expect("typed").expect("decodes").object;
+        let out = roundtrip("apps", "Deployment", &d)
+            .expect("typed")
+            .expect("decodes")
+            .object;
         assert!(out.pointer("/metadata/labels").is_none());
-        assert!(out.pointer("/spec/template/spec/containers/0/args").is_none());
-        assert!(out.pointer("/spec/template/spec/containers/0/env").is_none());
-        assert!(out.pointer("/spec/selector").is_some(), "a struct stays even when small");
+        assert!(
+            out.pointer("/spec/template/spec/containers/0/args")
+                .is_none()
+        );
+        assert!(
+            out.pointer("/spec/template/spec/containers/0/env")
+                .is_none()
+        );
+        assert!(
+            out.pointer("/spec/selector").is_some(),
+            "a struct stays even when small"
+        );
     }
 
     #[test]

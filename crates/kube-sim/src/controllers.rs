@@ -8,7 +8,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::Shared;
-use crate::api::{self, Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation, WriteOptions};
+use crate::api::{
+    self, Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation, WriteOptions,
+};
 use crate::resources::{GroupResource, ResourceType};
 
 const NAMESPACE_FINALIZER: &str = "kubernetes";
@@ -17,10 +19,20 @@ const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 /// The namespaces every cluster starts with.
 pub fn seed(shared: &Shared) {
     let mut c = shared.lock();
-    let Some(rt) = c.resource("", "v1", "namespaces") else { return };
-    let opts = WriteOptions { manager: "kube-apiserver".into(), ..Default::default() };
+    let Some(rt) = c.resource("", "v1", "namespaces") else {
+        return;
+    };
+    let opts = WriteOptions {
+        manager: "kube-apiserver".into(),
+        ..Default::default()
+    };
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        let _ = c.create(&rt, "", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}), &opts);
+        let _ = c.create(
+            &rt,
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            &opts,
+        );
     }
 }
 
@@ -62,7 +74,9 @@ fn rt_for(c: &Cluster, gr: &GroupResource) -> Option<Arc<ResourceType>> {
 fn dependents_of(c: &Cluster, owner_uid: &str) -> Vec<(GroupResource, String, String, bool)> {
     let mut out = Vec::new();
     for (gr, (ns, name)) in c.store.dependents() {
-        let Some(obj) = c.store.get(&gr, &ns, &name) else { continue };
+        let Some(obj) = c.store.get(&gr, &ns, &name) else {
+            continue;
+        };
         for r in owner_refs(&obj) {
             if r.get("uid").and_then(Value::as_str) == Some(owner_uid) {
                 let blocks = r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true);
@@ -74,13 +88,24 @@ fn dependents_of(c: &Cluster, owner_uid: &str) -> Vec<(GroupResource, String, St
 }
 
 fn owner_refs(obj: &Value) -> Vec<Value> {
-    obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default()
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str) -> bool {
-    let Some(obj) = c.store.get(gr, ns, name) else { return false };
-    let Some(rt) = rt_for(c, gr) else { return false };
-    let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+    let Some(obj) = c.store.get(gr, ns, name) else {
+        return false;
+    };
+    let Some(rt) = rt_for(c, gr) else {
+        return false;
+    };
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let fins = api::finalizers(&obj);
     let mut acted = false;
     if fins.contains(ORPHAN_FINALIZER) {
@@ -93,13 +118,17 @@ fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str)
     if fins.contains(FOREGROUND_FINALIZER) {
         let deps = dependents_of(c, &uid);
         for (dgr, dns, dname, _) in &deps {
-            let deleting = c.store.get(dgr, dns, dname).is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some());
-            if !deleting {
-                if let Some(drt) = rt_for(c, dgr) {
-                    let opts = DeleteOptions { propagation: Some(Propagation::Foreground), ..Default::default() };
-                    let _ = c.delete(&drt, dns, dname, &opts);
-                    acted = true;
-                }
+            let deleting = c
+                .store
+                .get(dgr, dns, dname)
+                .is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some());
+            if !deleting && let Some(drt) = rt_for(c, dgr) {
+                let opts = DeleteOptions {
+                    propagation: Some(Propagation::Foreground),
+                    ..Default::default()
+                };
+                let _ = c.delete(&drt, dns, dname, &opts);
+                acted = true;
             }
         }
         if !deps.iter().any(|(_, _, _, blocks)| *blocks) {
@@ -111,7 +140,10 @@ fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str)
     if rt.group.is_empty() && rt.kind == "Namespace" {
         return finish_namespace(c, name);
     }
-    if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" && fins.contains(CRD_CLEANUP_FINALIZER) {
+    if rt.group == "apiextensions.k8s.io"
+        && rt.kind == "CustomResourceDefinition"
+        && fins.contains(CRD_CLEANUP_FINALIZER)
+    {
         return finish_crd(c, &rt, &obj, name);
     }
     acted
@@ -131,24 +163,47 @@ fn finish_namespace(c: &mut Cluster, name: &str) -> bool {
         let names: Vec<(String, bool)> = c
             .store
             .iter(&gr, Some(name), None)
-            .map(|((_, n), o)| (n.clone(), o.pointer("/metadata/deletionTimestamp").is_some()))
+            .map(|((_, n), o)| {
+                (
+                    n.clone(),
+                    o.pointer("/metadata/deletionTimestamp").is_some(),
+                )
+            })
             .collect();
         for (n, deleting) in names {
             remaining += 1;
             if !deleting {
-                let _ = c.delete(&rt, name, &n, &DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() });
+                let _ = c.delete(
+                    &rt,
+                    name,
+                    &n,
+                    &DeleteOptions {
+                        propagation: Some(Propagation::Background),
+                        ..Default::default()
+                    },
+                );
                 acted = true;
             }
         }
     }
     if remaining == 0 {
-        let Some(ns_rt) = c.resource("", "v1", "namespaces") else { return acted };
-        let Some(ns_obj) = c.store.get(&ns_rt.group_resource(), "", name) else { return acted };
+        let Some(ns_rt) = c.resource("", "v1", "namespaces") else {
+            return acted;
+        };
+        let Some(ns_obj) = c.store.get(&ns_rt.group_resource(), "", name) else {
+            return acted;
+        };
         let mut obj = (*ns_obj).clone();
-        if let Some(f) = obj.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
+        if let Some(f) = obj
+            .pointer_mut("/spec/finalizers")
+            .and_then(Value::as_array_mut)
+        {
             f.retain(|x| x.as_str() != Some(NAMESPACE_FINALIZER));
         }
-        let spec_empty = obj.pointer("/spec/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty);
+        let spec_empty = obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
         if spec_empty && api::finalizers(&obj).is_empty() {
             c.controller_finalize_namespace(name);
         } else {
@@ -160,15 +215,30 @@ fn finish_namespace(c: &mut Cluster, name: &str) -> bool {
 }
 
 fn finish_crd(c: &mut Cluster, crd_rt: &ResourceType, crd: &Value, name: &str) -> bool {
-    let group = crd.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default();
-    let plural = crd.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default();
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let plural = crd
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let gr = GroupResource::new(group, plural);
     let Some(rt) = rt_for(c, &gr) else {
         c.controller_remove_finalizer(crd_rt, "", name, CRD_CLEANUP_FINALIZER);
         return true;
     };
-    let objects: Vec<(String, String, bool)> =
-        c.store.iter(&gr, None, None).map(|((ns, n), o)| (ns.clone(), n.clone(), o.pointer("/metadata/deletionTimestamp").is_some())).collect();
+    let objects: Vec<(String, String, bool)> = c
+        .store
+        .iter(&gr, None, None)
+        .map(|((ns, n), o)| {
+            (
+                ns.clone(),
+                n.clone(),
+                o.pointer("/metadata/deletionTimestamp").is_some(),
+            )
+        })
+        .collect();
     if objects.is_empty() {
         c.store.drop_collection(&gr);
         c.controller_remove_finalizer(crd_rt, "", name, CRD_CLEANUP_FINALIZER);
@@ -187,29 +257,51 @@ fn finish_crd(c: &mut Cluster, crd_rt: &ResourceType, crd: &Value, name: &str) -
 /// Whether the owner a reference names exists: same uid, kind and name, in the dependent's
 /// namespace or cluster-scoped.
 fn owner_exists(c: &Cluster, dependent_ns: &str, r: &Value) -> bool {
-    let Some(uid) = r.get("uid").and_then(Value::as_str) else { return false };
-    let Some(owner) = c.store.by_uid(uid) else { return false };
-    let kind_ok = owner.get("kind").and_then(Value::as_str) == r.get("kind").and_then(Value::as_str) || owner.get("kind").is_none();
+    let Some(uid) = r.get("uid").and_then(Value::as_str) else {
+        return false;
+    };
+    let Some(owner) = c.store.by_uid(uid) else {
+        return false;
+    };
+    let kind_ok = owner.get("kind").and_then(Value::as_str)
+        == r.get("kind").and_then(Value::as_str)
+        || owner.get("kind").is_none();
     let name_ok = owner.pointer("/metadata/name") == r.get("name");
-    let owner_ns = owner.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+    let owner_ns = owner
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     kind_ok && name_ok && (owner_ns.is_empty() || owner_ns == dependent_ns)
 }
 
 /// Deletes a dependent whose owners are all gone, or drops the references to the gone ones
 /// when some owners remain.
 fn collect_dependent(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str) -> bool {
-    let Some(obj) = c.store.get(gr, ns, name) else { return false };
+    let Some(obj) = c.store.get(gr, ns, name) else {
+        return false;
+    };
     if obj.pointer("/metadata/deletionTimestamp").is_some() {
         return false;
     }
     let refs = owner_refs(&obj);
-    let (alive, dead): (Vec<&Value>, Vec<&Value>) = refs.iter().partition(|r| owner_exists(c, ns, r));
+    let (alive, dead): (Vec<&Value>, Vec<&Value>) =
+        refs.iter().partition(|r| owner_exists(c, ns, r));
     if dead.is_empty() {
         return false;
     }
-    let Some(rt) = rt_for(c, gr) else { return false };
+    let Some(rt) = rt_for(c, gr) else {
+        return false;
+    };
     if alive.is_empty() {
-        let _ = c.delete(&rt, ns, name, &DeleteOptions { propagation: Some(Propagation::Background), ..Default::default() });
+        let _ = c.delete(
+            &rt,
+            ns,
+            name,
+            &DeleteOptions {
+                propagation: Some(Propagation::Background),
+                ..Default::default()
+            },
+        );
         return true;
     }
     for r in dead {
@@ -222,10 +314,17 @@ fn collect_dependent(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str) 
 
 fn remove_owner_ref(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str, owner_uid: &str) {
     let Some(rt) = rt_for(c, gr) else { return };
-    let Some(obj) = c.store.get(gr, ns, name) else { return };
+    let Some(obj) = c.store.get(gr, ns, name) else {
+        return;
+    };
     let mut obj = (*obj).clone();
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
-    if let Some(refs) = meta.get_mut("ownerReferences").and_then(Value::as_array_mut) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(refs) = meta
+        .get_mut("ownerReferences")
+        .and_then(Value::as_array_mut)
+    {
         refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
         if refs.is_empty() {
             meta.remove("ownerReferences");

@@ -115,7 +115,10 @@ pub fn prepare_for_update(group: &str, kind: &str, old: &Value, new: &mut Value)
     match (group, kind) {
         ("", "Service") => service_carry_over(old_root, new_root),
         ("", "Namespace") => {
-            let old_finalizers = old_root.get("spec").and_then(|s| s.get("finalizers")).cloned();
+            let old_finalizers = old_root
+                .get("spec")
+                .and_then(|s| s.get("finalizers"))
+                .cloned();
             if let Some(spec) = ensure_obj(new_root, "spec") {
                 match old_finalizers {
                     Some(f) => {
@@ -145,14 +148,21 @@ pub fn allocate_cluster_ip(obj: &mut Value, next: u32) -> bool {
     if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
         return false;
     }
-    let single = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("").to_string();
+    let single = spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let first_plural = match spec.get("clusterIPs") {
         Some(Value::Array(ips)) => ips.first().and_then(Value::as_str).map(str::to_string),
         _ => None,
     };
     match (single.is_empty(), first_plural) {
         (false, None) => {
-            if matches!(spec.get("clusterIPs"), None | Some(Value::Null) | Some(Value::Array(_))) {
+            if matches!(
+                spec.get("clusterIPs"),
+                None | Some(Value::Null) | Some(Value::Array(_))
+            ) {
                 spec.insert("clusterIPs".into(), json!([single]));
             }
             false
@@ -167,7 +177,13 @@ pub fn allocate_cluster_ip(obj: &mut Value, next: u32) -> bool {
             const HOSTS: u32 = (1 << 20) - 2;
             let offset = next.wrapping_sub(1) % HOSTS + 1;
             let addr = 0x0A60_0000_u32 + offset;
-            let ip = format!("{}.{}.{}.{}", addr >> 24, (addr >> 16) & 0xff, (addr >> 8) & 0xff, addr & 0xff);
+            let ip = format!(
+                "{}.{}.{}.{}",
+                addr >> 24,
+                (addr >> 16) & 0xff,
+                (addr >> 8) & 0xff,
+                addr & 0xff
+            );
             spec.insert("clusterIP".into(), json!(ip));
             spec.insert("clusterIPs".into(), json!([ip]));
             true
@@ -291,7 +307,12 @@ fn daemon_set(root: &mut Map<String, Value>) {
     if let Some(status) = ensure_obj(root, "status") {
         zero_fields(
             status,
-            &["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"],
+            &[
+                "currentNumberScheduled",
+                "numberMisscheduled",
+                "desiredNumberScheduled",
+                "numberReady",
+            ],
         );
     }
 }
@@ -406,7 +427,10 @@ fn pod(root: &mut Map<String, Value>) {
 
 fn pod_admission(root: &mut Map<String, Value>) {
     let qos = root.get("spec").map(pod_qos_class).unwrap_or("BestEffort");
-    root.insert("status".into(), json!({"phase": "Pending", "qosClass": qos}));
+    root.insert(
+        "status".into(),
+        json!({"phase": "Pending", "qosClass": qos}),
+    );
     let Some(spec) = ensure_obj(root, "spec") else {
         return;
     };
@@ -422,12 +446,16 @@ fn pod_admission(root: &mut Map<String, Value>) {
         *tolerations = json!([]);
     }
     if let Value::Array(list) = tolerations {
-        for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        for key in [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+        ] {
             let tolerated = list.iter().any(|t| {
                 let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
                 let tkey = t.get("key").and_then(Value::as_str).unwrap_or("");
                 let op = t.get("operator").and_then(Value::as_str).unwrap_or("");
-                (effect.is_empty() || effect == "NoExecute") && (tkey == key || (tkey.is_empty() && op == "Exists"))
+                (effect.is_empty() || effect == "NoExecute")
+                    && (tkey == key || (tkey.is_empty() && op == "Exists"))
             });
             if !tolerated {
                 list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
@@ -585,7 +613,11 @@ fn container(c: &mut Map<String, Value>) {
     };
     if pull_unset {
         let image = str_at(c, "image");
-        let policy = if image_tag(image).as_deref() == Some("latest") { "Always" } else { "IfNotPresent" };
+        let policy = if image_tag(image).as_deref() == Some("latest") {
+            "Always"
+        } else {
+            "IfNotPresent"
+        };
         c.insert("imagePullPolicy".into(), json!(policy));
     }
     set_str_if_empty(c, "terminationMessagePath", "/dev/termination-log");
@@ -655,10 +687,13 @@ fn image_tag(image: &str) -> Option<String> {
     // Every path component after a registry host must be lowercase.
     let mut parts = repo.split('/');
     let first = parts.next().unwrap_or("");
-    let host_like = repo.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let host_like =
+        repo.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
     let path_ok = |p: &str| {
         !p.is_empty()
-            && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+            && p.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')
+            })
     };
     if !host_like && !path_ok(first) {
         return None;
@@ -720,7 +755,9 @@ fn pod_qos_class(spec: &Value) -> &'static str {
                     }
                 }
             }
-            if !(found_limits.iter().any(|n| n == "cpu") && found_limits.iter().any(|n| n == "memory")) {
+            if !(found_limits.iter().any(|n| n == "cpu")
+                && found_limits.iter().any(|n| n == "memory"))
+            {
                 guaranteed = false;
             }
         }
@@ -728,7 +765,10 @@ fn pod_qos_class(spec: &Value) -> &'static str {
     if requests.is_empty() && limits.is_empty() {
         return "BestEffort";
     }
-    if guaranteed && requests.iter().all(|(k, v)| limits.get(k) == Some(v)) && requests.len() == limits.len() {
+    if guaranteed
+        && requests.iter().all(|(k, v)| limits.get(k) == Some(v))
+        && requests.len() == limits.len()
+    {
         return "Guaranteed";
     }
     "Burstable"
@@ -751,6 +791,12 @@ struct Quantity {
     /// The value in thousandths, rounded away from zero.
     milli: i128,
     format: QuantityFormat,
+}
+
+/// A resource quantity (`"500m"`, `"1Gi"`, `2`) in thousandths, rounded away from zero as
+/// `SetDefaults_ResourceList` does; `None` when it does not parse. For validation's comparisons.
+pub(crate) fn quantity_milli(v: &Value) -> Option<i128> {
+    quantity_value(v).map(|q| q.milli)
 }
 
 fn quantity_value(v: &Value) -> Option<Quantity> {
@@ -781,7 +827,10 @@ fn parse_quantity(s: &str) -> Option<Quantity> {
     }
     let number = s.get(number_start..i)?;
     let suffix = s.get(i..)?;
-    if number.is_empty() || number.matches('.').count() > 1 || !number.bytes().any(|b| b.is_ascii_digit()) {
+    if number.is_empty()
+        || number.matches('.').count() > 1
+        || !number.bytes().any(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let (exp10, exp2, format) = match suffix {
@@ -802,12 +851,21 @@ fn parse_quantity(s: &str) -> Option<Quantity> {
         "Pi" => (0, 50, QuantityFormat::BinarySi),
         "Ei" => (0, 60, QuantityFormat::BinarySi),
         other => {
-            let rest = other.strip_prefix('e').or_else(|| other.strip_prefix('E'))?;
-            let digits = rest.strip_prefix('+').or_else(|| rest.strip_prefix('-')).unwrap_or(rest);
+            let rest = other
+                .strip_prefix('e')
+                .or_else(|| other.strip_prefix('E'))?;
+            let digits = rest
+                .strip_prefix('+')
+                .or_else(|| rest.strip_prefix('-'))
+                .unwrap_or(rest);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            (rest.parse::<i32>().ok()?, 0, QuantityFormat::DecimalExponent)
+            (
+                rest.parse::<i32>().ok()?,
+                0,
+                QuantityFormat::DecimalExponent,
+            )
         }
     };
     let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
@@ -816,7 +874,11 @@ fn parse_quantity(s: &str) -> Option<Quantity> {
     if digits.len() > 36 {
         return None;
     }
-    let mantissa: i128 = if digits.is_empty() { 0 } else { digits.parse().ok()? };
+    let mantissa: i128 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().ok()?
+    };
     let frac_len = i32::try_from(frac_part.len()).ok()?;
     // value = mantissa * 10^(exp10 - frac_len) * 2^exp2, in thousandths.
     let scale = exp10.checked_sub(frac_len)?.checked_add(3)?;
@@ -828,14 +890,22 @@ fn parse_quantity(s: &str) -> Option<Quantity> {
         match 10_i128.checked_pow(scale.unsigned_abs()) {
             Some(d) => denominator = d,
             // Anything non-zero this small rounds up to one thousandth.
-            None => return Some(Quantity { milli: if negative { -1 } else { 1 }, format }),
+            None => {
+                return Some(Quantity {
+                    milli: if negative { -1 } else { 1 },
+                    format,
+                });
+            }
         }
     }
     let mut milli = numerator / denominator;
     if numerator % denominator != 0 {
         milli += 1;
     }
-    Some(Quantity { milli: if negative { -milli } else { milli }, format })
+    Some(Quantity {
+        milli: if negative { -milli } else { milli },
+        format,
+    })
 }
 
 fn format_quantity(q: Quantity) -> String {
@@ -856,7 +926,10 @@ fn format_quantity(q: Quantity) -> String {
             v /= 1024;
             exp += 1;
         }
-        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"].get(exp).copied().unwrap_or("");
+        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+            .get(exp)
+            .copied()
+            .unwrap_or("");
         return format!("{sign}{v}{suffix}");
     }
     let mut mantissa = abs;
@@ -923,7 +996,10 @@ fn service(root: &mut Map<String, Value>) {
                     .and_then(|c| c.get("timeoutSeconds"))
                     .is_some_and(|t| !t.is_null());
                 if !has_timeout {
-                    spec.insert("sessionAffinityConfig".into(), json!({"clientIP": {"timeoutSeconds": 10800}}));
+                    spec.insert(
+                        "sessionAffinityConfig".into(),
+                        json!({"clientIP": {"timeoutSeconds": 10800}}),
+                    );
                 }
             }
             _ => {}
@@ -942,14 +1018,18 @@ fn service(root: &mut Map<String, Value>) {
             }
         });
         let service_type = str_at(spec, "type").to_string();
-        let has_external_ips = matches!(spec.get("externalIPs"), Some(Value::Array(a)) if !a.is_empty());
+        let has_external_ips =
+            matches!(spec.get("externalIPs"), Some(Value::Array(a)) if !a.is_empty());
         let externally_accessible = service_type == "LoadBalancer"
             || service_type == "NodePort"
             || (service_type == "ClusterIP" && has_external_ips);
         if externally_accessible {
             set_str_if_empty(spec, "externalTrafficPolicy", "Cluster");
         }
-        if matches!(service_type.as_str(), "NodePort" | "LoadBalancer" | "ClusterIP") {
+        if matches!(
+            service_type.as_str(),
+            "NodePort" | "LoadBalancer" | "ClusterIP"
+        ) {
             set_if_unset(spec, "internalTrafficPolicy", json!("Cluster"));
         }
         if service_type == "LoadBalancer" {
@@ -977,12 +1057,20 @@ fn service_ip_families(root: &mut Map<String, Value>) {
     let has_selector = matches!(spec.get("selector"), Some(Value::Object(s)) if !s.is_empty());
     let headless = cluster_ip == "None";
     if is_absent(spec.get("ipFamilyPolicy")) {
-        let policy = if headless && !has_selector { "RequireDualStack" } else { "SingleStack" };
+        let policy = if headless && !has_selector {
+            "RequireDualStack"
+        } else {
+            "SingleStack"
+        };
         spec.insert("ipFamilyPolicy".into(), json!(policy));
     }
     let policy = str_at(spec, "ipFamilyPolicy").to_string();
     let ips: Vec<String> = match spec.get("clusterIPs") {
-        Some(Value::Array(ips)) => ips.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        Some(Value::Array(ips)) => ips
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
         _ => Vec::new(),
     };
     if is_absent(spec.get("ipFamilies")) {
@@ -1005,7 +1093,11 @@ fn service_ip_families(root: &mut Map<String, Value>) {
     }
     // Headless without selector may list both families even on a single-stack cluster.
     if headless && !has_selector && families.len() < 2 && policy != "SingleStack" {
-        let other = if families.first().and_then(Value::as_str) == Some("IPv6") { "IPv4" } else { "IPv6" };
+        let other = if families.first().and_then(Value::as_str) == Some("IPv6") {
+            "IPv4"
+        } else {
+            "IPv6"
+        };
         families.push(json!(other));
     }
 }
@@ -1055,7 +1147,8 @@ fn service_carry_over(old: &Map<String, Value>, new: &mut Map<String, Value>) {
             *first = json!(new_single);
         }
     }
-    let needs_node_port = |s: &Map<String, Value>| matches!(str_at(s, "type"), "NodePort" | "LoadBalancer");
+    let needs_node_port =
+        |s: &Map<String, Value>| matches!(str_at(s, "type"), "NodePort" | "LoadBalancer");
     if needs_node_port(old_spec) && needs_node_port(spec) {
         let old_ports: Vec<&Map<String, Value>> = match old_spec.get("ports") {
             Some(Value::Array(p)) => p.iter().filter_map(Value::as_object).collect(),
@@ -1086,7 +1179,12 @@ fn service_carry_over(old: &Map<String, Value>, new: &mut Map<String, Value>) {
 }
 
 fn namespace(root: &mut Map<String, Value>) {
-    let name = root.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+    let name = root
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if !name.is_empty()
         && let Some(meta) = ensure_obj(root, "metadata")
         && let Some(labels) = ensure_obj(meta, "labels")
@@ -1105,7 +1203,11 @@ fn secret(root: &mut Map<String, Value>) {
     // of the wrong shape stays for validation to report.
     let foldable = match root.get("stringData") {
         Some(Value::Object(sd)) => {
-            sd.values().all(Value::is_string) && matches!(root.get("data"), None | Some(Value::Null | Value::Object(_)))
+            sd.values().all(Value::is_string)
+                && matches!(
+                    root.get("data"),
+                    None | Some(Value::Null | Value::Object(_))
+                )
         }
         Some(Value::Null) => {
             root.remove("stringData");
@@ -1122,7 +1224,10 @@ fn secret(root: &mut Map<String, Value>) {
     if let Some(data) = ensure_obj(root, "data") {
         for (k, v) in string_data {
             if let Value::String(s) = v {
-                data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes())));
+                data.insert(
+                    k,
+                    json!(base64::engine::general_purpose::STANDARD.encode(s.as_bytes())),
+                );
             }
         }
     }
@@ -1255,7 +1360,15 @@ fn csi_driver(root: &mut Map<String, Value>) {
 fn pod_disruption_budget(root: &mut Map<String, Value>) {
     ensure_obj(root, "spec");
     if let Some(status) = ensure_obj(root, "status") {
-        zero_fields(status, &["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"]);
+        zero_fields(
+            status,
+            &[
+                "disruptionsAllowed",
+                "currentHealthy",
+                "desiredHealthy",
+                "expectedPods",
+            ],
+        );
     }
 }
 
@@ -1300,7 +1413,11 @@ fn network_policy(root: &mut Map<String, Value>) {
     };
     if types_empty {
         let has_egress = matches!(spec.get("egress"), Some(Value::Array(a)) if !a.is_empty());
-        let types = if has_egress { json!(["Ingress", "Egress"]) } else { json!(["Ingress"]) };
+        let types = if has_egress {
+            json!(["Ingress", "Egress"])
+        } else {
+            json!(["Ingress"])
+        };
         spec.insert("policyTypes".into(), types);
     }
 }
@@ -1435,7 +1552,10 @@ mod tests {
             "Deployment",
             json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 1}}}}),
         );
-        assert_eq!(obj["spec"]["strategy"]["rollingUpdate"], json!({"maxSurge": 1, "maxUnavailable": "25%"}));
+        assert_eq!(
+            obj["spec"]["strategy"]["rollingUpdate"],
+            json!({"maxSurge": 1, "maxUnavailable": "25%"})
+        );
     }
 
     #[test]
@@ -1446,21 +1566,38 @@ mod tests {
             ("registry.example.com:5000/team/app", "Always"),
             ("registry.example.com:5000/team/app:v1", "IfNotPresent"),
             ("nginx:1.27", "IfNotPresent"),
-            ("nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "IfNotPresent"),
-            ("nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "Always"),
+            (
+                "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "IfNotPresent",
+            ),
+            (
+                "nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "Always",
+            ),
             ("NGINX", "IfNotPresent"),
             ("", "IfNotPresent"),
         ];
         for (image, policy) in cases {
-            let obj = defaulted("", "Pod", json!({"spec": {"containers": [{"name": "c", "image": image}]}}));
-            assert_eq!(obj["spec"]["containers"][0]["imagePullPolicy"], json!(policy), "{image}");
+            let obj = defaulted(
+                "",
+                "Pod",
+                json!({"spec": {"containers": [{"name": "c", "image": image}]}}),
+            );
+            assert_eq!(
+                obj["spec"]["containers"][0]["imagePullPolicy"],
+                json!(policy),
+                "{image}"
+            );
         }
         let obj = defaulted(
             "",
             "Pod",
             json!({"spec": {"containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Never"}]}}),
         );
-        assert_eq!(obj["spec"]["containers"][0]["imagePullPolicy"], json!("Never"));
+        assert_eq!(
+            obj["spec"]["containers"][0]["imagePullPolicy"],
+            json!("Never")
+        );
     }
 
     #[test]
@@ -1496,18 +1633,33 @@ mod tests {
         );
         assert_eq!(c["readinessProbe"]["periodSeconds"], json!(5));
         assert_eq!(c["readinessProbe"]["grpc"]["service"], json!(""));
-        assert_eq!(c["lifecycle"]["preStop"]["httpGet"], json!({"port": 1, "path": "/stop", "scheme": "HTTP"}));
-        assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"], json!("v1"));
+        assert_eq!(
+            c["lifecycle"]["preStop"]["httpGet"],
+            json!({"port": 1, "path": "/stop", "scheme": "HTTP"})
+        );
+        assert_eq!(
+            c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
+            json!("v1")
+        );
         let vols = &spec["volumes"];
         assert_eq!(vols[0]["secret"]["defaultMode"], json!(420));
         assert_eq!(vols[1]["configMap"]["defaultMode"], json!(420));
         assert_eq!(vols[2]["hostPath"]["type"], json!(""));
         assert_eq!(vols[3]["emptyDir"], json!({}));
         assert_eq!(vols[4]["projected"]["defaultMode"], json!(420));
-        assert_eq!(vols[4]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"], json!(3600));
-        assert_eq!(vols[4]["projected"]["sources"][1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], json!("v1"));
+        assert_eq!(
+            vols[4]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+            json!(3600)
+        );
+        assert_eq!(
+            vols[4]["projected"]["sources"][1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
+            json!("v1")
+        );
         assert_eq!(vols[5]["downwardAPI"]["defaultMode"], json!(420));
-        assert_eq!(vols[5]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], json!("v1"));
+        assert_eq!(
+            vols[5]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
+            json!("v1")
+        );
         assert_eq!(
             obj["spec"]["updateStrategy"],
             json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
@@ -1526,8 +1678,15 @@ mod tests {
             "Deployment",
             json!({"spec": {"template": {"spec": {"serviceAccountName": "sa", "containers": []}}}}),
         );
-        assert_eq!(obj["spec"]["template"]["spec"]["serviceAccount"], json!("sa"));
-        let obj = defaulted("", "Pod", json!({"spec": {"serviceAccount": "old", "containers": []}}));
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["serviceAccount"],
+            json!("sa")
+        );
+        let obj = defaulted(
+            "",
+            "Pod",
+            json!({"spec": {"serviceAccount": "old", "containers": []}}),
+        );
         assert_eq!(obj["spec"]["serviceAccountName"], json!("old"));
     }
 
@@ -1574,9 +1733,16 @@ mod tests {
 
     #[test]
     fn pod_defaults_and_qos() {
-        let obj = defaulted("", "Pod", json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}));
+        let obj = defaulted(
+            "",
+            "Pod",
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+        );
         assert_eq!(obj["spec"]["enableServiceLinks"], json!(true));
-        assert_eq!(obj["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
+        assert_eq!(
+            obj["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"})
+        );
         let obj = defaulted(
             "",
             "Pod",
@@ -1589,16 +1755,25 @@ mod tests {
         assert_eq!(pod["spec"]["serviceAccountName"], json!("default"));
         assert_eq!(pod["spec"]["serviceAccount"], json!("default"));
         assert_eq!(pod["spec"]["priority"], json!(0));
-        assert_eq!(pod["spec"]["preemptionPolicy"], json!("PreemptLowerPriority"));
+        assert_eq!(
+            pod["spec"]["preemptionPolicy"],
+            json!("PreemptLowerPriority")
+        );
         assert_eq!(pod["spec"]["tolerations"].as_array().map(Vec::len), Some(2));
-        assert_eq!(pod["spec"]["tolerations"][0]["tolerationSeconds"], json!(300));
+        assert_eq!(
+            pod["spec"]["tolerations"][0]["tolerationSeconds"],
+            json!(300)
+        );
         // Host networking copies container ports into host ports.
         let obj = defaulted(
             "",
             "Pod",
             json!({"spec": {"hostNetwork": true, "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 9000}]}]}}),
         );
-        assert_eq!(obj["spec"]["containers"][0]["ports"][0]["hostPort"], json!(9000));
+        assert_eq!(
+            obj["spec"]["containers"][0]["ports"][0]["hostPort"],
+            json!(9000)
+        );
     }
 
     #[test]
@@ -1608,10 +1783,17 @@ mod tests {
             "Secret",
             json!({"metadata": {"name": "s"}, "data": {"a": "b2xk", "keep": "eA=="}, "stringData": {"a": "new", "b": "hello"}}),
         );
-        assert_eq!(obj["data"], json!({"a": "bmV3", "keep": "eA==", "b": "aGVsbG8="}));
+        assert_eq!(
+            obj["data"],
+            json!({"a": "bmV3", "keep": "eA==", "b": "aGVsbG8="})
+        );
         assert!(obj.get("stringData").is_none());
         assert_eq!(obj["type"], json!("Opaque"));
-        let obj = defaulted("", "Secret", json!({"type": "kubernetes.io/tls", "stringData": {"tls.crt": "x"}}));
+        let obj = defaulted(
+            "",
+            "Secret",
+            json!({"type": "kubernetes.io/tls", "stringData": {"tls.crt": "x"}}),
+        );
         assert_eq!(obj["data"], json!({"tls.crt": "eA=="}));
         assert_eq!(obj["type"], json!("kubernetes.io/tls"));
         // Malformed stringData is left for validation.
@@ -1647,7 +1829,10 @@ mod tests {
         prepare_for_create("", "Service", &mut headless);
         assert!(!allocate_cluster_ip(&mut headless, 1));
         assert_eq!(headless["spec"]["clusterIPs"], json!(["None"]));
-        assert_eq!(headless["spec"]["ipFamilyPolicy"], json!("RequireDualStack"));
+        assert_eq!(
+            headless["spec"]["ipFamilyPolicy"],
+            json!("RequireDualStack")
+        );
         assert_eq!(headless["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]));
 
         let mut ext = json!({"spec": {"type": "ExternalName", "externalName": "example.com"}});
@@ -1658,10 +1843,17 @@ mod tests {
         assert!(ext["spec"].get("ipFamilyPolicy").is_none());
         assert!(ext["spec"].get("internalTrafficPolicy").is_none());
 
-        let lb = defaulted("", "Service", json!({"spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP"}}));
+        let lb = defaulted(
+            "",
+            "Service",
+            json!({"spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP"}}),
+        );
         assert_eq!(lb["spec"]["externalTrafficPolicy"], json!("Cluster"));
         assert_eq!(lb["spec"]["allocateLoadBalancerNodePorts"], json!(true));
-        assert_eq!(lb["spec"]["sessionAffinityConfig"], json!({"clientIP": {"timeoutSeconds": 10800}}));
+        assert_eq!(
+            lb["spec"]["sessionAffinityConfig"],
+            json!({"clientIP": {"timeoutSeconds": 10800}})
+        );
     }
 
     #[test]
@@ -1687,23 +1879,37 @@ mod tests {
         let mut ns = json!({"metadata": {"name": "team-a", "labels": {"x": "y"}}});
         apply_defaults("", "Namespace", &mut ns);
         prepare_for_create("", "Namespace", &mut ns);
-        assert_eq!(ns["metadata"]["labels"], json!({"x": "y", "kubernetes.io/metadata.name": "team-a"}));
+        assert_eq!(
+            ns["metadata"]["labels"],
+            json!({"x": "y", "kubernetes.io/metadata.name": "team-a"})
+        );
         assert_eq!(ns["spec"], json!({"finalizers": ["kubernetes"]}));
         assert_eq!(ns["status"], json!({"phase": "Active"}));
         // The label is enforced on every write, the finalizer only on create.
         let mut update = json!({"metadata": {"name": "team-a", "labels": {"kubernetes.io/metadata.name": "other"}}});
         apply_defaults("", "Namespace", &mut update);
         prepare_for_update("", "Namespace", &json!({"spec": {}}), &mut update);
-        assert_eq!(update["metadata"]["labels"]["kubernetes.io/metadata.name"], json!("team-a"));
+        assert_eq!(
+            update["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            json!("team-a")
+        );
         assert!(update["spec"].get("finalizers").is_none());
     }
 
     #[test]
     fn storage_kinds() {
-        let sc = defaulted("storage.k8s.io", "StorageClass", json!({"provisioner": "p"}));
+        let sc = defaulted(
+            "storage.k8s.io",
+            "StorageClass",
+            json!({"provisioner": "p"}),
+        );
         assert_eq!(sc["reclaimPolicy"], json!("Delete"));
         assert_eq!(sc["volumeBindingMode"], json!("Immediate"));
-        let d = defaulted("storage.k8s.io", "CSIDriver", json!({"metadata": {"name": "d"}, "spec": {"attachRequired": false}}));
+        let d = defaulted(
+            "storage.k8s.io",
+            "CSIDriver",
+            json!({"metadata": {"name": "d"}, "spec": {"attachRequired": false}}),
+        );
         assert_eq!(
             d["spec"],
             json!({"attachRequired": false, "podInfoOnMount": false, "storageCapacity": false,
@@ -1714,9 +1920,16 @@ mod tests {
 
     #[test]
     fn policy_rbac_network_lease_crd() {
-        let pdb = defaulted("policy", "PodDisruptionBudget", json!({"spec": {"minAvailable": 1}}));
+        let pdb = defaulted(
+            "policy",
+            "PodDisruptionBudget",
+            json!({"spec": {"minAvailable": 1}}),
+        );
         assert_eq!(pdb["spec"], json!({"minAvailable": 1}));
-        assert_eq!(pdb["status"], json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}));
+        assert_eq!(
+            pdb["status"],
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0})
+        );
 
         let rb = defaulted(
             "rbac.authorization.k8s.io",
@@ -1724,11 +1937,21 @@ mod tests {
             json!({"roleRef": {"kind": "Role", "name": "r"},
                    "subjects": [{"kind": "ServiceAccount", "name": "sa"}, {"kind": "User", "name": "u"}]}),
         );
-        assert_eq!(rb["roleRef"]["apiGroup"], json!("rbac.authorization.k8s.io"));
+        assert_eq!(
+            rb["roleRef"]["apiGroup"],
+            json!("rbac.authorization.k8s.io")
+        );
         assert_eq!(rb["subjects"][0]["apiGroup"], json!(""));
-        assert_eq!(rb["subjects"][1]["apiGroup"], json!("rbac.authorization.k8s.io"));
+        assert_eq!(
+            rb["subjects"][1]["apiGroup"],
+            json!("rbac.authorization.k8s.io")
+        );
 
-        let np = defaulted("networking.k8s.io", "NetworkPolicy", json!({"spec": {"podSelector": {}}}));
+        let np = defaulted(
+            "networking.k8s.io",
+            "NetworkPolicy",
+            json!({"spec": {"podSelector": {}}}),
+        );
         assert_eq!(np["spec"]["policyTypes"], json!(["Ingress"]));
         let np = defaulted(
             "networking.k8s.io",
@@ -1736,9 +1959,16 @@ mod tests {
             json!({"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}}),
         );
         assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
-        assert_eq!(np["spec"]["egress"][0]["ports"][0]["protocol"], json!("TCP"));
+        assert_eq!(
+            np["spec"]["egress"][0]["ports"][0]["protocol"],
+            json!("TCP")
+        );
 
-        let lease = defaulted("coordination.k8s.io", "Lease", json!({"spec": {"holderIdentity": "a", "strategy": "x"}}));
+        let lease = defaulted(
+            "coordination.k8s.io",
+            "Lease",
+            json!({"spec": {"holderIdentity": "a", "strategy": "x"}}),
+        );
         assert_eq!(lease["spec"], json!({"holderIdentity": "a"}));
 
         let crd = defaulted(
@@ -1750,7 +1980,10 @@ mod tests {
         assert_eq!(crd["spec"]["names"]["singular"], json!("widget"));
         assert_eq!(crd["spec"]["names"]["listKind"], json!("WidgetList"));
         assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
-        assert_eq!(crd["status"], json!({"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": ["v1"]}));
+        assert_eq!(
+            crd["status"],
+            json!({"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": ["v1"]})
+        );
     }
 
     #[test]
@@ -1762,19 +1995,45 @@ mod tests {
                 "spec": {"resources": {"requests": {"storage": "1024Mi"}}}}]}}),
         );
         assert_eq!(sts["spec"]["podManagementPolicy"], json!("OrderedReady"));
-        assert_eq!(sts["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
-        assert_eq!(sts["spec"]["persistentVolumeClaimRetentionPolicy"], json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+        assert_eq!(
+            sts["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+        );
+        assert_eq!(
+            sts["spec"]["persistentVolumeClaimRetentionPolicy"],
+            json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+        );
         let pvc = &sts["spec"]["volumeClaimTemplates"][0];
         assert_eq!(pvc["kind"], json!("PersistentVolumeClaim"));
         assert_eq!(pvc["spec"]["volumeMode"], json!("Filesystem"));
-        assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], json!("1Gi"));
+        assert_eq!(
+            pvc["spec"]["resources"]["requests"]["storage"],
+            json!("1Gi")
+        );
         assert_eq!(pvc["status"], json!({"phase": "Pending"}));
-        let explicit = defaulted("apps", "StatefulSet", json!({"spec": {"updateStrategy": {"type": "RollingUpdate"}}}));
-        assert_eq!(explicit["spec"]["updateStrategy"], json!({"type": "RollingUpdate"}));
+        let explicit = defaulted(
+            "apps",
+            "StatefulSet",
+            json!({"spec": {"updateStrategy": {"type": "RollingUpdate"}}}),
+        );
+        assert_eq!(
+            explicit["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate"})
+        );
 
-        let node = defaulted("", "Node", json!({"status": {"capacity": {"cpu": "4", "memory": "8192Mi"}}}));
-        assert_eq!(node["status"]["allocatable"], json!({"cpu": "4", "memory": "8Gi"}));
-        assert_eq!(node["status"]["daemonEndpoints"], json!({"kubeletEndpoint": {"Port": 0}}));
+        let node = defaulted(
+            "",
+            "Node",
+            json!({"status": {"capacity": {"cpu": "4", "memory": "8192Mi"}}}),
+        );
+        assert_eq!(
+            node["status"]["allocatable"],
+            json!({"cpu": "4", "memory": "8Gi"})
+        );
+        assert_eq!(
+            node["status"]["daemonEndpoints"],
+            json!({"kubeletEndpoint": {"Port": 0}})
+        );
         assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], json!(""));
     }
 
@@ -1832,8 +2091,15 @@ mod tests {
         assert_eq!(obj["spec"], json!("a string"));
         let obj = defaulted("", "Pod", json!({"spec": {"containers": "nope"}}));
         assert_eq!(obj["spec"]["containers"], json!("nope"));
-        let obj = defaulted("", "Pod", json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "abc"}}}]}}));
-        assert_eq!(obj["spec"]["containers"][0]["resources"]["limits"]["cpu"], json!("abc"));
+        let obj = defaulted(
+            "",
+            "Pod",
+            json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "abc"}}}]}}),
+        );
+        assert_eq!(
+            obj["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            json!("abc")
+        );
         let obj = defaulted("", "Secret", json!({"data": "x", "stringData": {"a": "b"}}));
         assert_eq!(obj["data"], json!("x"));
         assert_eq!(obj["stringData"], json!({"a": "b"}));

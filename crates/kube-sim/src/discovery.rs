@@ -36,15 +36,22 @@ pub fn core_versions(server_address: &str) -> Value {
 }
 
 fn group_entry(catalogue: &Catalogue, group: &str) -> Option<Value> {
-    let versions: Vec<&String> = catalogue.group_versions().filter(|((g, _), _)| g == group).map(|((_, v), _)| v).collect();
+    let versions: Vec<&String> = catalogue
+        .group_versions()
+        .filter(|((g, _), _)| g == group)
+        .map(|((_, v), _)| v)
+        .collect();
     if versions.is_empty() {
         return None;
     }
     // The preferred version is the highest by Kubernetes version ordering (v1 > v1beta1 > v1alpha1).
     let mut sorted = versions.clone();
-    sorted.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+    sorted.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
     let preferred = sorted.first().map(|v| v.as_str()).unwrap_or_default();
-    let vs: Vec<Value> = sorted.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> = sorted
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
     Some(json!({
         "name": group,
         "versions": vs,
@@ -71,9 +78,16 @@ fn version_priority(v: &str) -> (u8, u32, u32) {
 }
 
 pub fn api_groups(catalogue: &Catalogue) -> Value {
-    let mut groups: Vec<String> = catalogue.group_versions().map(|((g, _), _)| g.clone()).filter(|g| !g.is_empty()).collect();
+    let mut groups: Vec<String> = catalogue
+        .group_versions()
+        .map(|((g, _), _)| g.clone())
+        .filter(|g| !g.is_empty())
+        .collect();
     groups.dedup();
-    let entries: Vec<Value> = groups.iter().filter_map(|g| group_entry(catalogue, g)).collect();
+    let entries: Vec<Value> = groups
+        .iter()
+        .filter_map(|g| group_entry(catalogue, g))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": entries})
 }
 
@@ -85,7 +99,9 @@ pub fn api_group(catalogue: &Catalogue, group: &str) -> Option<Value> {
 }
 
 pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Option<Value> {
-    let (_, resources) = catalogue.group_versions().find(|((g, v), _)| g == group && v == version)?;
+    let (_, resources) = catalogue
+        .group_versions()
+        .find(|((g, v), _)| g == group && v == version)?;
     let mut list = Vec::new();
     for rt in resources.values() {
         list.push(resource_entry(rt));
@@ -99,8 +115,14 @@ pub fn resource_list(catalogue: &Catalogue, group: &str, version: &str) -> Optio
             list.push(json!({"name": "namespaces/finalize", "singularName": "", "namespaced": false, "kind": "Namespace", "verbs": ["update"]}));
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list}))
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list}),
+    )
 }
 
 fn resource_entry(rt: &ResourceType) -> Value {
@@ -145,15 +167,27 @@ pub fn openapi_v3_root(catalogue: &Catalogue) -> Value {
 }
 
 fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// Changes whenever the resources of the group version change, so clients refetch.
 fn gv_hash(catalogue: &Catalogue, group: &str, version: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    if let Some((_, resources)) = catalogue.group_versions().find(|((g, v), _)| g == group && v == version) {
+    if let Some((_, resources)) = catalogue
+        .group_versions()
+        .find(|((g, v), _)| g == group && v == version)
+    {
         for rt in resources.values() {
-            for b in format!("{}:{}:{}:{};", rt.plural, rt.kind, rt.namespaced, rt.status_subresource).bytes() {
+            for b in format!(
+                "{}:{}:{}:{};",
+                rt.plural, rt.kind, rt.namespaced, rt.status_subresource
+            )
+            .bytes()
+            {
                 h ^= u64::from(b);
                 h = h.wrapping_mul(0x0100_0000_01b3);
             }
@@ -172,7 +206,9 @@ pub fn openapi_v3_group_version(catalogue: &Catalogue, gv_path_requested: &str) 
         let (g, v) = rest.split_once('/')?;
         (g.to_string(), v.to_string())
     };
-    let (_, resources) = catalogue.group_versions().find(|((g, v), _)| *g == group && *v == version)?;
+    let (_, resources) = catalogue
+        .group_versions()
+        .find(|((g, v), _)| *g == group && *v == version)?;
     let mut paths = Map::new();
     let mut schemas = Map::new();
     for rt in resources.values() {
@@ -224,7 +260,11 @@ pub fn openapi_v3_group_version(catalogue: &Catalogue, gv_path_requested: &str) 
 fn schema_name(rt: &ResourceType) -> String {
     let mut parts: Vec<&str> = rt.group.split('.').collect();
     parts.reverse();
-    let group = if rt.group.is_empty() { "io.k8s.api.core".to_string() } else { parts.join(".") };
+    let group = if rt.group.is_empty() {
+        "io.k8s.api.core".to_string()
+    } else {
+        parts.join(".")
+    };
     format!("{group}.{}.{}", rt.version, rt.kind)
 }
 
@@ -241,11 +281,27 @@ mod tests {
     fn groups_and_resources_are_listed() {
         let c = Catalogue::builtin();
         let groups = api_groups(&c);
-        let names: Vec<&str> = groups["groups"].as_array().expect("list").iter().filter_map(|g| g["name"].as_str()).collect();
-        assert!(names.contains(&"apps") && names.contains(&"storage.k8s.io") && !names.contains(&""));
+        let names: Vec<&str> = groups["groups"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|g| g["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"apps") && names.contains(&"storage.k8s.io") && !names.contains(&"")
+        );
         let apps = resource_list(&c, "apps", "v1").expect("apps/v1");
-        let res: Vec<&str> = apps["resources"].as_array().expect("list").iter().filter_map(|r| r["name"].as_str()).collect();
-        assert!(res.contains(&"deployments") && res.contains(&"deployments/status") && res.contains(&"deployments/scale"));
+        let res: Vec<&str> = apps["resources"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|r| r["name"].as_str())
+            .collect();
+        assert!(
+            res.contains(&"deployments")
+                && res.contains(&"deployments/status")
+                && res.contains(&"deployments/scale")
+        );
         assert!(resource_list(&c, "apps", "v2").is_none());
     }
 
@@ -253,11 +309,26 @@ mod tests {
     fn openapi_v3_declares_field_validation_for_each_kind() {
         let c = Catalogue::builtin();
         let root = openapi_v3_root(&c);
-        assert!(root["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().expect("url").starts_with("/openapi/v3/apis/apps/v1?hash="));
+        assert!(
+            root["paths"]["apis/apps/v1"]["serverRelativeURL"]
+                .as_str()
+                .expect("url")
+                .starts_with("/openapi/v3/apis/apps/v1?hash=")
+        );
         let doc = openapi_v3_group_version(&c, "apis/apps/v1").expect("doc");
-        let patch = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
-        assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Deployment");
-        assert!(patch["parameters"].as_array().expect("params").iter().any(|p| p["name"] == "fieldValidation" && p["in"] == "query"));
+        let patch =
+            &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"];
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"]["kind"],
+            "Deployment"
+        );
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .expect("params")
+                .iter()
+                .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+        );
     }
 
     #[test]

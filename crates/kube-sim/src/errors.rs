@@ -18,7 +18,12 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     fn with_details(mut self, details: Value) -> Self {
@@ -27,8 +32,12 @@ impl ApiError {
     }
 
     pub fn not_found(rt: &ResourceType, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{}\" not found", rt.group_resource().qualified(), name))
-            .with_details(details(rt, name))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{}\" not found", rt.group_resource().qualified(), name),
+        )
+        .with_details(details(rt, name))
     }
 
     /// 404 for a path that names no served resource.
@@ -38,25 +47,53 @@ impl ApiError {
     }
 
     pub fn already_exists(rt: &ResourceType, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{}\" already exists", rt.group_resource().qualified(), name))
-            .with_details(details(rt, name))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!(
+                "{} \"{}\" already exists",
+                rt.group_resource().qualified(),
+                name
+            ),
+        )
+        .with_details(details(rt, name))
     }
 
     pub fn conflict(rt: &ResourceType, name: &str, why: &str) -> Self {
-        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {} \"{}\": {}", rt.group_resource().qualified(), name, why))
-            .with_details(details(rt, name))
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{}\": {}",
+                rt.group_resource().qualified(),
+                name,
+                why
+            ),
+        )
+        .with_details(details(rt, name))
     }
 
     /// The message of a stale-resourceVersion update.
     pub fn stale(rt: &ResourceType, name: &str) -> Self {
-        Self::conflict(rt, name, "the object has been modified; please apply your changes to the latest version and try again")
+        Self::conflict(
+            rt,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
     }
 
     pub fn invalid(rt: &ResourceType, name: &str, errors: &[FieldError]) -> Self {
         let list = if errors.len() == 1 {
             errors[0].to_string()
         } else {
-            format!("[{}]", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
+            format!(
+                "[{}]",
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         };
         let causes: Vec<Value> = errors
             .iter()
@@ -64,11 +101,21 @@ impl ApiError {
             .collect();
         let mut d = details_kind(rt, name);
         d["causes"] = Value::Array(causes);
-        Self::new(422, "Invalid", format!("{} \"{}\" is invalid: {}", rt.qualified_kind(), name, list)).with_details(d)
+        Self::new(
+            422,
+            "Invalid",
+            format!("{} \"{}\" is invalid: {}", rt.qualified_kind(), name, list),
+        )
+        .with_details(d)
     }
 
     /// 409 from server-side apply with the conflicting managers listed.
-    pub fn apply_conflict(rt: &ResourceType, name: &str, message: String, causes: Vec<Value>) -> Self {
+    pub fn apply_conflict(
+        rt: &ResourceType,
+        name: &str,
+        message: String,
+        causes: Vec<Value>,
+    ) -> Self {
         let mut d = details(rt, name);
         d["causes"] = Value::Array(causes);
         Self::new(409, "Conflict", message).with_details(d)
@@ -83,9 +130,22 @@ impl ApiError {
     }
 
     pub fn forbidden(rt: &ResourceType, name: &str, why: &str) -> Self {
-        let what = if name.is_empty() { String::new() } else { format!(" \"{name}\"") };
-        Self::new(403, "Forbidden", format!("{}{} is forbidden: {}", rt.group_resource().qualified(), what, why))
-            .with_details(details(rt, name))
+        let what = if name.is_empty() {
+            String::new()
+        } else {
+            format!(" \"{name}\"")
+        };
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{}{} is forbidden: {}",
+                rt.group_resource().qualified(),
+                what,
+                why
+            ),
+        )
+        .with_details(details(rt, name))
     }
 
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
@@ -93,15 +153,29 @@ impl ApiError {
     }
 
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
+        )
     }
 
     pub fn not_acceptable() -> Self {
-        Self::new(406, "NotAcceptable", "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io")
+        Self::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io",
+        )
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {}", message.into()))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", message.into()),
+        )
     }
 
     /// An error injected by a test; keeps whatever code and reason the test chose.
@@ -110,7 +184,11 @@ impl ApiError {
     }
 
     pub fn too_many_requests() -> Self {
-        Self::new(429, "TooManyRequests", "the server has received too many requests and has asked us to try again later")
+        Self::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        )
     }
 
     pub fn service_unavailable(message: impl Into<String>) -> Self {
@@ -130,6 +208,11 @@ impl ApiError {
         });
         if let Some(d) = &self.details {
             s["details"] = d.clone();
+        }
+        if self.reason.is_empty()
+            && let Some(o) = s.as_object_mut()
+        {
+            o.remove("reason");
         }
         s
     }
@@ -179,8 +262,12 @@ mod tests {
             s["message"],
             "Operation cannot be fulfilled on deployments.apps \"d\": the object has been modified; please apply your changes to the latest version and try again"
         );
-        let s = ApiError::invalid(&dep, "d", &[FieldError::required("spec.selector", "")]).to_status();
-        assert_eq!(s["message"], "Deployment.apps \"d\" is invalid: spec.selector: Required value");
+        let s =
+            ApiError::invalid(&dep, "d", &[FieldError::required("spec.selector", "")]).to_status();
+        assert_eq!(
+            s["message"],
+            "Deployment.apps \"d\" is invalid: spec.selector: Required value"
+        );
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueRequired");
         assert_eq!(s["code"], 422);
     }

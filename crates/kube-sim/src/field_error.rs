@@ -27,6 +27,8 @@ pub enum FieldErrorKind {
     TypeInvalid,
     /// `FieldValueNotFound`: "Not found".
     NotFound,
+    /// `FieldValueTooMany`: "Too many".
+    TooMany,
 }
 
 impl FieldErrorKind {
@@ -41,6 +43,7 @@ impl FieldErrorKind {
             Self::TooLong => "FieldValueTooLong",
             Self::TypeInvalid => "FieldValueTypeInvalid",
             Self::NotFound => "FieldValueNotFound",
+            Self::TooMany => "FieldValueTooMany",
         }
     }
 
@@ -53,6 +56,7 @@ impl FieldErrorKind {
             Self::Duplicate => "Duplicate value",
             Self::TooLong => "Too long",
             Self::NotFound => "Not found",
+            Self::TooMany => "Too many",
         }
     }
 }
@@ -69,30 +73,58 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::Required, field: field.into(), value: None, detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::Required,
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 
     pub fn invalid(field: impl Into<String>, value: Value, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::Invalid, field: field.into(), value: Some(value), detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::Invalid,
+            field: field.into(),
+            value: Some(value),
+            detail: detail.into(),
+        }
     }
 
     /// An enum violation; `supported` lists the allowed values as the server prints them.
     pub fn not_supported(field: impl Into<String>, value: Value, supported: &[&str]) -> Self {
-        let list = supported.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ");
+        let list = supported
+            .iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
         Self {
             kind: FieldErrorKind::NotSupported,
             field: field.into(),
             value: Some(value),
-            detail: if list.is_empty() { String::new() } else { format!("supported values: {list}") },
+            detail: if list.is_empty() {
+                String::new()
+            } else {
+                format!("supported values: {list}")
+            },
         }
     }
 
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::Forbidden, field: field.into(), value: None, detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::Forbidden,
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 
     pub fn duplicate(field: impl Into<String>, value: Value) -> Self {
-        Self { kind: FieldErrorKind::Duplicate, field: field.into(), value: Some(value), detail: String::new() }
+        Self {
+            kind: FieldErrorKind::Duplicate,
+            field: field.into(),
+            value: Some(value),
+            detail: String::new(),
+        }
     }
 
     pub fn too_long(field: impl Into<String>, value: Value, max: usize) -> Self {
@@ -104,18 +136,36 @@ impl FieldError {
         }
     }
 
+    /// More items than allowed: "Too many: 5: must have at most 3 items".
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize, what: &str) -> Self {
+        Self {
+            kind: FieldErrorKind::TooMany,
+            field: field.into(),
+            value: Some(Value::from(actual)),
+            detail: format!("must have at most {max} {what}"),
+        }
+    }
+
     pub fn type_invalid(field: impl Into<String>, value: Value, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::TypeInvalid, field: field.into(), value: Some(value), detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::TypeInvalid,
+            field: field.into(),
+            value: Some(value),
+            detail: detail.into(),
+        }
     }
 
     /// The message without the field path, as it appears in a Status cause.
     pub fn message(&self) -> String {
         let mut out = self.kind.label().to_string();
-        if let Some(v) = &self.value {
-            if !matches!(self.kind, FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong) {
-                out.push_str(": ");
-                out.push_str(&render_value(v));
-            }
+        if let Some(v) = &self.value
+            && !matches!(
+                self.kind,
+                FieldErrorKind::Required | FieldErrorKind::Forbidden | FieldErrorKind::TooLong
+            )
+        {
+            out.push_str(": ");
+            out.push_str(&render_value(v));
         }
         if !self.detail.is_empty() {
             out.push_str(": ");
@@ -143,7 +193,11 @@ impl fmt::Display for FieldError {
 
 /// Joins a path the way the server prints it: `spec.containers[0].name`.
 pub fn child(parent: &str, name: &str) -> String {
-    if parent.is_empty() { name.to_string() } else { format!("{parent}.{name}") }
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
 }
 
 /// `parent[i]`.
@@ -163,16 +217,27 @@ mod tests {
 
     #[test]
     fn messages_match_the_api_server() {
-        assert_eq!(FieldError::required("spec.selector", "").to_string(), "spec.selector: Required value");
+        assert_eq!(
+            FieldError::required("spec.selector", "").to_string(),
+            "spec.selector: Required value"
+        );
         assert_eq!(
             FieldError::not_supported("spec.type", json!("Foo"), &["A", "B"]).to_string(),
             "spec.type: Unsupported value: \"Foo\": supported values: \"A\", \"B\""
         );
         assert_eq!(
-            FieldError::invalid("metadata.name", json!("Bad_Name"), "a lowercase RFC 1123 subdomain").to_string(),
+            FieldError::invalid(
+                "metadata.name",
+                json!("Bad_Name"),
+                "a lowercase RFC 1123 subdomain"
+            )
+            .to_string(),
             "metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"
         );
-        assert_eq!(FieldError::forbidden("spec", "updates are forbidden").to_string(), "spec: Forbidden: updates are forbidden");
+        assert_eq!(
+            FieldError::forbidden("spec", "updates are forbidden").to_string(),
+            "spec: Forbidden: updates are forbidden"
+        );
     }
 
     #[test]

@@ -8,7 +8,10 @@ use base64::Engine;
 /// A kubeconfig with one cluster, user and context, all named `kube-sim`.
 pub fn render(server: &str, user: &str, ca_pem: Option<&str>) -> String {
     let cluster_tls = match ca_pem {
-        Some(pem) => format!("    certificate-authority-data: {}\n", base64::engine::general_purpose::STANDARD.encode(pem)),
+        Some(pem) => format!(
+            "    certificate-authority-data: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        ),
         None => String::new(),
     };
     format!(
@@ -37,7 +40,9 @@ preferences: {{}}
 
 /// User names like `system:serviceaccount:ns:name` need quoting in YAML.
 fn quote_if_needed(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
         s.to_string()
     } else {
         format!("{s:?}")
@@ -50,9 +55,16 @@ mod tests {
 
     #[test]
     fn renders_a_parseable_kubeconfig() {
-        let k = render("http://127.0.0.1:1234", "system:admin", Some("-----BEGIN CERTIFICATE-----\n"));
+        let k = render(
+            "http://127.0.0.1:1234",
+            "system:admin",
+            Some("-----BEGIN CERTIFICATE-----\n"),
+        );
         let v: serde_json::Value = crate::yaml::from_str(&k).expect("valid yaml");
-        assert_eq!(v["clusters"][0]["cluster"]["server"], "http://127.0.0.1:1234");
+        assert_eq!(
+            v["clusters"][0]["cluster"]["server"],
+            "http://127.0.0.1:1234"
+        );
         assert_eq!(v["users"][0]["user"]["token"], "system:admin");
         assert!(v["clusters"][0]["cluster"]["certificate-authority-data"].is_string());
         assert_eq!(v["current-context"], "kube-sim");

@@ -10,14 +10,13 @@
 //!
 //! kube-sim is test and demo infrastructure: product code must never depend on it.
 
-pub mod admission;
 mod admin;
+pub mod admission;
 pub mod api;
 #[path = "stubs/builtin_lists.rs"]
 pub mod builtin_lists;
 mod builtin_types;
 mod controllers;
-#[path = "stubs/crd_schema.rs"]
 pub mod crd_schema;
 #[path = "stubs/defaults.rs"]
 pub mod defaults;
@@ -26,7 +25,6 @@ pub mod errors;
 pub mod field_error;
 pub mod kubeconfig;
 pub mod list_types;
-#[path = "stubs/managed_fields.rs"]
 pub mod managed_fields;
 pub mod observe;
 #[path = "stubs/patch.rs"]
@@ -101,7 +99,9 @@ pub struct Shared {
 
 impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, Cluster> {
-        self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.cluster
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs a write under the lock and wakes the controllers afterwards.
@@ -152,7 +152,11 @@ impl KubeSim {
         tokio::spawn(server::serve(shared.clone(), listener, tls_acceptor));
         tokio::spawn(controllers::run(shared.clone()));
         tokio::spawn(workload::run(shared.clone()));
-        Ok(Self { shared, addr, ca_pem })
+        Ok(Self {
+            shared,
+            addr,
+            ca_pem,
+        })
     }
 
     /// `http://127.0.0.1:PORT` (or https).
@@ -221,7 +225,11 @@ impl KubeSim {
 
     /// Changes the workload simulator at runtime.
     pub fn set_workloads(&self, config: Option<WorkloadConfig>) {
-        *self.shared.workloads.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = config;
+        *self
+            .shared
+            .workloads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
         self.shared.changed.send_modify(|n| *n += 1);
     }
 

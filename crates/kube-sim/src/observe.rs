@@ -35,7 +35,10 @@ pub struct RequestRecord {
 impl RequestRecord {
     /// create, update, patch, delete, deletecollection.
     pub fn is_write(&self) -> bool {
-        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+        matches!(
+            self.verb.as_str(),
+            "create" | "update" | "patch" | "delete" | "deletecollection"
+        )
     }
 }
 
@@ -85,7 +88,9 @@ impl RequestMatch {
         let field = |want: &str, have: &str| want.is_empty() || want == have;
         let resource_ok = self.resource.is_empty()
             || self.resource == r.resource
-            || r.resource.rsplit_once('/').is_some_and(|(_, res)| res == self.resource);
+            || r.resource
+                .rsplit_once('/')
+                .is_some_and(|(_, res)| res == self.resource);
         field(&self.verb, &r.verb)
             && resource_ok
             && field(&self.namespace, &r.namespace)
@@ -183,20 +188,44 @@ mod tests {
     #[test]
     fn faults_fire_the_given_number_of_times() {
         let f = Faults::default();
-        f.add(Fault { matches: RequestMatch { verb: "create".into(), resource: "configmaps".into(), ..Default::default() }, code: 503, times: 2, latency_ms: 0 });
+        f.add(Fault {
+            matches: RequestMatch {
+                verb: "create".into(),
+                resource: "configmaps".into(),
+                ..Default::default()
+            },
+            code: 503,
+            times: 2,
+            latency_ms: 0,
+        });
         assert_eq!(f.check(&rec("get", "/configmaps")).error_code, None);
         assert_eq!(f.check(&rec("create", "/configmaps")).error_code, Some(503));
         assert_eq!(f.check(&rec("create", "/configmaps")).error_code, Some(503));
-        assert_eq!(f.check(&rec("create", "/configmaps")).error_code, None, "used up");
+        assert_eq!(
+            f.check(&rec("create", "/configmaps")).error_code,
+            None,
+            "used up"
+        );
         assert!(f.list().is_empty());
     }
 
     #[test]
     fn latency_only_faults_delay_without_failing() {
         let f = Faults::default();
-        f.add(Fault { matches: RequestMatch::default(), code: 0, times: 0, latency_ms: 30 });
+        f.add(Fault {
+            matches: RequestMatch::default(),
+            code: 0,
+            times: 0,
+            latency_ms: 30,
+        });
         let v = f.check(&rec("list", "apps/deployments"));
-        assert_eq!(v, Verdict { latency: Duration::from_millis(30), error_code: None });
+        assert_eq!(
+            v,
+            Verdict {
+                latency: Duration::from_millis(30),
+                error_code: None
+            }
+        );
         assert_eq!(f.list().len(), 1, "times 0 lasts until cleared");
     }
 

@@ -19,12 +19,19 @@ pub struct GroupResource {
 
 impl GroupResource {
     pub fn new(group: &str, resource: &str) -> Self {
-        Self { group: group.to_string(), resource: resource.to_string() }
+        Self {
+            group: group.to_string(),
+            resource: resource.to_string(),
+        }
     }
 
     /// `deployments.apps`, `configmaps`: how the server names a resource in messages.
     pub fn qualified(&self) -> String {
-        if self.group.is_empty() { self.resource.clone() } else { format!("{}.{}", self.resource, self.group) }
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
     }
 }
 
@@ -33,7 +40,11 @@ impl GroupResource {
 pub enum Origin {
     Builtin,
     /// Served because of the named CRD; the schema (if any) prunes, defaults and validates.
-    Crd { crd_name: String, schema: Option<Arc<Schema>>, printer_columns: Vec<serde_json::Value> },
+    Crd {
+        crd_name: String,
+        schema: Option<Arc<Schema>>,
+        printer_columns: Vec<serde_json::Value>,
+    },
 }
 
 /// One group/version/resource as discovery presents it.
@@ -64,7 +75,11 @@ impl ResourceType {
 
     /// `apps/v1` or `v1`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     pub fn is_custom(&self) -> bool {
@@ -73,11 +88,24 @@ impl ResourceType {
 
     /// `Deployment.apps`, as used in `"Deployment.apps \"x\" is invalid"`.
     pub fn qualified_kind(&self) -> String {
-        if self.group.is_empty() { self.kind.clone() } else { format!("{}.{}", self.kind, self.group) }
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
-        vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
     }
 }
 
@@ -102,7 +130,18 @@ const fn b(
     namespaced: bool,
     short: &'static [&'static str],
 ) -> Builtin {
-    Builtin { group, version, kind, plural, namespaced, short, status: false, scale: false, generation: false, categories: &[] }
+    Builtin {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        short,
+        status: false,
+        scale: false,
+        generation: false,
+        categories: &[],
+    }
 }
 
 const fn with_status(mut x: Builtin) -> Builtin {
@@ -133,19 +172,89 @@ const BUILTINS: &[Builtin] = &[
     b("", "v1", "Secret", "secrets", true, &[]),
     b("", "v1", "ConfigMap", "configmaps", true, &["cm"]),
     b("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"]),
-    all(with_status(b("", "v1", "Service", "services", true, &["svc"]))),
+    all(with_status(b(
+        "",
+        "v1",
+        "Service",
+        "services",
+        true,
+        &["svc"],
+    ))),
     b("", "v1", "Event", "events", true, &["ev"]),
     all(with_status(b("", "v1", "Pod", "pods", true, &["po"]))),
-    all(with_scale(with_generation(with_status(b("apps", "v1", "Deployment", "deployments", true, &["deploy"]))))),
-    all(with_generation(with_status(b("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"])))),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[]),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, &[]),
-    b("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[]),
-    b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[]),
-    b("storage.k8s.io", "v1", "CSIDriver", "csidrivers", false, &[]),
-    b("storage.k8s.io", "v1", "StorageClass", "storageclasses", false, &["sc"]),
+    all(with_scale(with_generation(with_status(b(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        true,
+        &["deploy"],
+    ))))),
+    all(with_generation(with_status(b(
+        "apps",
+        "v1",
+        "DaemonSet",
+        "daemonsets",
+        true,
+        &["ds"],
+    )))),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        true,
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+        &[],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "CSIDriver",
+        "csidrivers",
+        false,
+        &[],
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "StorageClass",
+        "storageclasses",
+        false,
+        &["sc"],
+    ),
     b("storage.k8s.io", "v1", "CSINode", "csinodes", false, &[]),
-    with_generation(with_status(b("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, &["pdb"]))),
+    with_generation(with_status(b(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        &["pdb"],
+    ))),
     b("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),
     b("events.k8s.io", "v1", "Event", "events", true, &["ev"]),
     with_generation(with_status(b(
@@ -156,7 +265,14 @@ const BUILTINS: &[Builtin] = &[
         false,
         &["crd", "crds"],
     ))),
-    with_generation(b("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true, &["netpol"])),
+    with_generation(b(
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+        &["netpol"],
+    )),
 ];
 
 /// All served resources, keyed by `(group, version)` then plural.
@@ -191,19 +307,27 @@ impl Catalogue {
     }
 
     pub fn insert(&mut self, rt: ResourceType) {
-        self.by_gv.entry((rt.group.clone(), rt.version.clone())).or_default().insert(rt.plural.clone(), Arc::new(rt));
+        self.by_gv
+            .entry((rt.group.clone(), rt.version.clone()))
+            .or_default()
+            .insert(rt.plural.clone(), Arc::new(rt));
     }
 
     /// Removes every version served because of the named CRD.
     pub fn remove_crd(&mut self, crd_name: &str) {
         for resources in self.by_gv.values_mut() {
-            resources.retain(|_, rt| !matches!(&rt.origin, Origin::Crd { crd_name: n, .. } if n == crd_name));
+            resources.retain(
+                |_, rt| !matches!(&rt.origin, Origin::Crd { crd_name: n, .. } if n == crd_name),
+            );
         }
         self.by_gv.retain(|_, r| !r.is_empty());
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.by_gv.get(&(group.to_string(), version.to_string()))?.get(plural).cloned()
+        self.by_gv
+            .get(&(group.to_string(), version.to_string()))?
+            .get(plural)
+            .cloned()
     }
 
     /// The resource type for a stored collection, in its storage version.
@@ -219,15 +343,22 @@ impl Catalogue {
     /// Finds the type by apiVersion and kind, as needed to resolve owner references.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
         let (group, version) = split_api_version(api_version);
-        self.by_gv.get(&(group.to_string(), version.to_string()))?.values().find(|rt| rt.kind == kind).cloned()
+        self.by_gv
+            .get(&(group.to_string(), version.to_string()))?
+            .values()
+            .find(|rt| rt.kind == kind)
+            .cloned()
     }
 
-    pub fn group_versions(&self) -> impl Iterator<Item = (&(String, String), &BTreeMap<String, Arc<ResourceType>>)> {
+    pub fn group_versions(
+        &self,
+    ) -> impl Iterator<Item = (&(String, String), &BTreeMap<String, Arc<ResourceType>>)> {
         self.by_gv.iter()
     }
 
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.by_gv.contains_key(&(group.to_string(), version.to_string()))
+        self.by_gv
+            .contains_key(&(group.to_string(), version.to_string()))
     }
 }
 
@@ -246,13 +377,22 @@ mod tests {
     #[test]
     fn builtins_are_served_with_their_shape() {
         let c = Catalogue::builtin();
-        let d = c.get("apps", "v1", "deployments").expect("deployments served");
+        let d = c
+            .get("apps", "v1", "deployments")
+            .expect("deployments served");
         assert!(d.namespaced && d.status_subresource && d.tracks_generation);
         assert_eq!(d.list_kind, "DeploymentList");
         let cm = c.get("", "v1", "configmaps").expect("configmaps served");
-        assert!(!cm.tracks_generation, "a real server never sets generation on ConfigMaps");
+        assert!(
+            !cm.tracks_generation,
+            "a real server never sets generation on ConfigMaps"
+        );
         assert!(!c.get("", "v1", "namespaces").expect("ns").namespaced);
         assert!(c.get("apps", "v1", "replicasets").is_none());
-        assert_eq!(c.by_kind("storage.k8s.io/v1", "CSIDriver").map(|r| r.plural.clone()), Some("csidrivers".into()));
+        assert_eq!(
+            c.by_kind("storage.k8s.io/v1", "CSIDriver")
+                .map(|r| r.plural.clone()),
+            Some("csidrivers".into())
+        );
     }
 }

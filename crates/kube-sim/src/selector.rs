@@ -66,7 +66,9 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
             ')' => {
                 depth -= 1;
                 if depth < 0 {
-                    return Err(format!("unable to parse requirement: unexpected ')' in {s:?}"));
+                    return Err(format!(
+                        "unable to parse requirement: unexpected ')' in {s:?}"
+                    ));
                 }
             }
             ',' if depth == 0 => {
@@ -77,7 +79,9 @@ fn split_top_level(s: &str) -> Result<Vec<&str>, String> {
         }
     }
     if depth != 0 {
-        return Err(format!("unable to parse requirement: unclosed '(' in {s:?}"));
+        return Err(format!(
+            "unable to parse requirement: unclosed '(' in {s:?}"
+        ));
     }
     parts.push(&s[start..]);
     Ok(parts)
@@ -109,15 +113,27 @@ fn parse_requirement(part: &str) -> Result<Requirement, String> {
             let inner = rest
                 .strip_prefix('(')
                 .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(|| format!("unable to parse requirement: found '{rest}', expected: '('"))?;
-            let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
+                .ok_or_else(|| {
+                    format!("unable to parse requirement: found '{rest}', expected: '('")
+                })?;
+            let values: Vec<String> = inner
+                .split(',')
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect();
             if values.is_empty() {
-                return Err(format!("unable to parse requirement: for 'in', 'notin' operators, values set can't be empty in {part:?}"));
+                return Err(format!(
+                    "unable to parse requirement: for 'in', 'notin' operators, values set can't be empty in {part:?}"
+                ));
             }
             for v in &values {
                 check_value(v)?;
             }
-            return Ok(if negate { Requirement::NotIn(k.into(), values) } else { Requirement::In(k.into(), values) });
+            return Ok(if negate {
+                Requirement::NotIn(k.into(), values)
+            } else {
+                Requirement::In(k.into(), values)
+            });
         }
     }
     check_key(part)?;
@@ -131,29 +147,39 @@ fn check_key(k: &str) -> Result<(), String> {
     };
     let valid_name = !name.is_empty()
         && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     let valid_prefix = prefix.is_none_or(|p| {
-        !p.is_empty() && p.len() <= 253 && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
+        !p.is_empty()
+            && p.len() <= 253
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '.'))
     });
     if valid_name && valid_prefix {
         Ok(())
     } else {
-        Err(format!("unable to parse requirement: invalid label key \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+        Err(format!(
+            "unable to parse requirement: invalid label key \"{k}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ))
     }
 }
 
 fn check_value(v: &str) -> Result<(), String> {
     let ok = v.is_empty()
         || (v.len() <= 63
-            && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
             && v.starts_with(|c: char| c.is_ascii_alphanumeric())
             && v.ends_with(|c: char| c.is_ascii_alphanumeric()));
     if ok {
         Ok(())
     } else {
-        Err(format!("unable to parse requirement: invalid label value: \"{v}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"))
+        Err(format!(
+            "unable to parse requirement: invalid label value: \"{v}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+        ))
     }
 }
 
@@ -178,10 +204,13 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{part}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{part}'; can't understand '{part}'"
+                ));
             };
             let field = field.trim();
-            if field != "metadata.name" && field != "metadata.namespace" && !extra.contains(&field) {
+            if field != "metadata.name" && field != "metadata.namespace" && !extra.contains(&field)
+            {
                 return Err(format!("field label not supported: {field}"));
             }
             terms.push((field.to_string(), equal, value.trim().to_string()));
@@ -195,7 +224,10 @@ impl FieldSelector {
 
     /// The name this selector pins, if it is `metadata.name=X` (used to narrow lists cheaply).
     pub fn pinned_name(&self) -> Option<&str> {
-        self.terms.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
+        self.terms
+            .iter()
+            .find(|(f, eq, _)| f == "metadata.name" && *eq)
+            .map(|(_, _, v)| v.as_str())
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
@@ -211,8 +243,28 @@ impl FieldSelector {
 pub fn extra_fields(group: &str, kind: &str) -> &'static [&'static str] {
     match (group, kind) {
         ("", "Secret") => &["type"],
-        ("", "Pod") => &["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName"],
-        ("", "Event") => &["involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"],
+        ("", "Pod") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        ("", "Event") => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
         ("", "Namespace") => &["status.phase"],
         ("", "Node") => &["spec.unschedulable"],
         _ => &[],
@@ -244,13 +296,24 @@ mod tests {
             ("app=web,tier=back", false),
             ("", true),
         ] {
-            assert_eq!(LabelSelector::parse(sel).expect(sel).matches(&o), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).expect(sel).matches(&o),
+                want,
+                "{sel}"
+            );
         }
     }
 
     #[test]
     fn malformed_label_selectors_are_errors() {
-        for bad in ["app in web", "app in ()", "-bad=x", "app=(x", "app=va lue", "a/=b"] {
+        for bad in [
+            "app in web",
+            "app in ()",
+            "-bad=x",
+            "app=(x",
+            "app=va lue",
+            "a/=b",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad} must not parse");
         }
     }
@@ -258,9 +321,22 @@ mod tests {
     #[test]
     fn field_selectors() {
         let o = obj(json!({}));
-        assert!(FieldSelector::parse("metadata.name=a", &[]).expect("parses").matches(&o));
-        assert!(!FieldSelector::parse("metadata.namespace!=ns1", &[]).expect("parses").matches(&o));
-        assert_eq!(FieldSelector::parse("metadata.name=a", &[]).expect("parses").pinned_name(), Some("a"));
+        assert!(
+            FieldSelector::parse("metadata.name=a", &[])
+                .expect("parses")
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace!=ns1", &[])
+                .expect("parses")
+                .matches(&o)
+        );
+        assert_eq!(
+            FieldSelector::parse("metadata.name=a", &[])
+                .expect("parses")
+                .pinned_name(),
+            Some("a")
+        );
         let err = FieldSelector::parse("spec.foo=x", &[]).expect_err("unsupported field");
         assert_eq!(err, "field label not supported: spec.foo");
         assert!(FieldSelector::parse("nonsense", &[]).is_err());

@@ -59,7 +59,11 @@ enum Route {
 }
 
 fn route(path: &str) -> Route {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     match segs.as_slice() {
         ["version"] => Route::Version,
         ["healthz" | "readyz" | "livez", ..] => Route::Health,
@@ -79,7 +83,11 @@ fn route(path: &str) -> Route {
 }
 
 fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
-    let mut p = ResourcePath { group: group.into(), version: version.into(), ..Default::default() };
+    let mut p = ResourcePath {
+        group: group.into(),
+        version: version.into(),
+        ..Default::default()
+    };
     let tail: &[&str] = match rest {
         // /api/v1/namespaces/{name}[/status|/finalize] addresses the Namespace itself.
         ["namespaces"] if group.is_empty() => {
@@ -137,7 +145,9 @@ fn percent_decode(s: &str) -> String {
         match bytes[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
+                    .ok()
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
                 match hex {
                     Some(b) => {
                         out.push(b);
@@ -203,7 +213,10 @@ fn verb_of(method: &Method, p: &ResourcePath, q: &HashMap<String, String>) -> &'
 }
 
 /// Entry point for every HTTP request.
-pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+pub async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     let query = parts.uri.query().unwrap_or_default().to_string();
@@ -216,7 +229,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
         path: path.clone(),
         query: query.clone(),
         user: identity(&parts.headers),
-        user_agent: parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string(),
+        user_agent: parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
         resource: String::new(),
         subresource: String::new(),
         namespace: String::new(),
@@ -231,7 +249,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
             record.namespace = p.namespace.clone().unwrap_or_default();
             record.name = p.name.clone().unwrap_or_default();
         }
-        Route::OpenApiV2 | Route::OpenApiV3Root | Route::OpenApiV3(_) => record.verb = "openapi".into(),
+        Route::OpenApiV2 | Route::OpenApiV3Root | Route::OpenApiV3(_) => {
+            record.verb = "openapi".into()
+        }
         Route::Admin(_) => record.verb = "admin".into(),
         Route::Health | Route::NotFound => {}
         _ => record.verb = "discovery".into(),
@@ -252,18 +272,42 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
     let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => {
-            let e = ApiError::injected(413, "RequestEntityTooLarge", "the request body is too large".into());
+            let e = ApiError::injected(
+                413,
+                "RequestEntityTooLarge",
+                "the request body is too large".into(),
+            );
             record.code = 413;
             shared.log.push(record);
             return Ok(error_response(&e));
         }
     };
-    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("application/json").to_string();
-    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
     let resp = match route {
         Route::Admin(rest) => admin::handle(&shared, &parts.method, &rest, &q, &body).await,
         Route::Resource(p) => {
-            resource(&shared, &parts.method, &p, &q, &accept, &content_type, &body, &record.user_agent).await
+            resource(
+                &shared,
+                &parts.method,
+                &p,
+                &q,
+                &accept,
+                &content_type,
+                &body,
+                &record.user_agent,
+            )
+            .await
         }
         other => non_resource(&shared, other, &accept, &parts.headers),
     };
@@ -276,19 +320,38 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Respo
 
 fn injected_error(code: u16) -> ApiError {
     match code {
-        409 => ApiError::injected(409, "Conflict", "Operation cannot be fulfilled: injected conflict".into()),
+        409 => ApiError::injected(
+            409,
+            "Conflict",
+            "Operation cannot be fulfilled: injected conflict".into(),
+        ),
         410 => ApiError::gone("injected: too old resource version"),
         429 => ApiError::too_many_requests(),
-        503 => ApiError::service_unavailable("injected: the server is currently unable to handle the request"),
-        504 => ApiError::injected(504, "Timeout", "injected: the server was unable to return a response in the time allotted".into()),
+        503 => ApiError::service_unavailable(
+            "injected: the server is currently unable to handle the request",
+        ),
+        504 => ApiError::injected(
+            504,
+            "Timeout",
+            "injected: the server was unable to return a response in the time allotted".into(),
+        ),
         403 => ApiError::injected(403, "Forbidden", "injected: forbidden".into()),
         401 => ApiError::injected(401, "Unauthorized", "Unauthorized".into()),
         404 => ApiError::injected(404, "NotFound", "injected: not found".into()),
-        c => ApiError::injected(c, "InternalError", format!("Internal error occurred: injected error {c}")),
+        c => ApiError::injected(
+            c,
+            "InternalError",
+            format!("Internal error occurred: injected error {c}"),
+        ),
     }
 }
 
-fn non_resource(shared: &Shared, route: Route, accept: &str, headers: &HeaderMap) -> Response<Body> {
+fn non_resource(
+    shared: &Shared,
+    route: Route,
+    accept: &str,
+    headers: &HeaderMap,
+) -> Response<Body> {
     let cluster = shared.lock();
     match route {
         Route::Version => json_response(200, &discovery::version()),
@@ -309,7 +372,10 @@ fn non_resource(shared: &Shared, route: Route, accept: &str, headers: &HeaderMap
                 // no schemas and skip client-side validation, as documented.
                 let _ = headers;
                 Response::builder()
-                    .header(header::CONTENT_TYPE, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+                    .header(
+                        header::CONTENT_TYPE,
+                        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                    )
                     .body(Full::new(Bytes::new()).boxed_unsync())
                     .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
             } else {
@@ -317,35 +383,71 @@ fn non_resource(shared: &Shared, route: Route, accept: &str, headers: &HeaderMap
             }
         }
         Route::OpenApiV3Root => json_response(200, &discovery::openapi_v3_root(&cluster.catalogue)),
-        Route::OpenApiV3(path) => match discovery::openapi_v3_group_version(&cluster.catalogue, &path) {
-            Some(doc) => json_response(200, &doc),
-            None => error_response(&ApiError::no_route()),
-        },
-        Route::Admin(_) | Route::Resource(_) | Route::NotFound => error_response(&ApiError::no_route()),
+        Route::OpenApiV3(path) => {
+            match discovery::openapi_v3_group_version(&cluster.catalogue, &path) {
+                Some(doc) => json_response(200, &doc),
+                None => error_response(&ApiError::no_route()),
+            }
+        }
+        Route::Admin(_) | Route::Resource(_) | Route::NotFound => {
+            error_response(&ApiError::no_route())
+        }
     }
 }
 
-fn parse_list_options(rt: &ResourceType, q: &HashMap<String, String>) -> Result<ListOptions, ApiError> {
-    let labels = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or_default()).map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(q.get("fieldSelector").map(String::as_str).unwrap_or_default(), selector::extra_fields(&rt.group, &rt.kind))
-        .map_err(ApiError::bad_request)?;
+fn parse_list_options(
+    rt: &ResourceType,
+    q: &HashMap<String, String>,
+) -> Result<ListOptions, ApiError> {
+    let labels = LabelSelector::parse(
+        q.get("labelSelector")
+            .map(String::as_str)
+            .unwrap_or_default(),
+    )
+    .map_err(ApiError::bad_request)?;
+    let fields = FieldSelector::parse(
+        q.get("fieldSelector")
+            .map(String::as_str)
+            .unwrap_or_default(),
+        selector::extra_fields(&rt.group, &rt.kind),
+    )
+    .map_err(ApiError::bad_request)?;
     let limit = match q.get("limit").map(String::as_str) {
         None | Some("") | Some("0") => None,
-        Some(l) => Some(l.parse::<usize>().map_err(|_| ApiError::bad_request(format!("limit: Invalid value: {l:?}: must be a non-negative integer")))?),
+        Some(l) => Some(l.parse::<usize>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "limit: Invalid value: {l:?}: must be a non-negative integer"
+            ))
+        })?),
     };
     let continue_token = q.get("continue").filter(|c| !c.is_empty()).cloned();
-    Ok(ListOptions { labels, fields, limit, continue_token })
+    Ok(ListOptions {
+        labels,
+        fields,
+        limit,
+        continue_token,
+    })
 }
 
-fn parse_write_options(q: &HashMap<String, String>, user_agent: &str, patch_type: Option<PatchType>) -> Result<WriteOptions, ApiError> {
+fn parse_write_options(
+    q: &HashMap<String, String>,
+    user_agent: &str,
+    patch_type: Option<PatchType>,
+) -> Result<WriteOptions, ApiError> {
     let dry_run = match q.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
-        Some(other) => return Err(ApiError::bad_request(format!("Invalid dryRun value: {other:?}: supported values: \"All\""))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid dryRun value: {other:?}: supported values: \"All\""
+            )));
+        }
     };
     let explicit = q.get("fieldManager").cloned().unwrap_or_default();
     if explicit.len() > 128 {
-        return Err(ApiError::bad_request("fieldManager: Too long: must have at most 128 bytes"));
+        return Err(ApiError::bad_request(
+            "fieldManager: Too long: must have at most 128 bytes",
+        ));
     }
     let manager = if explicit.is_empty() && patch_type != Some(PatchType::Apply) {
         managed_fields::default_manager(user_agent)
@@ -356,13 +458,24 @@ fn parse_write_options(q: &HashMap<String, String>, user_agent: &str, patch_type
         None | Some("") | Some("false") => false,
         Some("true") => {
             if patch_type != Some(PatchType::Apply) {
-                return Err(ApiError::bad_request("force: Invalid value: true: may not be specified for non-apply patch"));
+                return Err(ApiError::bad_request(
+                    "force: Invalid value: true: may not be specified for non-apply patch",
+                ));
             }
             true
         }
-        Some(other) => return Err(ApiError::bad_request(format!("force: Invalid value: {other:?}: must be true or false"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "force: Invalid value: {other:?}: must be true or false"
+            )));
+        }
     };
-    Ok(WriteOptions { manager, dry_run, field_validation: FieldValidation::parse(q.get("fieldValidation").map(String::as_str))?, force })
+    Ok(WriteOptions {
+        manager,
+        dry_run,
+        field_validation: FieldValidation::parse(q.get("fieldValidation").map(String::as_str))?,
+        force,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -396,7 +509,10 @@ async fn resource_inner(
     if !accept_ok(accept) {
         return Err(ApiError::not_acceptable());
     }
-    let rt = shared.lock().resource(&p.group, &p.version, &p.plural).ok_or_else(ApiError::no_route)?;
+    let rt = shared
+        .lock()
+        .resource(&p.group, &p.version, &p.plural)
+        .ok_or_else(ApiError::no_route)?;
     // Shape checks: a cluster-scoped resource has no namespace in its path; a namespaced one
     // may omit it only to list or watch across namespaces.
     if !rt.namespaced && p.namespace.is_some() {
@@ -406,7 +522,9 @@ async fn resource_inner(
         return Err(ApiError::no_route());
     }
     if let Some(sub) = &p.sub {
-        let known = (sub == "status" && rt.status_subresource) || (sub == "finalize" && rt.kind == "Namespace");
+        let known = (sub == "status" && rt.status_subresource)
+            || (sub == "scale" && rt.scale_subresource)
+            || (sub == "finalize" && rt.kind == "Namespace");
         if !known {
             return Err(ApiError::no_route());
         }
@@ -414,21 +532,49 @@ async fn resource_inner(
     let ns = p.namespace.clone().unwrap_or_default();
     let watching = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
     let wants_table = table::wants_table(accept);
+    if p.sub.as_deref() == Some("scale") {
+        return scale(
+            shared,
+            method,
+            &rt,
+            &ns,
+            p.name.as_deref().unwrap_or_default(),
+            q,
+            content_type,
+            body,
+            user_agent,
+        );
+    }
     match (method.as_str(), &p.name) {
         ("GET", _) if watching => {
             let opts = parse_list_options(&rt, q)?;
             let mut opts = opts;
             if let Some(name) = &p.name {
                 // GET .../name?watch=true is the legacy form of a fieldSelector on the name.
-                opts.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
+                opts.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[])
+                    .map_err(ApiError::bad_request)?;
             }
-            watch(shared.clone(), rt, p.namespace.clone(), opts, q, wants_table)
+            watch(
+                shared.clone(),
+                rt,
+                p.namespace.clone(),
+                opts,
+                q,
+                wants_table,
+            )
         }
         ("GET", Some(name)) => {
             let obj = shared.lock().get(&rt, &ns, name)?;
             if wants_table {
-                let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-                return Ok(json_response(200, &table::table(&rt, std::slice::from_ref(&obj), &rv, None)));
+                let rv = obj
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                return Ok(json_response(
+                    200,
+                    &table::table(&rt, std::slice::from_ref(&obj), &rv, None),
+                ));
             }
             Ok(json_response(200, &obj))
         }
@@ -437,7 +583,11 @@ async fn resource_inner(
             let list = shared.lock().list(&rt, p.namespace.as_deref(), &opts)?;
             if wants_table {
                 let items: Vec<Value> = list["items"].as_array().cloned().unwrap_or_default();
-                let rv = list.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+                let rv = list
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let cont = list.pointer("/metadata/continue").and_then(Value::as_str);
                 return Ok(json_response(200, &table::table(&rt, &items, &rv, cont)));
             }
@@ -447,20 +597,31 @@ async fn resource_inner(
             let opts = parse_write_options(q, user_agent, None)?;
             let obj = parse_body(body, content_type)?;
             let out = shared.write(|c| c.create(&rt, &ns, obj, &opts))?;
-            Ok(with_warnings(json_response(out.code, &out.body), &out.warnings))
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         ("PUT", Some(name)) => {
             let opts = parse_write_options(q, user_agent, None)?;
             let obj = parse_body(body, content_type)?;
             let sub = p.sub.as_deref().filter(|s| *s != "finalize");
             let out = shared.write(|c| c.update(&rt, &ns, name, sub, obj, &opts))?;
-            Ok(with_warnings(json_response(out.code, &out.body), &out.warnings))
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         ("PATCH", Some(name)) => {
-            let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+            let patch_type = PatchType::from_content_type(content_type)
+                .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
             let opts = parse_write_options(q, user_agent, Some(patch_type))?;
-            let out = shared.write(|c| c.patch(&rt, &ns, name, p.sub.as_deref(), patch_type, body, &opts))?;
-            Ok(with_warnings(json_response(out.code, &out.body), &out.warnings))
+            let out = shared
+                .write(|c| c.patch(&rt, &ns, name, p.sub.as_deref(), patch_type, body, &opts))?;
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         ("DELETE", Some(name)) => {
             let opts = delete_options(q, body)?;
@@ -470,30 +631,88 @@ async fn resource_inner(
         ("DELETE", None) => {
             let list = parse_list_options(&rt, q)?;
             let opts = delete_options(q, body)?;
-            let out = shared.write(|c| c.delete_collection(&rt, p.namespace.as_deref(), &list, &opts))?;
+            let out =
+                shared.write(|c| c.delete_collection(&rt, p.namespace.as_deref(), &list, &opts))?;
             Ok(json_response(out.code, &out.body))
         }
-        (m, _) => Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource ({m})"))),
+        (m, _) => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({m})"
+        ))),
+    }
+}
+
+/// The `scale` subresource: GET, PUT and PATCH of an autoscaling/v1 Scale.
+#[allow(clippy::too_many_arguments)]
+fn scale(
+    shared: &Arc<Shared>,
+    method: &Method,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    q: &HashMap<String, String>,
+    content_type: &str,
+    body: &Bytes,
+    user_agent: &str,
+) -> Result<Response<Body>, ApiError> {
+    match method.as_str() {
+        "GET" => Ok(json_response(200, &shared.lock().get_scale(rt, ns, name)?)),
+        "PUT" => {
+            let opts = parse_write_options(q, user_agent, None)?;
+            let scale = parse_body(body, content_type)?;
+            let out = shared.write(|c| c.update_scale(rt, ns, name, &scale, &opts))?;
+            Ok(json_response(out.code, &out.body))
+        }
+        "PATCH" => {
+            let patch_type = PatchType::from_content_type(content_type)
+                .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+            let opts = parse_write_options(q, user_agent, Some(patch_type))?;
+            let doc: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            let out = shared.write(|c| {
+                let current = c.get_scale(rt, ns, name)?;
+                let patched = match patch_type {
+                    PatchType::Json => crate::patch::json_patch(&current, &doc),
+                    _ => crate::patch::merge_patch(&current, &doc),
+                }
+                .map_err(|e| match e {
+                    crate::patch::PatchError::BadRequest(m)
+                    | crate::patch::PatchError::Invalid(m) => ApiError::bad_request(m),
+                })?;
+                c.update_scale(rt, ns, name, &patched, &opts)
+            })?;
+            Ok(json_response(out.code, &out.body))
+        }
+        m => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({m})"
+        ))),
     }
 }
 
 fn accept_ok(accept: &str) -> bool {
     accept.split(',').any(|a| {
         let a = a.trim();
-        a.is_empty() || a.starts_with("application/json") || a.starts_with("*/*") || a.starts_with("application/*") || a.starts_with("application/yaml")
+        a.is_empty()
+            || a.starts_with("application/json")
+            || a.starts_with("*/*")
+            || a.starts_with("application/*")
+            || a.starts_with("application/yaml")
     })
 }
 
 fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
     let ct = content_type.split(';').next().unwrap_or_default().trim();
     if ct == "application/yaml" {
-        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
-        return crate::yaml::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+        let text = std::str::from_utf8(body)
+            .map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+        return crate::yaml::from_str(text)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
     if !ct.is_empty() && ct != "application/json" && ct != "*/*" {
         return Err(ApiError::unsupported_media_type(content_type));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+    })
 }
 
 fn delete_options(q: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOptions, ApiError> {
@@ -547,17 +766,23 @@ fn watch(
             "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
         ));
     }
-    let timeout = match q.get("timeoutSeconds").map(String::as_str) {
-        None | Some("") => shared.config.default_watch_timeout,
-        Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| ApiError::bad_request(format!("timeoutSeconds: Invalid value: {t:?}")))?),
-    };
+    let timeout =
+        match q.get("timeoutSeconds").map(String::as_str) {
+            None | Some("") => shared.config.default_watch_timeout,
+            Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("timeoutSeconds: Invalid value: {t:?}"))
+            })?),
+        };
     let from = match rv_param.as_str() {
         "" | "0" => None,
         rv if send_initial => {
             let _ = rv;
             None
         }
-        rv => Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?),
+        rv => Some(
+            rv.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        ),
     };
     let gr = rt.group_resource();
     let mut cluster = shared.lock();
@@ -566,14 +791,28 @@ fn watch(
         Ok(x) => x,
         Err(WatchStartError::Gone { requested, oldest }) => {
             // As the watch cache does: 200, then one ERROR event with a 410 Status.
-            let status = ApiError::gone(format!("too old resource version: {requested} ({oldest})")).to_status();
+            let status =
+                ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
+                    .to_status();
             let line = json!({"type": "ERROR", "object": status});
-            return Ok(stream_response(futures::stream::iter(vec![line_bytes(&line)]).boxed()));
+            return Ok(stream_response(
+                futures::stream::iter(vec![line_bytes(&line)]).boxed(),
+            ));
         }
         Err(WatchStartError::TooNew { requested }) => {
-            let status = ApiError::injected(504, "Timeout", format!("Too large resource version: {requested}, current: {}", cluster.store.current_rv())).to_status();
+            let status = ApiError::injected(
+                504,
+                "Timeout",
+                format!(
+                    "Too large resource version: {requested}, current: {}",
+                    cluster.store.current_rv()
+                ),
+            )
+            .to_status();
             let line = json!({"type": "ERROR", "object": status});
-            return Ok(stream_response(futures::stream::iter(vec![line_bytes(&line)]).boxed()));
+            return Ok(stream_response(
+                futures::stream::iter(vec![line_bytes(&line)]).boxed(),
+            ));
         }
     };
     let mut initial = Vec::new();
@@ -646,7 +885,11 @@ async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
             }
             continue;
         }
-        let bookmark_at = if st.bookmarks { st.next_bookmark } else { st.deadline };
+        let bookmark_at = if st.bookmarks {
+            st.next_bookmark
+        } else {
+            st.deadline
+        };
         let wake = bookmark_at.min(st.deadline);
         tokio::select! {
             ev = st.rx.recv() => match ev {
@@ -667,11 +910,10 @@ async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
                 while let Ok(e) = st.rx.try_recv() {
                     ahead.push(e);
                 }
-                if let Some(first) = ahead.first() {
-                    // Hand the queued events out first; bookmark on the next quiet tick.
-                    let rest: Vec<Value> = ahead.iter().skip(1).filter_map(|e| event_line(&st.rt, &st.opts, e)).collect();
-                    st.initial = rest.into_iter().collect::<Vec<_>>().into_iter();
-                    st.pending = Some(first.clone());
+                if !ahead.is_empty() {
+                    // Hand the queued events out first, in order; bookmark on the next quiet tick.
+                    let lines: Vec<Value> = ahead.iter().filter_map(|e| event_line(&st.rt, &st.opts, e)).collect();
+                    st.initial = lines.into_iter();
                     continue;
                 }
                 let mut line = json!({"type": "BOOKMARK", "object": bookmark_object(&st.rt, rv)});
@@ -740,7 +982,11 @@ impl ApiError {
 
 /// Serves until `shutdown` fires; a restart drops the listener and every connection, waits
 /// the requested downtime, and binds the same address again.
-pub async fn serve(shared: Arc<Shared>, listener: TcpListener, tls: Option<tokio_rustls::TlsAcceptor>) {
+pub async fn serve(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let addr: SocketAddr = match listener.local_addr() {
         Ok(a) => a,
         Err(_) => return,
@@ -786,7 +1032,11 @@ async fn bind_again(addr: SocketAddr) -> Option<TcpListener> {
     None
 }
 
-async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) {
+async fn connection(
+    shared: Arc<Shared>,
+    stream: tokio::net::TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let mut restart = shared.restart.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     let svc_shared = shared.clone();
@@ -794,7 +1044,9 @@ async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, tls: Opt
     let builder = hyper::server::conn::http1::Builder::new();
     match tls {
         Some(acceptor) => {
-            let Ok(tls_stream) = acceptor.accept(stream).await else { return };
+            let Ok(tls_stream) = acceptor.accept(stream).await else {
+                return;
+            };
             let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tls_stream), service);
             tokio::select! {
                 _ = conn => {}
@@ -827,18 +1079,33 @@ mod tests {
     #[test]
     fn paths_route_like_the_api_server() {
         let p = rp("/api/v1/namespaces/default/configmaps/x");
-        assert_eq!((p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref()), (Some("default"), "configmaps", Some("x")));
+        assert_eq!(
+            (p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref()),
+            (Some("default"), "configmaps", Some("x"))
+        );
         let p = rp("/api/v1/namespaces/default");
-        assert_eq!((p.plural.as_str(), p.name.as_deref(), p.namespace), ("namespaces", Some("default"), None));
+        assert_eq!(
+            (p.plural.as_str(), p.name.as_deref(), p.namespace),
+            ("namespaces", Some("default"), None)
+        );
         let p = rp("/api/v1/namespaces/default/status");
         assert_eq!(p.sub.as_deref(), Some("status"));
         let p = rp("/apis/apps/v1/deployments");
-        assert_eq!((p.group.as_str(), p.plural.as_str(), p.namespace), ("apps", "deployments", None));
+        assert_eq!(
+            (p.group.as_str(), p.plural.as_str(), p.namespace),
+            ("apps", "deployments", None)
+        );
         let p = rp("/apis/apps/v1/namespaces/ns/deployments/d/status");
         assert_eq!(p.sub.as_deref(), Some("status"));
         let p = rp("/apis/storage.k8s.io/v1/csidrivers/x");
-        assert_eq!((p.plural.as_str(), p.name.as_deref()), ("csidrivers", Some("x")));
-        assert!(matches!(route("/apis/apps/v1/namespaces/ns/deployments/d/status/extra"), Route::NotFound));
+        assert_eq!(
+            (p.plural.as_str(), p.name.as_deref()),
+            ("csidrivers", Some("x"))
+        );
+        assert!(matches!(
+            route("/apis/apps/v1/namespaces/ns/deployments/d/status/extra"),
+            Route::NotFound
+        ));
         assert!(matches!(route("/apis/apps"), Route::Group(_)));
     }
 

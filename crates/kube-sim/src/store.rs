@@ -55,6 +55,9 @@ struct Watcher {
     tx: mpsc::Sender<Arc<Event>>,
 }
 
+/// A started watch: the history to replay, then the live events.
+pub type WatchStart = (Vec<Arc<Event>>, mpsc::Receiver<Arc<Event>>);
+
 /// Why a watch could not start.
 #[derive(Debug, PartialEq)]
 pub enum WatchStartError {
@@ -109,7 +112,10 @@ impl Store {
     }
 
     pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        self.collections.get(gr)?.get(&(namespace.to_string(), name.to_string())).cloned()
+        self.collections
+            .get(gr)?
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// Objects of a collection in key order, optionally in one namespace, starting after `after`.
@@ -120,18 +126,27 @@ impl Store {
         after: Option<&'a ObjectKey>,
     ) -> impl Iterator<Item = (&'a ObjectKey, &'a Arc<Value>)> + 'a {
         self.collections.get(gr).into_iter().flat_map(move |c| {
-            let range: Box<dyn Iterator<Item = (&ObjectKey, &Arc<Value>)>> = match (namespace, after) {
-                (_, Some(a)) => Box::new(c.range::<ObjectKey, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded))),
-                (Some(ns), None) => Box::new(c.range::<ObjectKey, _>((ns.to_string(), String::new())..)),
-                (None, None) => Box::new(c.iter()),
-            };
+            let range: Box<dyn Iterator<Item = (&ObjectKey, &Arc<Value>)>> =
+                match (namespace, after) {
+                    (_, Some(a)) => Box::new(c.range::<ObjectKey, _>((
+                        std::ops::Bound::Excluded(a),
+                        std::ops::Bound::Unbounded,
+                    ))),
+                    (Some(ns), None) => {
+                        Box::new(c.range::<ObjectKey, _>((ns.to_string(), String::new())..))
+                    }
+                    (None, None) => Box::new(c.iter()),
+                };
             range.take_while(move |((ns, _), _)| namespace.is_none_or(|want| want == ns))
         })
     }
 
     /// All collections that hold at least one object.
     pub fn collections(&self) -> impl Iterator<Item = &GroupResource> {
-        self.collections.iter().filter(|(_, c)| !c.is_empty()).map(|(gr, _)| gr)
+        self.collections
+            .iter()
+            .filter(|(_, c)| !c.is_empty())
+            .map(|(gr, _)| gr)
     }
 
     pub fn count(&self, gr: &GroupResource) -> usize {
@@ -146,14 +161,34 @@ impl Store {
         let (namespace, name) = key_of(&obj);
         let obj = Arc::new(obj);
         self.index(gr, &(namespace.clone(), name.clone()), Some(&obj));
-        let previous = self.collections.entry(gr.clone()).or_default().insert((namespace.clone(), name), obj.clone());
-        let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
-        self.publish(Event { rv, kind, gr: gr.clone(), namespace, object: obj.clone(), previous });
+        let previous = self
+            .collections
+            .entry(gr.clone())
+            .or_default()
+            .insert((namespace.clone(), name), obj.clone());
+        let kind = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.publish(Event {
+            rv,
+            kind,
+            gr: gr.clone(),
+            namespace,
+            object: obj.clone(),
+            previous,
+        });
         obj
     }
 
     /// Removes an object; the DELETED event carries a fresh resourceVersion as in etcd.
-    pub fn remove(&mut self, gr: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+    pub fn remove(
+        &mut self,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
         let key = (namespace.to_string(), name.to_string());
         let previous = self.collections.get_mut(gr)?.remove(&key)?;
         self.index(gr, &key, None);
@@ -184,8 +219,13 @@ impl Store {
     /// Keeps the owner/termination indexes in step with a put (Some) or removal (None).
     fn index(&mut self, gr: &GroupResource, key: &ObjectKey, obj: Option<&Arc<Value>>) {
         let entry = (gr.clone(), key.clone());
-        let owned = obj.and_then(|o| o.pointer("/metadata/ownerReferences")).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-        let deleting = obj.and_then(|o| o.pointer("/metadata/deletionTimestamp")).is_some();
+        let owned = obj
+            .and_then(|o| o.pointer("/metadata/ownerReferences"))
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let deleting = obj
+            .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+            .is_some();
         if owned {
             self.dependents.insert(entry.clone());
         } else {
@@ -196,7 +236,10 @@ impl Store {
         } else {
             self.terminating.remove(&entry);
         }
-        if let Some(uid) = obj.and_then(|o| o.pointer("/metadata/uid")).and_then(Value::as_str) {
+        if let Some(uid) = obj
+            .and_then(|o| o.pointer("/metadata/uid"))
+            .and_then(Value::as_str)
+        {
             self.uids.insert(uid.to_string(), (gr.clone(), key.clone()));
         }
     }
@@ -228,7 +271,11 @@ impl Store {
         // A watcher whose buffer is full is dropped: its stream ends and the client re-lists,
         // which is what a real server does to a watcher that cannot keep up.
         self.watchers.retain(|w| {
-            if w.gr != event.gr || w.namespace.as_ref().is_some_and(|ns| *ns != event.namespace) {
+            if w.gr != event.gr
+                || w.namespace
+                    .as_ref()
+                    .is_some_and(|ns| *ns != event.namespace)
+            {
                 return !w.tx.is_closed();
             }
             w.tx.try_send(event.clone()).is_ok()
@@ -242,24 +289,33 @@ impl Store {
         gr: &GroupResource,
         namespace: Option<&str>,
         from: Option<u64>,
-    ) -> Result<(Vec<Arc<Event>>, mpsc::Receiver<Arc<Event>>), WatchStartError> {
+    ) -> Result<WatchStart, WatchStartError> {
         let mut backlog = Vec::new();
         if let Some(from) = from {
             if from > self.rv {
                 return Err(WatchStartError::TooNew { requested: from });
             }
             if from < self.compacted {
-                return Err(WatchStartError::Gone { requested: from, oldest: self.compacted });
+                return Err(WatchStartError::Gone {
+                    requested: from,
+                    oldest: self.compacted,
+                });
             }
             backlog.extend(
                 self.history
                     .iter()
-                    .filter(|e| e.rv > from && e.gr == *gr && namespace.is_none_or(|ns| ns == e.namespace))
+                    .filter(|e| {
+                        e.rv > from && e.gr == *gr && namespace.is_none_or(|ns| ns == e.namespace)
+                    })
                     .cloned(),
             );
         }
         let (tx, rx) = mpsc::channel(self.watch_buffer.max(backlog.len() + 1));
-        self.watchers.push(Watcher { gr: gr.clone(), namespace: namespace.map(str::to_string), tx });
+        self.watchers.push(Watcher {
+            gr: gr.clone(),
+            namespace: namespace.map(str::to_string),
+            tx,
+        });
         Ok((backlog, rx))
     }
 
@@ -295,13 +351,21 @@ fn set_rv(obj: &mut Value, rv: u64) {
 
 /// The (namespace, name) of an object.
 pub fn key_of(obj: &Value) -> ObjectKey {
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let s = |p: &str| {
+        obj.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     (s("/metadata/namespace"), s("/metadata/name"))
 }
 
 /// The resourceVersion of a stored object.
 pub fn rv_of(obj: &Value) -> u64 {
-    obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -324,8 +388,14 @@ mod tests {
         assert!(rv_of(&o2) > rv_of(&o1));
         let gone = s.remove(&gr, "a", "x").expect("removed");
         assert!(rv_of(&gone) > rv_of(&o2));
-        let kinds: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok()).map(|e| e.kind).collect();
-        assert_eq!(kinds, vec![EventType::Added, EventType::Modified, EventType::Deleted], "namespace b is filtered out");
+        let kinds: Vec<_> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![EventType::Added, EventType::Modified, EventType::Deleted],
+            "namespace b is filtered out"
+        );
     }
 
     #[test]
@@ -338,11 +408,17 @@ mod tests {
         assert_eq!(backlog.len(), 1);
         s.put(&gr, cm("a", "3"));
         s.put(&gr, cm("a", "4"));
-        assert!(matches!(s.watch(&gr, None, Some(first)), Err(WatchStartError::Gone { .. })));
+        assert!(matches!(
+            s.watch(&gr, None, Some(first)),
+            Err(WatchStartError::Gone { .. })
+        ));
         s.compact();
         let now = s.current_rv();
         assert!(s.watch(&gr, None, Some(now)).is_ok());
-        assert!(matches!(s.watch(&gr, None, Some(now + 5)), Err(WatchStartError::TooNew { .. })));
+        assert!(matches!(
+            s.watch(&gr, None, Some(now + 5)),
+            Err(WatchStartError::TooNew { .. })
+        ));
     }
 
     #[test]
@@ -355,8 +431,15 @@ mod tests {
         assert_eq!(s.iter(&gr, Some("a"), None).count(), 2);
         assert_eq!(s.iter(&gr, None, None).count(), 4);
         let after = ("a".to_string(), "2".to_string());
-        let rest: Vec<_> = s.iter(&gr, None, Some(&after)).map(|(k, _)| k.0.clone()).collect();
+        let rest: Vec<_> = s
+            .iter(&gr, None, Some(&after))
+            .map(|(k, _)| k.0.clone())
+            .collect();
         assert_eq!(rest, vec!["b", "c"]);
-        assert_eq!(s.iter(&gr, Some("a"), Some(&("a".into(), "1".into()))).count(), 1);
+        assert_eq!(
+            s.iter(&gr, Some("a"), Some(&("a".into(), "1".into())))
+                .count(),
+            1
+        );
     }
 }

@@ -9,13 +9,21 @@ use crate::resources::{Origin, ResourceType};
 
 /// Whether an Accept header asks for a Table.
 pub fn wants_table(accept: &str) -> bool {
-    accept.split(',').next().is_some_and(|first| first.contains("as=Table"))
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
 }
 
 fn columns(rt: &ResourceType) -> Vec<Value> {
-    let mut cols = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0})];
+    let mut cols = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
+    ];
     let mut has_age = false;
-    if let Origin::Crd { printer_columns, .. } = &rt.origin {
+    if let Origin::Crd {
+        printer_columns, ..
+    } = &rt.origin
+    {
         for c in printer_columns {
             let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
             has_age |= name == "Age";
@@ -35,17 +43,31 @@ fn columns(rt: &ResourceType) -> Vec<Value> {
 }
 
 fn row(rt: &ResourceType, obj: &Value) -> Value {
-    let mut cells = vec![obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null)];
+    let mut cells = vec![
+        obj.pointer("/metadata/name")
+            .cloned()
+            .unwrap_or(Value::Null),
+    ];
     let mut has_age = false;
-    if let Origin::Crd { printer_columns, .. } = &rt.origin {
+    if let Origin::Crd {
+        printer_columns, ..
+    } = &rt.origin
+    {
         for c in printer_columns {
             has_age |= c.get("name").and_then(Value::as_str) == Some("Age");
-            let path = c.get("jsonPath").and_then(Value::as_str).unwrap_or_default();
+            let path = c
+                .get("jsonPath")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             cells.push(simple_json_path(obj, path).cloned().unwrap_or(Value::Null));
         }
     }
     if !has_age {
-        cells.push(obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null));
+        cells.push(
+            obj.pointer("/metadata/creationTimestamp")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
     }
     let metadata = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     json!({
@@ -56,7 +78,11 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
 
 /// `.status.phase` style paths only; anything fancier prints as empty.
 fn simple_json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let trimmed = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('.');
+    let trimmed = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('.');
     if trimmed.contains(['[', '?', '*', '@']) {
         return None;
     }
@@ -64,7 +90,12 @@ fn simple_json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// A Table for a list of objects.
-pub fn table(rt: &ResourceType, items: &[Value], resource_version: &str, continue_token: Option<&str>) -> Value {
+pub fn table(
+    rt: &ResourceType,
+    items: &[Value],
+    resource_version: &str,
+    continue_token: Option<&str>,
+) -> Value {
     let mut metadata = json!({"resourceVersion": resource_version});
     if let Some(c) = continue_token {
         metadata["continue"] = json!(c);
@@ -81,12 +112,13 @@ pub fn table(rt: &ResourceType, items: &[Value], resource_version: &str, continu
 /// A Table for one object in a watch event: rows only, columns omitted as a real server does
 /// after the first event.
 pub fn watch_table(rt: &ResourceType, obj: &Value, with_columns: bool) -> Value {
-    let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or_default();
+    let rv = obj
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut t = table(rt, std::slice::from_ref(obj), rv, None);
-    if !with_columns {
-        if let Some(o) = t.as_object_mut() {
-            o.remove("columnDefinitions");
-        }
+    if !with_columns && let Some(o) = t.as_object_mut() {
+        o.remove("columnDefinitions");
     }
     t
 }
@@ -100,12 +132,19 @@ mod tests {
     fn default_columns_are_name_and_created_at() {
         let c = Catalogue::builtin();
         let rt = c.get("", "v1", "configmaps").expect("cm");
-        let t = table(&rt, &[json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}})], "5", None);
+        let t = table(
+            &rt,
+            &[json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}})],
+            "5",
+            None,
+        );
         assert_eq!(t["columnDefinitions"][0]["name"], "Name");
         assert_eq!(t["columnDefinitions"][1]["name"], "Created At");
         assert_eq!(t["rows"][0]["cells"], json!(["a", "2026-01-01T00:00:00Z"]));
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
-        assert!(wants_table("application/json;as=Table;v=v1;g=meta.k8s.io,application/json"));
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+        ));
         assert!(!wants_table("application/json"));
     }
 
@@ -113,6 +152,9 @@ mod tests {
     fn json_paths_are_simple_or_empty() {
         let o = json!({"status": {"phase": "Ready"}});
         assert_eq!(simple_json_path(&o, ".status.phase"), Some(&json!("Ready")));
-        assert_eq!(simple_json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"), None);
+        assert_eq!(
+            simple_json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"),
+            None
+        );
     }
 }

@@ -12,23 +12,36 @@ use tokio_rustls::rustls::{self, pki_types::PrivateKeyDer, pki_types::PrivatePkc
 pub fn self_signed(addr: SocketAddr) -> Result<(TlsAcceptor, String), String> {
     let ca_key = KeyPair::generate().map_err(|e| e.to_string())?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
-    ca_params.distinguished_name.push(DnType::CommonName, "kube-sim-ca");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-sim-ca");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca_cert = ca_params.self_signed(&ca_key).map_err(|e| e.to_string())?;
     let ca_issuer = rcgen::Issuer::new(ca_params, ca_key);
 
     let key = KeyPair::generate().map_err(|e| e.to_string())?;
-    let mut params = CertificateParams::new(vec!["localhost".to_string(), "kubernetes.default.svc".to_string()]).map_err(|e| e.to_string())?;
+    let mut params = CertificateParams::new(vec![
+        "localhost".to_string(),
+        "kubernetes.default.svc".to_string(),
+    ])
+    .map_err(|e| e.to_string())?;
     params.subject_alt_names.push(SanType::IpAddress(addr.ip()));
-    params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
-    let cert = params.signed_by(&key, &ca_issuer).map_err(|e| e.to_string())?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    let cert = params
+        .signed_by(&key, &ca_issuer)
+        .map_err(|e| e.to_string())?;
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())))
+        .with_single_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
         .map_err(|e| e.to_string())?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok((TlsAcceptor::from(Arc::new(config)), ca_cert.pem()))

@@ -18,8 +18,14 @@ mod tests {
 
     #[test]
     fn parses_yaml_and_json() {
-        assert_eq!(from_str("a: 1\nb: [x]\n").expect("yaml"), json!({"a": 1, "b": ["x"]}));
-        assert_eq!(from_str("{\"a\": \"on\"}").expect("json"), json!({"a": "on"}));
+        assert_eq!(
+            from_str("a: 1\nb: [x]\n").expect("yaml"),
+            json!({"a": 1, "b": ["x"]})
+        );
+        assert_eq!(
+            from_str("{\"a\": \"on\"}").expect("json"),
+            json!({"a": "on"})
+        );
         assert!(from_str("a: [unclosed").is_err());
     }
 }
