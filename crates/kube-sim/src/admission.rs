@@ -94,10 +94,17 @@ fn prune_custom(schema: &crd_schema::Schema, obj: &mut Value) -> Vec<String> {
     pruned
 }
 
-/// Applies server-side defaults.
-pub fn default(rt: &ResourceType, obj: &mut Value) {
+/// Applies server-side defaults; `old` is the stored object on update, `None` on create
+/// (some defaults, like the Namespace finalizer, are set only once).
+pub fn default(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
     match &rt.origin {
-        Origin::Builtin => defaults::apply_defaults(&rt.group, &rt.kind, obj),
+        Origin::Builtin => {
+            defaults::apply_defaults(&rt.group, &rt.kind, obj);
+            match old {
+                None => defaults::prepare_for_create(&rt.group, &rt.kind, obj),
+                Some(old) => defaults::prepare_for_update(&rt.group, &rt.kind, old, obj),
+            }
+        }
         Origin::Crd {
             schema: Some(schema),
             ..
@@ -112,9 +119,16 @@ pub fn validate_create(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let mut errors = validation::validate_name(&rt.group, &rt.kind, name);
+    let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
+    // A CRD's name is checked by the CRD rules (it must be `<plural>.<group>`), once.
+    let mut errors = if is_crd {
+        Vec::new()
+    } else {
+        validation::validate_name(&rt.group, &rt.kind, name)
+    };
     if let Some(meta) = obj.get("metadata") {
         errors.extend(validation::validate_labels_and_annotations(meta));
+        errors.extend(validation::validate_finalizers(meta));
     }
     match &rt.origin {
         Origin::Builtin => {
@@ -137,6 +151,7 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
     let mut errors = Vec::new();
     if let Some(meta) = new.get("metadata") {
         errors.extend(validation::validate_labels_and_annotations(meta));
+        errors.extend(validation::validate_finalizers(meta));
     }
     match &rt.origin {
         Origin::Builtin => {

@@ -314,12 +314,13 @@ impl Cluster {
         }
         reset_status_on_create(rt, &mut obj);
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
-        admission::default(rt, &mut obj);
+        admission::default(rt, &mut obj, None);
         admission::prepare(rt, &mut obj, None);
-        if rt.group.is_empty() && rt.kind == "Service" {
-            let ip = self.next_cluster_ip;
+        if rt.group.is_empty()
+            && rt.kind == "Service"
+            && crate::defaults::allocate_cluster_ip(&mut obj, self.next_cluster_ip)
+        {
             self.next_cluster_ip += 1;
-            crate::defaults::allocate_cluster_ip(&mut obj, ip);
         }
         let errors = admission::validate_create(rt, &obj);
         if !errors.is_empty() {
@@ -594,7 +595,7 @@ impl Cluster {
             }
         }
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
-        admission::default(rt, &mut obj);
+        admission::default(rt, &mut obj, Some(old));
         admission::prepare(rt, &mut obj, Some(old));
         let mut errors = if subresource == Some("status") {
             admission::validate_status_update(rt, &obj)
@@ -707,10 +708,7 @@ impl Cluster {
             }
             PatchType::Apply => unreachable_apply(),
         }
-        .map_err(|e| match e {
-            patch::PatchError::BadRequest(m) => ApiError::bad_request(m),
-            patch::PatchError::Invalid(m) => ApiError::invalid_message(rt, name, m),
-        })?;
+        .map_err(ApiError::from)?;
         let patched_rv = patched
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
@@ -1161,6 +1159,13 @@ fn unreachable_apply() -> Result<Value, patch::PatchError> {
     ))
 }
 
+/// Patch errors keep the code, reason and bare message the real server answers with.
+impl From<patch::PatchError> for ApiError {
+    fn from(e: patch::PatchError) -> Self {
+        ApiError::injected(e.code(), e.reason(), e.message().to_string())
+    }
+}
+
 impl ApiError {
     fn no_route_for(sub: &str) -> Self {
         let mut e = Self::no_route();
@@ -1185,12 +1190,6 @@ impl ApiError {
         e.code = 422;
         e.reason = "Invalid";
         e.message = format!("Scale.autoscaling \"{name}\" is invalid: {list}");
-        e
-    }
-
-    fn invalid_message(rt: &ResourceType, name: &str, message: String) -> Self {
-        let mut e = Self::invalid(rt, name, &[]);
-        e.message = message;
         e
     }
 }

@@ -822,7 +822,10 @@ fn parse_quantity(s: &str) -> Option<Quantity> {
         _ => false,
     };
     let number_start = i;
-    while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+    while bytes
+        .get(i)
+        .is_some_and(|b| b.is_ascii_digit() || *b == b'.')
+    {
         i += 1;
     }
     let number = s.get(number_start..i)?;
@@ -916,13 +919,13 @@ fn format_quantity(q: Quantity) -> String {
     let abs = q.milli.unsigned_abs();
     let mut format = q.format;
     // Small or fractional binary values print as decimal rather than lose precision.
-    if format == QuantityFormat::BinarySi && (abs < 1024 * 1000 || abs % 1000 != 0) {
+    if format == QuantityFormat::BinarySi && (abs < 1024 * 1000 || !abs.is_multiple_of(1000)) {
         format = QuantityFormat::DecimalSi;
     }
     if format == QuantityFormat::BinarySi {
         let mut v = abs / 1000;
         let mut exp = 0;
-        while v % 1024 == 0 && exp < 6 {
+        while v.is_multiple_of(1024) && exp < 6 {
             v /= 1024;
             exp += 1;
         }
@@ -934,7 +937,7 @@ fn format_quantity(q: Quantity) -> String {
     }
     let mut mantissa = abs;
     let mut exp: i32 = -3;
-    while mantissa % 10 == 0 {
+    while mantissa.is_multiple_of(10) {
         mantissa /= 10;
         exp += 1;
     }
@@ -2035,6 +2038,44 @@ mod tests {
             json!({"kubeletEndpoint": {"Port": 0}})
         );
         assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], json!(""));
+    }
+
+    #[test]
+    fn smaller_kinds() {
+        let pc = defaulted("scheduling.k8s.io", "PriorityClass", json!({"value": 10}));
+        assert_eq!(pc["preemptionPolicy"], json!("PreemptLowerPriority"));
+        let pv = defaulted(
+            "",
+            "PersistentVolume",
+            json!({"spec": {"capacity": {"storage": "1024Gi"}}}),
+        );
+        assert_eq!(
+            pv["spec"],
+            json!({"capacity": {"storage": "1Ti"}, "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"})
+        );
+        assert_eq!(pv["status"], json!({"phase": "Pending"}));
+        let ep = defaulted(
+            "",
+            "Endpoints",
+            json!({"subsets": [{"ports": [{"port": 1}]}]}),
+        );
+        assert_eq!(ep["subsets"][0]["ports"][0]["protocol"], json!("TCP"));
+        let rs = defaulted("apps", "ReplicaSet", json!({"spec": {}}));
+        assert_eq!(rs["spec"]["replicas"], json!(1));
+        assert_eq!(rs["status"], json!({"replicas": 0}));
+        let pt = defaulted(
+            "",
+            "PodTemplate",
+            json!({"template": {"spec": {"containers": []}}}),
+        );
+        assert_eq!(pt["template"]["spec"]["restartPolicy"], json!("Always"));
+        // The counter wraps inside 10.96.0.0/12 and never yields the network address.
+        let mut svc = json!({"spec": {}});
+        assert!(allocate_cluster_ip(&mut svc, 0));
+        assert_ne!(svc["spec"]["clusterIP"], json!("10.96.0.0"));
+        let mut chosen = json!({"spec": {"clusterIP": "10.96.5.5"}});
+        assert!(!allocate_cluster_ip(&mut chosen, 1));
+        assert_eq!(chosen["spec"]["clusterIPs"], json!(["10.96.5.5"]));
     }
 
     #[test]

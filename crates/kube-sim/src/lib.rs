@@ -13,12 +13,10 @@
 mod admin;
 pub mod admission;
 pub mod api;
-#[path = "stubs/builtin_lists.rs"]
 pub mod builtin_lists;
 mod builtin_types;
 mod controllers;
 pub mod crd_schema;
-#[path = "stubs/defaults.rs"]
 pub mod defaults;
 mod discovery;
 pub mod errors;
@@ -27,7 +25,6 @@ pub mod kubeconfig;
 pub mod list_types;
 pub mod managed_fields;
 pub mod observe;
-#[path = "stubs/patch.rs"]
 pub mod patch;
 pub mod resources;
 pub mod selector;
@@ -35,7 +32,6 @@ mod server;
 pub mod store;
 mod table;
 mod tls;
-#[path = "stubs/validation.rs"]
 pub mod validation;
 pub mod workload;
 mod yaml;

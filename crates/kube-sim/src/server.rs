@@ -674,10 +674,7 @@ fn scale(
                     PatchType::Json => crate::patch::json_patch(&current, &doc),
                     _ => crate::patch::merge_patch(&current, &doc),
                 }
-                .map_err(|e| match e {
-                    crate::patch::PatchError::BadRequest(m)
-                    | crate::patch::PatchError::Invalid(m) => ApiError::bad_request(m),
-                })?;
+                .map_err(ApiError::from)?;
                 c.update_scale(rt, ns, name, &patched, &opts)
             })?;
             Ok(json_response(out.code, &out.body))

@@ -797,7 +797,7 @@ fn selector_is_empty(v: Option<&Value>) -> bool {
 /// Create-time validation of the built-in kinds' bodies (after defaulting): required fields,
 /// enums, references within the object, sizes. Top-level metadata is checked by
 /// [`validate_name`], [`validate_labels_and_annotations`] and [`validate_finalizers`].
-/// Unknown kinds: no errors.
+/// Unknown kinds, and CustomResourceDefinitions (validated by `crate::crd_schema`): no errors.
 pub fn validate_create(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(root) = obj.as_object() else {
@@ -858,7 +858,6 @@ pub fn validate_create(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> 
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => role_binding(root, false, e),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(root, e),
         ("coordination.k8s.io", "Lease") => lease(root, e),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd(root, e),
         _ => {}
     }
     errs
@@ -2259,16 +2258,12 @@ fn secret(root: &Map<String, Value>, errs: &mut Errs) {
                 }
             }
         }
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                errs.push(FieldError::required("data[username]", ""));
-                errs.push(FieldError::required("data[password]", ""));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.push(FieldError::required("data[username]", ""));
+            errs.push(FieldError::required("data[password]", ""));
         }
-        "kubernetes.io/ssh-auth" => {
-            if decoded.get("ssh-privatekey").is_none_or(Vec::is_empty) {
-                errs.push(FieldError::required("data[ssh-privatekey]", ""));
-            }
+        "kubernetes.io/ssh-auth" if decoded.get("ssh-privatekey").is_none_or(Vec::is_empty) => {
+            errs.push(FieldError::required("data[ssh-privatekey]", ""));
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {
@@ -2818,149 +2813,6 @@ fn looks_like_rfc3339(t: &str) -> bool {
                 .is_some_and(|z| z.starts_with('+') || z.starts_with('-')))
 }
 
-fn crd(root: &Map<String, Value>, errs: &mut Errs) {
-    let empty = Map::new();
-    let Some(spec) = spec_of(root, &empty, errs) else {
-        return;
-    };
-    let group = opt_str(Some(spec), "group", "spec.group", errs);
-    let names = opt_obj(Some(spec), "names", "spec.names", errs);
-    let plural = opt_str(names, "plural", "spec.names.plural", errs);
-    let name = root
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if !name.is_empty() && name != format!("{plural}.{group}") {
-        errs.push(FieldError::invalid(
-            "metadata.name",
-            json!(name),
-            "must be spec.names.plural+\".\"+spec.group",
-        ));
-    }
-    if group.is_empty() {
-        errs.push(FieldError::required("spec.group", ""));
-    } else if let errs_group @ [_, ..] = dns1123_subdomain_errors(group).as_slice() {
-        errs.push(FieldError::invalid(
-            "spec.group",
-            json!(group),
-            errs_group.join(","),
-        ));
-    } else if !group.contains('.') {
-        errs.push(FieldError::invalid(
-            "spec.group",
-            json!(group),
-            "should be a domain with at least one dot",
-        ));
-    }
-    let scope = opt_str(Some(spec), "scope", "spec.scope", errs);
-    enum_str(scope, "spec.scope", &["Cluster", "Namespaced"], true, errs);
-    if plural.is_empty() {
-        errs.push(FieldError::required("spec.names.plural", ""));
-    } else if let m @ [_, ..] = dns1035_label_errors(plural).as_slice() {
-        errs.push(FieldError::invalid(
-            "spec.names.plural",
-            json!(plural),
-            m.join(","),
-        ));
-    }
-    let singular = opt_str(names, "singular", "spec.names.singular", errs);
-    if !singular.is_empty()
-        && let m @ [_, ..] = dns1035_label_errors(singular).as_slice()
-    {
-        errs.push(FieldError::invalid(
-            "spec.names.singular",
-            json!(singular),
-            m.join(","),
-        ));
-    }
-    let kind = opt_str(names, "kind", "spec.names.kind", errs);
-    if kind.is_empty() {
-        errs.push(FieldError::required("spec.names.kind", ""));
-    } else if let m @ [_, ..] = dns1035_label_errors(&kind.to_lowercase()).as_slice() {
-        errs.push(FieldError::invalid(
-            "spec.names.kind",
-            json!(kind),
-            m.join(","),
-        ));
-    }
-    let list_kind = opt_str(names, "listKind", "spec.names.listKind", errs);
-    if list_kind.is_empty() {
-        errs.push(FieldError::required("spec.names.listKind", ""));
-    } else if list_kind == kind {
-        errs.push(FieldError::invalid(
-            "spec.names.listKind",
-            json!(list_kind),
-            "kind and listKind cannot be the same",
-        ));
-    }
-    let versions = opt_arr(Some(spec), "versions", "spec.versions", errs);
-    let items = obj_items(versions, "spec.versions", errs);
-    if items.is_empty() {
-        errs.push(FieldError::required("spec.versions", ""));
-    }
-    let mut storage = 0;
-    let mut seen = BTreeSet::new();
-    let mut unique = true;
-    for (i, v) in &items {
-        let p = index("spec.versions", *i);
-        let vname = opt_str(Some(v), "name", &child(&p, "name"), errs);
-        if opt_bool(Some(v), "storage", &child(&p, "storage"), errs) == Some(true) {
-            storage += 1;
-        }
-        opt_bool(Some(v), "served", &child(&p, "served"), errs);
-        if !seen.insert(vname) {
-            unique = false;
-        }
-        if let m @ [_, ..] = dns1035_label_errors(vname).as_slice() {
-            errs.push(FieldError::invalid(
-                child(&p, "name"),
-                json!(vname),
-                m.join(","),
-            ));
-        }
-    }
-    let versions_value = versions.map_or(Value::Null, |v| Value::Array(v.clone()));
-    if !unique {
-        errs.push(FieldError::invalid(
-            "spec.versions",
-            versions_value.clone(),
-            "must contain unique version names",
-        ));
-    }
-    if !items.is_empty() && storage != 1 {
-        errs.push(FieldError::invalid(
-            "spec.versions",
-            versions_value,
-            "must have exactly one version marked as storage version",
-        ));
-    }
-    let conversion = opt_obj(Some(spec), "conversion", "spec.conversion", errs);
-    let strategy = opt_str(conversion, "strategy", "spec.conversion.strategy", errs);
-    enum_str(
-        strategy,
-        "spec.conversion.strategy",
-        &["None", "Webhook"],
-        true,
-        errs,
-    );
-    let stored = opt_arr(
-        root.get("status").and_then(Value::as_object),
-        "storedVersions",
-        "status.storedVersions",
-        errs,
-    );
-    for (i, s) in str_items(stored, "status.storedVersions", errs) {
-        if !seen.contains(s) {
-            errs.push(FieldError::invalid(
-                index("status.storedVersions", i),
-                json!(s),
-                "must appear in spec.versions",
-            ));
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Update
 // ---------------------------------------------------------------------------------------------
@@ -3044,52 +2896,14 @@ pub fn validate_update(group: &str, kind: &str, old: &Value, new: &Value) -> Vec
                 e,
             );
         }
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
-            if !semantic_eq(old.get("roleRef"), new.get("roleRef")) {
-                e.push(FieldError::invalid(
-                    "roleRef",
-                    new.get("roleRef").cloned().unwrap_or(Value::Null),
-                    "cannot change roleRef",
-                ));
-            }
-        }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            let established = old
-                .get("status")
-                .and_then(|s| s.get("conditions"))
-                .and_then(Value::as_array)
-                .is_some_and(|c| {
-                    c.iter().any(|c| {
-                        c.get("type") == Some(&json!("Established"))
-                            && c.get("status") == Some(&json!("True"))
-                    })
-                });
-            if established {
-                immutable(
-                    at(old, &["spec", "scope"]),
-                    at(new, &["spec", "scope"]),
-                    "spec.scope",
-                    e,
-                );
-                immutable(
-                    at(old, &["spec", "names", "kind"]),
-                    at(new, &["spec", "names", "kind"]),
-                    "spec.names.kind",
-                    e,
-                );
-            }
-            immutable(
-                at(old, &["spec", "group"]),
-                at(new, &["spec", "group"]),
-                "spec.group",
-                e,
-            );
-            immutable(
-                at(old, &["spec", "names", "plural"]),
-                at(new, &["spec", "names", "plural"]),
-                "spec.names.plural",
-                e,
-            );
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding")
+            if !semantic_eq(old.get("roleRef"), new.get("roleRef")) =>
+        {
+            e.push(FieldError::invalid(
+                "roleRef",
+                new.get("roleRef").cloned().unwrap_or(Value::Null),
+                "cannot change roleRef",
+            ));
         }
         _ => {}
     }
@@ -3733,45 +3547,98 @@ mod tests {
     }
 
     #[test]
-    fn crd_rules() {
-        let crd = defaulted(
-            "apiextensions.k8s.io",
-            "CustomResourceDefinition",
-            json!({"metadata": {"name": "widgets.example.com"},
-                   "spec": {"group": "example.com", "scope": "Namespaced", "names": {"kind": "Widget", "plural": "widgets"},
-                            "versions": [{"name": "v1", "served": true, "storage": true}]}}),
+    fn pod_spec_details() {
+        let pod = defaulted(
+            "",
+            "Pod",
+            json!({"spec": {
+                "containers": [{
+                    "name": "c", "image": "i:1",
+                    "env": [{"name": "A=B"}, {"name": ""},
+                            {"name": "X", "value": "v", "valueFrom": {"secretKeyRef": {"name": "s"}}}],
+                    "livenessProbe": {"periodSeconds": -1, "successThreshold": 2},
+                    "readinessProbe": {"httpGet": {"port": "Not_A_Name"}, "exec": {"command": ["true"]}},
+                    "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
+                    "volumeMounts": [{"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/a"}]
+                }],
+                "initContainers": [{"name": "c", "image": "i:1", "readinessProbe": {"exec": {"command": ["x"]}}}],
+                "volumes": [{"name": "v", "hostPath": {"path": "/x", "type": "Weird"}},
+                            {"name": "w", "secret": {"defaultMode": 4095}}],
+                "tolerations": [{"operator": "Exists", "value": "x"}, {"key": "k", "operator": "Sometimes"}],
+                "dnsPolicy": "Cloud",
+                "activeDeadlineSeconds": 0
+            }}),
         );
-        assert!(
-            validate_create("apiextensions.k8s.io", "CustomResourceDefinition", &crd).is_empty(),
-            "{:?}",
-            messages(&validate_create(
-                "apiextensions.k8s.io",
-                "CustomResourceDefinition",
-                &crd
-            ))
+        let errs = validate_create("", "Pod", &pod);
+        for want in [
+            "spec.containers[0].env[0].name: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+            "spec.containers[0].env[1].name: Required value",
+            "spec.containers[0].env[2].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty",
+            "spec.containers[0].env[2].valueFrom.secretKeyRef.key: Required value",
+            "spec.containers[0].livenessProbe: Required value: must specify a handler type",
+            "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must be greater than or equal to 0",
+            "spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1",
+            "spec.containers[0].readinessProbe.httpGet: Forbidden: may not specify more than 1 handler type",
+            "spec.containers[0].readinessProbe.httpGet.port: Invalid value: \"Not_A_Name\"",
+            "spec.containers[0].resources.requests[cpu]: Invalid value: \"2\": must be less than or equal to cpu limit of 1",
+            "spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/a\": must be unique",
+            "spec.initContainers[0].name: Duplicate value: \"c\"",
+            "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+            "spec.volumes[0].hostPath.type: Unsupported value: \"Weird\"",
+            "spec.volumes[1].secret.secretName: Required value",
+            "spec.volumes[1].secret.defaultMode: Invalid value: 4095: must be a number between 0 and 0777 (octal), both inclusive",
+            "spec.tolerations[0].operator: Invalid value: {",
+            "spec.tolerations[1].operator: Unsupported value: \"Sometimes\": supported values: \"Equal\", \"Exists\"",
+            "spec.dnsPolicy: Unsupported value: \"Cloud\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"",
+            "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive",
+        ] {
+            assert!(has(&errs, want), "missing {want}\n{:#?}", messages(&errs));
+        }
+    }
+
+    #[test]
+    fn namespace_event_and_aggregation_rules() {
+        let ns = json!({"spec": {"finalizers": ["kubernetes", "custom", "example.com/x"]}});
+        assert_eq!(
+            messages(&validate_create("", "Namespace", &ns)),
+            vec!["spec.finalizers: Invalid value: \"custom\": name is neither a standard finalizer name nor is it fully qualified".to_string()]
         );
-        let mut wrong = crd.clone();
-        wrong["metadata"]["name"] = json!("gadgets.example.com");
-        wrong["spec"]["versions"][0]["storage"] = json!(false);
-        let errs = validate_create("apiextensions.k8s.io", "CustomResourceDefinition", &wrong);
+        let ev = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "b"}});
+        assert_eq!(
+            messages(&validate_create("", "Event", &ev)),
+            vec![
+                "involvedObject.namespace: Invalid value: \"b\": does not match event.namespace"
+                    .to_string()
+            ]
+        );
+        let ok = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "a"}});
+        assert!(validate_create("", "Event", &ok).is_empty());
+        let series = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "a"}, "eventTime": "2025-01-01T00:00:00.000000Z"});
+        let errs = validate_create("", "Event", &series);
+        assert!(has(&errs, "reportingComponent: Required value"));
+        assert!(has(&errs, "action: Required value"));
+        let agg = json!({"aggregationRule": {}});
+        assert_eq!(
+            messages(&validate_create("rbac.authorization.k8s.io", "ClusterRole", &agg)),
+            vec!["aggregationRule.clusterRoleSelectors: Required value: at least one clusterRoleSelector required if aggregationRule is non-nil".to_string()]
+        );
+        let sel = json!({"spec": {"podSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}, {"key": "b", "operator": "In"}, {"key": "c", "operator": "Near"}]}}});
+        let errs = validate_create(
+            "networking.k8s.io",
+            "NetworkPolicy",
+            &defaulted("networking.k8s.io", "NetworkPolicy", sel),
+        );
         assert!(has(
             &errs,
-            "metadata.name: Invalid value: \"gadgets.example.com\": must be spec.names.plural+\".\"+spec.group"
+            "spec.podSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
         ));
         assert!(has(
             &errs,
-            "must have exactly one version marked as storage version"
+            "spec.podSelector.matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"
         ));
-        let mut renamed = crd.clone();
-        renamed["spec"]["group"] = json!("example.org");
         assert!(has(
-            &validate_update(
-                "apiextensions.k8s.io",
-                "CustomResourceDefinition",
-                &crd,
-                &renamed
-            ),
-            "spec.group: Invalid value: \"example.org\": field is immutable"
+            &errs,
+            "spec.podSelector.matchExpressions[2].operator: Invalid value: \"Near\": not a valid selector operator"
         ));
     }
 
@@ -3991,7 +3858,6 @@ mod tests {
             ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
             ("networking.k8s.io", "NetworkPolicy"),
             ("coordination.k8s.io", "Lease"),
-            ("apiextensions.k8s.io", "CustomResourceDefinition"),
         ];
         let shapes = [
             json!(null),
