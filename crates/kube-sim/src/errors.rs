@@ -162,6 +162,15 @@ impl ApiError {
         )
     }
 
+    /// 415 for a create or update body that is not JSON or YAML (e.g. protobuf).
+    pub fn unsupported_body_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"),
+        )
+    }
+
     pub fn not_acceptable() -> Self {
         Self::new(
             406,

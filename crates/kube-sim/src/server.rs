@@ -705,7 +705,7 @@ fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
     if !ct.is_empty() && ct != "application/json" && ct != "*/*" {
-        return Err(ApiError::unsupported_media_type(content_type));
+        return Err(ApiError::unsupported_body_type(content_type));
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))

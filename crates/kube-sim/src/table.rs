@@ -19,14 +19,15 @@ fn columns(rt: &ResourceType) -> Vec<Value> {
     let mut cols = vec![
         json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
     ];
-    let mut has_age = false;
+    // A CRD with printer columns shows exactly those; the creation time is the default only.
+    let mut has_printer_columns = false;
     if let Origin::Crd {
         printer_columns, ..
     } = &rt.origin
     {
         for c in printer_columns {
             let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
-            has_age |= name == "Age";
+            has_printer_columns = true;
             cols.push(json!({
                 "name": name,
                 "type": c.get("type").cloned().unwrap_or(json!("string")),
@@ -36,7 +37,7 @@ fn columns(rt: &ResourceType) -> Vec<Value> {
             }));
         }
     }
-    if !has_age {
+    if !has_printer_columns {
         cols.push(json!({"name": "Created At", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
     }
     cols
@@ -48,13 +49,14 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
             .cloned()
             .unwrap_or(Value::Null),
     ];
-    let mut has_age = false;
+    // A CRD with printer columns shows exactly those; the creation time is the default only.
+    let mut has_printer_columns = false;
     if let Origin::Crd {
         printer_columns, ..
     } = &rt.origin
     {
         for c in printer_columns {
-            has_age |= c.get("name").and_then(Value::as_str) == Some("Age");
+            has_printer_columns = true;
             let path = c
                 .get("jsonPath")
                 .and_then(Value::as_str)
@@ -62,7 +64,7 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
             cells.push(simple_json_path(obj, path).cloned().unwrap_or(Value::Null));
         }
     }
-    if !has_age {
+    if !has_printer_columns {
         cells.push(
             obj.pointer("/metadata/creationTimestamp")
                 .cloned()

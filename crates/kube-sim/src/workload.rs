@@ -6,7 +6,8 @@
 //!   replica counts and the conditions are written as soon as a change is seen. What takes time
 //!   is pods starting: a pod becomes ready `delayMs` after it is created, and available
 //!   `minReadySeconds` after that. An operator that treats `observedGeneration == generation`
-//!   as "rolled out" is wrong on a real cluster and is wrong here too.
+//!   as "rolled out" is wrong on a real cluster and is wrong here too. A pod once ready stays
+//!   ready, so changing the delay affects only pods still starting.
 //! - No Pods or ReplicaSets are stored: the simulator keeps its virtual pods in memory and
 //!   writes only the status a real controller would write, with the real condition reasons and
 //!   messages, and only when it differs from the stored one.
@@ -95,7 +96,8 @@ pub async fn run(shared: Arc<Shared>) {
                     + Duration::from_millis(5)
             }
             None => Duration::from_secs(3600),
-        };
+        }
+        .min(Duration::from_secs(3600));
         tokio::select! {
             r = changed.changed() => if r.is_err() { return },
             r = shutdown.changed() => if r.is_err() { return },
@@ -113,8 +115,7 @@ fn pass(shared: &Shared, memory: &mut Memory) -> Option<Timestamp> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
     let Some(config) = config else {
-        // Switched off: forget the virtual pods, as if the controllers were stopped.
-        *memory = Memory::default();
+        // Switched off: the controllers stop, the virtual pods keep running.
         return None;
     };
     // Compute and write under one lock: a client write in between would otherwise be
@@ -163,7 +164,9 @@ fn sync(
             wake = earliest(wake, due);
             if obj.get("status") != Some(&status) {
                 let mut updated = (*obj).clone();
-                updated["status"] = status;
+                if let Some(o) = updated.as_object_mut() {
+                    o.insert("status".into(), status);
+                }
                 c.controller_put(&rt, updated);
                 wrote = true;
             }
@@ -186,7 +189,9 @@ fn sync(
             wake = earliest(wake, due);
             if obj.get("status") != Some(&status) {
                 let mut updated = (*obj).clone();
-                updated["status"] = status;
+                if let Some(o) = updated.as_object_mut() {
+                    o.insert("status".into(), status);
+                }
                 c.controller_put(&rt, updated);
                 wrote = true;
             }
@@ -215,6 +220,70 @@ fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
     }
 }
 
+// ----- pods ------------------------------------------------------------------------------------
+
+/// When a group of pods started and, once they passed their readiness checks, since when they
+/// have been ready. Readiness is kept once reached, so raising the delay later does not take
+/// running pods down; lowering it speeds up the pods still starting.
+#[derive(Debug, Clone, PartialEq)]
+struct Start {
+    since: Timestamp,
+    ready_since: Option<Timestamp>,
+}
+
+impl Start {
+    fn at(now: Timestamp) -> Self {
+        Self {
+            since: now,
+            ready_since: None,
+        }
+    }
+
+    /// Pods found already running when the simulator first sees them.
+    fn settled() -> Self {
+        Self {
+            since: Timestamp::UNIX_EPOCH,
+            ready_since: Some(Timestamp::UNIX_EPOCH),
+        }
+    }
+
+    /// Marks the pods ready once the delay has passed; pods held unavailable lose readiness.
+    fn latch(&mut self, up: bool, delay: SignedDuration, now: Timestamp) {
+        if !up {
+            self.ready_since = None;
+        } else if self.ready_since.is_none() && now >= later(self.since, delay) {
+            self.ready_since = Some(later(self.since, delay));
+        }
+    }
+
+    fn ready(&self) -> bool {
+        self.ready_since.is_some()
+    }
+
+    /// Ready for at least `min_ready` (the pod's `minReadySeconds`).
+    fn available(&self, min_ready: SignedDuration, now: Timestamp) -> bool {
+        self.ready_since.is_some_and(|r| now >= later(r, min_ready))
+    }
+
+    /// When the pods will next become ready or available by themselves.
+    fn next_change(
+        &self,
+        up: bool,
+        delay: SignedDuration,
+        min_ready: SignedDuration,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
+        if !up {
+            return None;
+        }
+        let at = match self.ready_since {
+            None => later(self.since, delay),
+            Some(r) => later(r, min_ready),
+        };
+        (at > now).then_some(at)
+    }
+}
+
 // ----- Deployments -----------------------------------------------------------------------------
 
 /// What the simulator remembers of one Deployment's pods.
@@ -222,8 +291,8 @@ fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
 pub struct DeploymentTrack {
     /// The pod-template-hash of the newest ReplicaSet (frozen while the Deployment is paused).
     hash: String,
-    /// When the newest ReplicaSet's pods were created (or last allowed to become ready).
-    since: Timestamp,
+    /// When the newest ReplicaSet's pods started (or were last allowed to become ready).
+    start: Start,
     /// Whether the previous ReplicaSet's pods were available when this rollout began, so a
     /// rolling update keeps them serving until the new ones are available.
     replacing: bool,
@@ -247,7 +316,9 @@ struct DeploymentSpec<'a> {
 
 impl<'a> DeploymentSpec<'a> {
     fn of(dep: &'a Value) -> Self {
-        let replicas = int(dep, "/spec/replicas").unwrap_or(1).max(0);
+        let replicas = int(dep, "/spec/replicas")
+            .unwrap_or(1)
+            .clamp(0, i64::from(i32::MAX));
         let rolling = dep
             .pointer("/spec/strategy/type")
             .and_then(Value::as_str)
@@ -350,48 +421,48 @@ pub fn deployment_status(
             let settled = int(dep, "/status/observedGeneration") == Some(spec.generation)
                 && stored.updated == spec.replicas
                 && stored.available == spec.replicas;
-            let since = if settled && !unavailable {
-                Timestamp::UNIX_EPOCH
+            let start = if settled && !unavailable {
+                Start::settled()
             } else {
-                now
+                Start::at(now)
             };
             DeploymentTrack {
                 hash: spec.hash.clone(),
-                since,
+                start,
                 replacing: false,
                 unavailable,
             }
         }
         Some(mut t) => {
             if t.hash != spec.hash && !spec.paused {
-                let serving = !t.unavailable && now >= later(later(t.since, delay), spec.min_ready);
+                let serving = !t.unavailable && t.start.available(spec.min_ready, now);
                 t = DeploymentTrack {
                     hash: spec.hash.clone(),
-                    since: now,
+                    start: Start::at(now),
                     replacing: serving,
                     unavailable,
                 };
             }
             if t.unavailable && !unavailable {
                 // The pods only start passing their readiness checks from now on.
-                t.since = now;
+                t.start = Start::at(now);
             }
             t.unavailable = unavailable;
             t
         }
     };
+    let mut t = t;
 
-    let ready_at = later(t.since, delay);
-    let available_at = later(ready_at, spec.min_ready);
     let up = !unavailable;
-    let new_ready = up && now >= ready_at;
-    let new_available = up && now >= available_at;
+    t.start.latch(up, delay, now);
+    let new_ready = t.start.ready();
+    let new_available = t.start.available(spec.min_ready, now);
     let n = spec.replicas;
     let counts = if t.replacing && up && spec.rolling && !new_available {
         // Mid rolling update: the new ReplicaSet has surged as far as maxSurge and
         // maxUnavailable allow, the old one is scaled down to the minimum that must stay
         // available, and nothing moves until the new pods are available.
-        let new = n.min(spec.max_surge + spec.max_unavailable);
+        let new = n.min(spec.max_surge.saturating_add(spec.max_unavailable));
         let old = n - spec.max_unavailable;
         Counts {
             replicas: old + new,
@@ -408,14 +479,7 @@ pub fn deployment_status(
         }
     };
 
-    let mut wake = None;
-    if up {
-        for at in [ready_at, available_at] {
-            if at > now {
-                wake = earliest(wake, Some(at));
-            }
-        }
-    }
+    let mut wake = t.start.next_change(up, delay, spec.min_ready, now);
 
     let stamp_now = stamp(now);
     let previous: Vec<Value> = dep
@@ -515,7 +579,9 @@ pub fn deployment_status(
                         &msg,
                         &stamp_now,
                     );
-                    c["lastUpdateTime"] = Value::String(stamp_now.clone());
+                    if let Some(o) = c.as_object_mut() {
+                        o.insert("lastUpdateTime".into(), Value::String(stamp_now.clone()));
+                    }
                     progressing = Some(c);
                 } else if timed_out(progressing.as_ref(), deadline, now) {
                     let msg = format!("ReplicaSet \"{rs}\" has timed out progressing.");
@@ -604,13 +670,15 @@ fn last_update(c: &Value, now: Timestamp) -> Timestamp {
 pub struct DaemonSetTrack {
     pods: BTreeMap<String, DaemonPod>,
     unavailable: bool,
+    /// Whether the simulator has seen the DaemonSet before.
+    seen: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 struct DaemonPod {
     /// The template hash the pod was created from.
     hash: String,
-    since: Timestamp,
+    start: Start,
     /// A surge replacement: the previous pod still runs beside this one until this one is
     /// available, and as the older pod it is the one the status counts.
     surging: bool,
@@ -641,13 +709,23 @@ pub fn daemonset_status(
     let hash = pod_template_hash(&template, int(ds, "/status/collisionCount"));
     let unavailable = config.is_unavailable(WorkloadKind::DaemonSet, namespace, name);
     let up = !unavailable;
-    if track.unavailable && up {
-        for pod in track.pods.values_mut() {
-            pod.since = now;
+    let delay = config.delay();
+    for pod in track.pods.values_mut() {
+        if track.unavailable && up {
+            pod.start = Start::at(now);
         }
+        pod.start.latch(up, delay, now);
     }
     track.unavailable = unavailable;
-    let delay = config.delay();
+    let new_pod = |surging: bool| {
+        let mut start = Start::at(now);
+        start.latch(up, delay, now);
+        DaemonPod {
+            hash: hash.clone(),
+            start,
+            surging,
+        }
+    };
     let min_ready = SignedDuration::from_secs(int(ds, "/spec/minReadySeconds").unwrap_or(0).max(0));
 
     let placements: Vec<Placement> = nodes
@@ -672,27 +750,37 @@ pub fn daemonset_status(
             .get(node.as_str())
             .is_some_and(|p| p.should_run || p.should_continue)
     });
+    // Seen for the first time (the simulator just switched on) with a status that reports
+    // this generation fully available: its pods are taken as running.
+    let desired_now = placements.iter().filter(|p| p.should_run).count() as i64;
+    let settled = !track.seen
+        && up
+        && int(ds, "/status/observedGeneration") == int(ds, "/metadata/generation")
+        && int(ds, "/status/numberAvailable") == Some(desired_now)
+        && int(ds, "/status/updatedNumberScheduled") == Some(desired_now);
+    track.seen = true;
     for p in placements.iter().filter(|p| p.should_run) {
-        track
-            .pods
-            .entry(p.node.clone())
-            .or_insert_with(|| DaemonPod {
-                hash: hash.clone(),
-                since: now,
-                surging: false,
-            });
+        track.pods.entry(p.node.clone()).or_insert_with(|| {
+            if settled {
+                DaemonPod {
+                    hash: hash.clone(),
+                    start: Start::settled(),
+                    surging: false,
+                }
+            } else {
+                new_pod(false)
+            }
+        });
     }
 
-    let ready = |pod: &DaemonPod, node_ready: bool| {
-        up && node_ready && (pod.surging || now >= later(pod.since, delay))
-    };
+    let ready =
+        |pod: &DaemonPod, node_ready: bool| up && node_ready && (pod.surging || pod.start.ready());
     let available = |pod: &DaemonPod, node_ready: bool| {
-        ready(pod, node_ready) && (pod.surging || now >= later(later(pod.since, delay), min_ready))
+        ready(pod, node_ready) && (pod.surging || pod.start.available(min_ready, now))
     };
     // A surging pod's own availability, which decides when the old pod goes.
-    let new_available = |pod: &DaemonPod, node_ready: bool| {
-        up && node_ready && now >= later(later(pod.since, delay), min_ready)
-    };
+    let new_available =
+        |pod: &DaemonPod, node_ready: bool| up && node_ready && pod.start.available(min_ready, now);
 
     let strategy = ds
         .pointer("/spec/updateStrategy/type")
@@ -745,27 +833,20 @@ pub fn daemonset_status(
                     }
                 }
                 for node in replace {
-                    track.pods.insert(
-                        node,
-                        DaemonPod {
-                            hash: hash.clone(),
-                            since: now,
-                            surging: false,
-                        },
-                    );
+                    track.pods.insert(node, new_pod(false));
                     acted = true;
                 }
             } else {
                 let mut surges = 0;
                 for p in &targets {
-                    if let Some(pod) = track.pods.get_mut(&p.node) {
-                        if pod.surging {
-                            if new_available(pod, p.node_ready) {
-                                pod.surging = false;
-                                acted = true;
-                            } else {
-                                surges += 1;
-                            }
+                    if let Some(pod) = track.pods.get_mut(&p.node)
+                        && pod.surging
+                    {
+                        if new_available(pod, p.node_ready) {
+                            pod.surging = false;
+                            acted = true;
+                        } else {
+                            surges += 1;
                         }
                     }
                 }
@@ -777,18 +858,10 @@ pub fn daemonset_status(
                         continue;
                     }
                     if !available(pod, p.node_ready) {
-                        *pod = DaemonPod {
-                            hash: hash.clone(),
-                            since: now,
-                            surging: false,
-                        };
+                        *pod = new_pod(false);
                         acted = true;
                     } else if surges < max_surge {
-                        *pod = DaemonPod {
-                            hash: hash.clone(),
-                            since: now,
-                            surging: true,
-                        };
+                        *pod = new_pod(true);
                         surges += 1;
                         acted = true;
                     }
@@ -814,15 +887,8 @@ pub fn daemonset_status(
             desired += i64::from(p.should_run);
             continue;
         };
-        if up && p.node_ready {
-            for at in [
-                later(pod.since, delay),
-                later(later(pod.since, delay), min_ready),
-            ] {
-                if at > now {
-                    wake = earliest(wake, Some(at));
-                }
-            }
+        if p.node_ready {
+            wake = earliest(wake, pod.start.next_change(up, delay, min_ready, now));
         }
         if !p.should_run {
             misscheduled += 1;
@@ -961,10 +1027,10 @@ pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
 fn fits_node_affinity(node: &Value, pod_spec: &Value) -> bool {
     let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
     let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    if let Some(selector) = pod_spec.get("nodeSelector").and_then(Value::as_object) {
-        if !selector.iter().all(|(k, v)| label(k) == v.as_str()) {
-            return false;
-        }
+    if let Some(selector) = pod_spec.get("nodeSelector").and_then(Value::as_object)
+        && !selector.iter().all(|(k, v)| label(k) == v.as_str())
+    {
+        return false;
     }
     let Some(required) =
         pod_spec.pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution")
@@ -1097,9 +1163,9 @@ fn scaled(v: Option<&Value>, default: &Value, total: i64, round_up: bool) -> i64
         Value::String(s) => {
             let p = s.strip_suffix('%')?.parse::<i64>().ok()?;
             Some(if round_up {
-                (p * total + 99).div_euclid(100)
+                p.saturating_mul(total).saturating_add(99).div_euclid(100)
             } else {
-                (p * total).div_euclid(100)
+                p.saturating_mul(total).div_euclid(100)
             })
         }
         _ => None,
@@ -1118,13 +1184,12 @@ fn condition(
     now: &str,
 ) -> Value {
     let field = |f: &str| previous.and_then(|p| p.get(f)).and_then(Value::as_str);
-    if let Some(p) = previous {
-        if field("status") == Some(status)
-            && field("reason") == Some(reason)
-            && field("message") == Some(message)
-        {
-            return p.clone();
-        }
+    if let Some(p) = previous
+        && field("status") == Some(status)
+        && field("reason") == Some(reason)
+        && field("message") == Some(message)
+    {
+        return p.clone();
     }
     let transition = match field("status") {
         Some(s) if s == status => field("lastTransitionTime").unwrap_or(now).to_string(),
@@ -1300,6 +1365,29 @@ mod tests {
         let settled = dep["status"].clone();
         step(&mut dep, &mut track, at(500), &cfg);
         assert_eq!(dep["status"], settled, "a settled status is not rewritten");
+    }
+
+    #[test]
+    fn a_longer_delay_holds_back_starting_pods_but_not_running_ones() {
+        let mut dep = deployment(2, "nginx:1");
+        let mut track = None;
+        step(&mut dep, &mut track, at(0), &config(0));
+        assert_eq!(dep["status"]["availableReplicas"], 2);
+        step(&mut dep, &mut track, at(1), &config(60_000));
+        assert_eq!(
+            dep["status"]["availableReplicas"], 2,
+            "running pods stay ready"
+        );
+
+        let mut slow = deployment(2, "nginx:1");
+        let mut track = None;
+        step(&mut slow, &mut track, at(0), &config(60_000));
+        assert!(slow["status"].get("availableReplicas").is_none());
+        step(&mut slow, &mut track, at(1), &config(0));
+        assert_eq!(
+            slow["status"]["availableReplicas"], 2,
+            "starting pods catch up with a shorter delay"
+        );
     }
 
     #[test]
@@ -1559,7 +1647,7 @@ mod tests {
             {"matchExpressions": [{"key": "node-role.kubernetes.io/master", "operator": "DoesNotExist"}]},
         ]}}}});
         assert_eq!(node_should_run(&w, &affinity), (true, true));
-        assert_eq!(node_should_run(&m, &affinity).0, false);
+        assert!(!node_should_run(&m, &affinity).0);
         let by_name = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["w1"]}]},
         ]}}}});
@@ -1605,11 +1693,8 @@ mod tests {
             json!([{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}]),
             true,
         );
-        assert_eq!(node_should_run(&no_network, &plain).0, false);
-        assert_eq!(
-            node_should_run(&no_network, &json!({"hostNetwork": true})).0,
-            true
-        );
+        assert!(!node_should_run(&no_network, &plain).0);
+        assert!(node_should_run(&no_network, &json!({"hostNetwork": true})).0);
     }
 
     fn daemonset(tolerations: Value) -> Value {
@@ -1700,6 +1785,25 @@ mod tests {
             ds_counts(&status),
             [0, 0, 0, 0, 0, 0],
             "pods go with their nodes"
+        );
+    }
+
+    #[test]
+    fn a_rolled_out_daemonset_found_on_switch_on_stays_available() {
+        let nodes = vec![worker("w1"), worker("w2")];
+        let mut ds = daemonset(json!([]));
+        ds["status"] = json!({"observedGeneration": 1, "desiredNumberScheduled": 2, "currentNumberScheduled": 2,
+            "numberReady": 2, "numberAvailable": 2, "updatedNumberScheduled": 2, "numberMisscheduled": 0});
+        let mut track = DaemonSetTrack::default();
+        let (status, _) = daemonset_status(&ds, &nodes, &mut track, at(0), &config(60_000));
+        assert_eq!(status, ds["status"]);
+        let mut fresh = DaemonSetTrack::default();
+        ds["metadata"]["generation"] = json!(2);
+        let (status, _) = daemonset_status(&ds, &nodes, &mut fresh, at(0), &config(60_000));
+        assert_eq!(
+            ds_counts(&status),
+            [2, 2, 0, 0, 2, 0],
+            "a generation it has not rolled out starts afresh"
         );
     }
 
