@@ -197,7 +197,18 @@ impl Cluster {
         let mut items = Vec::new();
         let mut next_key = None;
         let mut remaining = 0usize;
-        for (key, obj) in self.store.iter(&gr, namespace, after.as_ref()) {
+        // Later pages are read at the first page's resourceVersion, as etcd would.
+        let source: Vec<(store::ObjectKey, Arc<Value>)> = match &after {
+            Some(after) => self
+                .store
+                .snapshot_after(&gr, namespace, snapshot_rv, after),
+            None => self
+                .store
+                .iter(&gr, namespace, None)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        };
+        for (key, obj) in &source {
             if let Some(pinned) = opts.fields.pinned_name()
                 && key.1 != pinned
             {
@@ -296,6 +307,7 @@ impl Cluster {
             .unwrap_or_default()
             .to_string();
         self.check_namespace_accepts(rt, &ns)?;
+        self.check_crd_accepts(rt)?;
         if self.store.get(&rt.group_resource(), &ns, &name).is_some() {
             return Err(ApiError::already_exists(rt, &name));
         }
@@ -456,6 +468,24 @@ impl Cluster {
                 d["causes"] = json!([{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]);
             }
             return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Instances of a CRD that is being deleted cannot be created (customresource_handler.go).
+    fn check_crd_accepts(&self, rt: &ResourceType) -> Result<(), ApiError> {
+        let Origin::Crd { crd_name, .. } = &rt.origin else {
+            return Ok(());
+        };
+        let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+        let terminating = self
+            .store
+            .get(&crds, "", crd_name)
+            .is_some_and(|crd| crd.pointer("/metadata/deletionTimestamp").is_some());
+        if terminating {
+            return Err(ApiError::method_not_allowed(
+                "create not allowed while custom resource definition is terminating",
+            ));
         }
         Ok(())
     }
@@ -653,7 +683,8 @@ impl Cluster {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            self.store.put(&rt.group_resource(), obj);
+            // The emptied object is never stored: the server deletes the stored one, so
+            // watchers see DELETED only (etcd3 store's deleteWithoutFinalizers).
             let gone = self.finish_delete(rt, &ns, &name);
             let body = gone.map(|g| self.present(rt, &g)).unwrap_or(Value::Null);
             return Ok(Outcome {
@@ -1041,10 +1072,9 @@ impl Cluster {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        // A terminating CRD stays served until its instances are gone (creates are refused
+        // meanwhile); `finish_delete` stops serving it when the CRD itself goes.
         self.catalogue.remove_crd(&crd_name);
-        if crd.pointer("/metadata/deletionTimestamp").is_some() {
-            return;
-        }
         let storage_version = info
             .versions
             .iter()
@@ -1107,7 +1137,6 @@ impl Cluster {
             }
         }
         if obj.pointer("/metadata/deletionTimestamp").is_some() && fins.is_empty() {
-            self.store.put(&rt.group_resource(), obj);
             self.finish_delete(rt, ns, name);
         } else {
             self.store.put(&rt.group_resource(), obj);

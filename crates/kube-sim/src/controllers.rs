@@ -225,6 +225,17 @@ fn finish_crd(c: &mut Cluster, crd_rt: &ResourceType, crd: &Value, name: &str) -
         .unwrap_or_default();
     let gr = GroupResource::new(group, plural);
     let Some(rt) = rt_for(c, &gr) else {
+        // Not served (e.g. a CRD that never had a valid version): drop what is stored anyway,
+        // so instances cannot resurface when a CRD of the same name comes back.
+        let keys: Vec<(String, String)> = c
+            .store
+            .iter(&gr, None, None)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (ns, n) in keys {
+            c.store.remove(&gr, &ns, &n);
+        }
+        c.store.drop_collection(&gr);
         c.controller_remove_finalizer(crd_rt, "", name, CRD_CLEANUP_FINALIZER);
         return true;
     };

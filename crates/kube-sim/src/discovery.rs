@@ -7,6 +7,8 @@
 //! kubectl treats as "nothing to validate client-side" and falls back to its compiled-in patch
 //! metadata; that is documented as a known difference.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
 
 use crate::resources::{Catalogue, ResourceType};
@@ -152,6 +154,89 @@ fn storage_version_hash(rt: &ResourceType) -> String {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     base64::engine::general_purpose::STANDARD.encode(h.to_be_bytes())
+}
+
+// ----- aggregated discovery ----------------------------------------------------------------
+
+/// The media type of aggregated discovery documents.
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an Accept header asks for aggregated discovery (v2), which current kubectl and
+/// kube-rs try before the legacy documents.
+pub fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|a| {
+        let params: Vec<&str> = a.split(';').map(str::trim).collect();
+        params.contains(&"as=APIGroupDiscoveryList")
+            && params.contains(&"v=v2")
+            && params.contains(&"g=apidiscovery.k8s.io")
+    })
+}
+
+/// `/api` (core only) or `/apis` (every named group) as an APIGroupDiscoveryList.
+pub fn aggregated(catalogue: &Catalogue, core: bool) -> Value {
+    let mut groups: Vec<String> = catalogue
+        .group_versions()
+        .map(|((g, _), _)| g.clone())
+        .filter(|g| g.is_empty() == core)
+        .collect();
+    groups.dedup();
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|group| {
+            let mut versions: Vec<(&String, &BTreeMap<String, std::sync::Arc<ResourceType>>)> =
+                catalogue
+                    .group_versions()
+                    .filter(|((g, _), _)| g == group)
+                    .map(|((_, v), r)| (v, r))
+                    .collect();
+            versions.sort_by_key(|(v, _)| std::cmp::Reverse(version_priority(v)));
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|(v, resources)| {
+                    let list: Vec<Value> = resources
+                        .values()
+                        .map(|rt| aggregated_resource(rt))
+                        .collect();
+                    json!({"version": v, "resources": list, "freshness": "Current"})
+                })
+                .collect();
+            let mut metadata = json!({"creationTimestamp": null});
+            if !group.is_empty() {
+                metadata["name"] = json!(group);
+            }
+            json!({"metadata": metadata, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+fn aggregated_resource(rt: &ResourceType) -> Value {
+    let kind = |k: &str| json!({"group": rt.group, "version": rt.version, "kind": k});
+    let mut subresources = Vec::new();
+    if rt.status_subresource {
+        subresources.push(json!({"subresource": "status", "responseKind": kind(&rt.kind), "verbs": ["get", "patch", "update"]}));
+    }
+    if rt.scale_subresource {
+        subresources.push(json!({"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
+    }
+    let mut r = json!({
+        "resource": rt.plural,
+        "responseKind": kind(&rt.kind),
+        "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": rt.singular,
+        "verbs": rt.verbs(),
+    });
+    if !rt.short_names.is_empty() {
+        r["shortNames"] = json!(rt.short_names);
+    }
+    if !rt.categories.is_empty() {
+        r["categories"] = json!(rt.categories);
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = json!(subresources);
+    }
+    r
 }
 
 // ----- OpenAPI ---------------------------------------------------------------------------
@@ -329,6 +414,34 @@ mod tests {
                 .iter()
                 .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
         );
+    }
+
+    #[test]
+    fn aggregated_discovery_describes_groups_and_subresources() {
+        let c = Catalogue::builtin();
+        assert!(wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+        ));
+        assert!(!wants_aggregated("application/json"));
+        let apis = aggregated(&c, false);
+        let apps = apis["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|i| i["metadata"]["name"] == "apps")
+            .expect("apps");
+        let deploy = apps["versions"][0]["resources"]
+            .as_array()
+            .expect("resources")
+            .iter()
+            .find(|r| r["resource"] == "deployments")
+            .expect("deployments");
+        assert_eq!(deploy["scope"], "Namespaced");
+        assert_eq!(deploy["responseKind"]["kind"], "Deployment");
+        assert_eq!(deploy["subresources"][0]["subresource"], "status");
+        let core = aggregated(&c, true);
+        assert_eq!(core["items"].as_array().expect("items").len(), 1);
+        assert!(core["items"][0]["metadata"].get("name").is_none());
     }
 
     #[test]

@@ -167,7 +167,9 @@ impl ApiError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"
+            ),
         )
     }
 

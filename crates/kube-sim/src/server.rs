@@ -172,6 +172,15 @@ pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
 }
 
+fn aggregated_response(doc: &Value) -> Response<Body> {
+    let mut resp = json_response(200, doc);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(discovery::AGGREGATED_V2),
+    );
+    resp
+}
+
 fn error_response(e: &ApiError) -> Response<Body> {
     json_response(e.code, &e.to_status())
 }
@@ -356,6 +365,12 @@ fn non_resource(
     match route {
         Route::Version => json_response(200, &discovery::version()),
         Route::Health => Response::new(Full::new(Bytes::from_static(b"ok")).boxed_unsync()),
+        Route::CoreVersions if discovery::wants_aggregated(accept) => {
+            aggregated_response(&discovery::aggregated(&cluster.catalogue, true))
+        }
+        Route::Groups if discovery::wants_aggregated(accept) => {
+            aggregated_response(&discovery::aggregated(&cluster.catalogue, false))
+        }
         Route::CoreVersions => json_response(200, &discovery::core_versions(&shared.address())),
         Route::Groups => json_response(200, &discovery::api_groups(&cluster.catalogue)),
         Route::Group(g) => match discovery::api_group(&cluster.catalogue, &g) {

@@ -141,6 +141,40 @@ impl Store {
         })
     }
 
+    /// The objects of a collection as they were at `rv`, in key order after `after`: the
+    /// current state with the newer history undone. `rv` must not be older than the compacted
+    /// history (callers answer 410 then).
+    pub fn snapshot_after(
+        &self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        rv: u64,
+        after: &ObjectKey,
+    ) -> Vec<(ObjectKey, Arc<Value>)> {
+        let mut snapshot: BTreeMap<ObjectKey, Arc<Value>> = self
+            .iter(gr, namespace, Some(after))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for e in self.history.iter().rev().take_while(|e| e.rv > rv) {
+            if e.gr != *gr || namespace.is_some_and(|ns| ns != e.namespace) {
+                continue;
+            }
+            let key = key_of(&e.object);
+            if key <= *after {
+                continue;
+            }
+            match (&e.kind, &e.previous) {
+                (EventType::Added, _) | (_, None) => {
+                    snapshot.remove(&key);
+                }
+                (_, Some(previous)) => {
+                    snapshot.insert(key, previous.clone());
+                }
+            }
+        }
+        snapshot.into_iter().collect()
+    }
+
     /// All collections that hold at least one object.
     pub fn collections(&self) -> impl Iterator<Item = &GroupResource> {
         self.collections
