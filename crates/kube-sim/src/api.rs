@@ -95,6 +95,10 @@ pub struct ListOptions {
     pub fields: FieldSelector,
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
+    /// `resourceVersion` of a list: empty or "0" means "current".
+    pub resource_version: String,
+    /// `resourceVersionMatch`: `Exact` or `NotOlderThan`.
+    pub resource_version_match: Option<String>,
 }
 
 pub const ORPHAN_FINALIZER: &str = "orphan";
@@ -182,6 +186,7 @@ impl Cluster {
         opts: &ListOptions,
     ) -> Result<Value, ApiError> {
         let gr = rt.group_resource();
+        let requested_rv = self.check_list_resource_version(opts)?;
         let (snapshot_rv, after) = match &opts.continue_token {
             Some(token) => {
                 let (rv, key) = decode_continue(token)?;
@@ -192,7 +197,14 @@ impl Cluster {
                 }
                 (rv, Some(key))
             }
-            None => (self.store.current_rv(), None),
+            None => match requested_rv {
+                // An exact list is read at that resourceVersion, from the undone history.
+                Some(rv) if opts.resource_version_match.as_deref() == Some("Exact") => {
+                    let start = (namespace.unwrap_or_default().to_string(), String::new());
+                    (rv, Some(start))
+                }
+                _ => (self.store.current_rv(), None),
+            },
         };
         let mut items = Vec::new();
         let mut next_key = None;
@@ -238,6 +250,62 @@ impl Cluster {
         Ok(
             json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": items}),
         )
+    }
+
+    /// Checks a list's resourceVersion and match the way the server does; returns the requested
+    /// resourceVersion when one was given.
+    fn check_list_resource_version(&self, opts: &ListOptions) -> Result<Option<u64>, ApiError> {
+        let rv = opts.resource_version.as_str();
+        if opts.continue_token.is_some() && !rv.is_empty() && rv != "0" {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        match opts.resource_version_match.as_deref() {
+            None => {}
+            Some(_) if rv.is_empty() => {
+                return Err(ApiError::invalid_list(
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            Some("Exact") if rv == "0" => {
+                return Err(ApiError::invalid_list(
+                    "resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+            Some("Exact" | "NotOlderThan") => {}
+            Some(other) => {
+                return Err(ApiError::invalid_list(&format!(
+                    "resourceVersionMatch: Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
+                )));
+            }
+        }
+        if rv.is_empty() || rv == "0" {
+            return Ok(None);
+        }
+        let requested: u64 = rv
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?;
+        let current = self.store.current_rv();
+        if requested > current {
+            let mut e = ApiError::injected(
+                504,
+                "Timeout",
+                format!("Too large resource version: {requested}, current: {current}"),
+            );
+            e.details = Some(
+                json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
+            );
+            return Err(e);
+        }
+        if opts.resource_version_match.as_deref() == Some("Exact")
+            && requested < self.store.compacted_rv()
+        {
+            return Err(ApiError::gone(
+                "The resourceVersion for the provided list is too old.",
+            ));
+        }
+        Ok(Some(requested))
     }
 
     /// Built-in list items come without apiVersion/kind, as from a real server; custom
@@ -308,9 +376,6 @@ impl Cluster {
             .to_string();
         self.check_namespace_accepts(rt, &ns)?;
         self.check_crd_accepts(rt)?;
-        if self.store.get(&rt.group_resource(), &ns, &name).is_some() {
-            return Err(ApiError::already_exists(rt, &name));
-        }
         let meta = obj_meta_mut(&mut obj)?;
         for system in [
             "uid",
@@ -324,8 +389,21 @@ impl Cluster {
         ] {
             meta.remove(system);
         }
-        reset_status_on_create(rt, &mut obj);
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
+        // The field manager sees the object as the client sent it, before the server's own
+        // preparation (status reset, defaults, finalizers), as in the real handler chain.
+        let now = now();
+        let lists = admission::list_types(rt);
+        managed_fields::record_update(
+            None,
+            &mut obj,
+            &opts.manager,
+            lists.as_ref(),
+            &now,
+            &rt.api_version(),
+            None,
+        );
+        reset_status_on_create(rt, &mut obj);
         admission::default(rt, &mut obj, None);
         admission::prepare(rt, &mut obj, None);
         if rt.group.is_empty()
@@ -338,24 +416,21 @@ impl Cluster {
         if !errors.is_empty() {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
+        // Existence is checked by storage, after validation; a terminating object says so.
+        if let Some(existing) = self.store.get(&rt.group_resource(), &ns, &name) {
+            let mut e = ApiError::already_exists(rt, &name);
+            if existing.pointer("/metadata/deletionTimestamp").is_some() {
+                e.message = format!("object is being deleted: {}", e.message);
+            }
+            return Err(e);
+        }
         let uid = self.new_uid();
-        let now = now();
         let meta = obj_meta_mut(&mut obj)?;
         meta.insert("uid".into(), Value::String(uid));
         meta.insert("creationTimestamp".into(), Value::String(now.clone()));
         if rt.tracks_generation {
             meta.insert("generation".into(), json!(1));
         }
-        let lists = admission::list_types(rt);
-        managed_fields::record_update(
-            None,
-            &mut obj,
-            &opts.manager,
-            lists.as_ref(),
-            &now,
-            &rt.api_version(),
-            None,
-        );
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut obj);
         }
@@ -508,25 +583,28 @@ impl Cluster {
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if body_name.is_empty() {
-            obj_meta_mut(&mut obj)?.insert("name".into(), Value::String(name.to_string()));
-        } else if body_name != name {
+        if body_name != name {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
         let ns = if rt.namespaced { namespace } else { "" };
-        let old = self
-            .store
-            .get(&rt.group_resource(), ns, name)
-            .ok_or_else(|| ApiError::not_found(rt, name))?;
+        let Some(old) = self.store.get(&rt.group_resource(), ns, name) else {
+            if rt.allows_create_on_update() && subresource.is_none() {
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("resourceVersion");
+                }
+                return self.create(rt, namespace, obj, opts);
+            }
+            return Err(ApiError::not_found(rt, name));
+        };
         let body_rv = obj
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        if body_rv.is_empty() && rt.is_custom() {
-            return Err(ApiError::invalid(
+        if body_rv.is_empty() && !rt.allows_unconditional_update() {
+            return Err(ApiError::invalid_resource(
                 rt,
                 name,
                 &[FieldError::invalid(
@@ -962,6 +1040,11 @@ impl Cluster {
         }
         let mut obj = (*old).clone();
         let mut fins = finalizers(&obj);
+        if opts.propagation.is_some() {
+            // The request's policy replaces whatever GC finalizer an earlier delete left.
+            fins.remove(ORPHAN_FINALIZER);
+            fins.remove(FOREGROUND_FINALIZER);
+        }
         match opts.propagation {
             Some(Propagation::Orphan) => {
                 fins.insert(ORPHAN_FINALIZER.into());
@@ -989,6 +1072,14 @@ impl Cluster {
         if !already_deleting {
             meta.insert("deletionTimestamp".into(), Value::String(now()));
             meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+            // markAsDeleting: the generation moves when deletion starts.
+            if let Some(g) = meta
+                .get("generation")
+                .and_then(Value::as_i64)
+                .filter(|g| *g > 0)
+            {
+                meta.insert("generation".into(), json!(g + 1));
+            }
         }
         meta.insert("finalizers".into(), json!(fins.iter().collect::<Vec<_>>()));
         if namespace_finalizing {
@@ -1005,7 +1096,7 @@ impl Cluster {
     /// What a DELETE returns once the object is gone: the object for custom resources and
     /// pods, a Success Status for the other built-ins.
     fn deleted_body(&self, rt: &ResourceType, gone: &Value, uid: &str) -> Value {
-        if rt.is_custom() || rt.kind == "Pod" {
+        if rt.returns_deleted_object() {
             self.present(rt, gone)
         } else {
             errors::success_status(
@@ -1042,15 +1133,27 @@ impl Cluster {
             .collect();
         let mut items = Vec::new();
         for (ns, name) in names {
-            if let Ok(out) = self.delete(rt, &ns, &name, opts)
-                && out.body.get("kind").and_then(Value::as_str) != Some("Status")
-            {
-                items.push(out.body);
+            let before = self.store.get(&rt.group_resource(), &ns, &name);
+            match self.delete(rt, &ns, &name, opts) {
+                Ok(out) => {
+                    // Every deleted (or now terminating) object is listed, whatever the type
+                    // answers to a single DELETE.
+                    let shown = if out.body.get("kind").and_then(Value::as_str) == Some("Status") {
+                        before.map(|b| (*b).clone())
+                    } else {
+                        Some(out.body)
+                    };
+                    if let Some(obj) = shown {
+                        items.push(self.list_item(rt, &obj));
+                    }
+                }
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(Outcome::new(
             200,
-            json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": {}, "items": items}),
+            json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": items}),
         ))
     }
 
@@ -1108,6 +1211,13 @@ impl Cluster {
     /// Internal writes by the emulated controllers (GC, namespace controller, workload
     /// simulator): a status or metadata change without HTTP, preconditions or managers.
     pub fn controller_put(&mut self, rt: &ResourceType, obj: Value) -> Arc<Value> {
+        // Controllers write through the API too, and the server drops no-op updates.
+        let (ns, name) = store::key_of(&obj);
+        if let Some(current) = self.store.get(&rt.group_resource(), &ns, &name)
+            && same_ignoring_managed_fields(&current, &obj)
+        {
+            return current;
+        }
         let stored = self.store.put(&rt.group_resource(), obj);
         self.after_write(rt, &stored);
         stored
@@ -1209,6 +1319,32 @@ impl ApiError {
         e
     }
 
+    /// 422 naming the resource rather than the Kind, as the update-precondition checks do.
+    fn invalid_resource(rt: &ResourceType, name: &str, errors: &[FieldError]) -> Self {
+        let mut e = Self::invalid(rt, name, errors);
+        let list = errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        e.message = format!(
+            "{} \"{name}\" is invalid: {list}",
+            rt.group_resource().qualified()
+        );
+        if let Some(d) = e.details.as_mut() {
+            d["kind"] = json!(rt.plural);
+        }
+        e
+    }
+
+    fn invalid_list(message: &str) -> Self {
+        let mut e = Self::bad_request(String::new());
+        e.code = 422;
+        e.reason = "Invalid";
+        e.message = format!("ListOptions.meta.k8s.io \"\" is invalid: {message}");
+        e
+    }
+
     fn invalid_scale(name: &str, errors: &[FieldError]) -> Self {
         let list = errors
             .iter()
@@ -1295,7 +1431,10 @@ fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
         }
         v
     };
-    strip(old) != strip(new)
+    // Deployments also move their generation when annotations change (deployment strategy).
+    let annotations_changed = rt.is(("apps", "Deployment"))
+        && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations");
+    annotations_changed || strip(old) != strip(new)
 }
 
 /// A write that changes nothing is not stored, so it gets no new resourceVersion and no event.

@@ -42,10 +42,17 @@ pub async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         // Passes repeat until nothing more happens: one deletion can unblock the next.
+        let mut acted = false;
         for _ in 0..100 {
             if !pass(&mut shared.lock()) {
                 break;
             }
+            acted = true;
+        }
+        if acted {
+            // Other loops (the workload simulator) react to what the controllers wrote; our
+            // own next pass finds nothing to do and stops.
+            shared.changed.send_modify(|n| *n += 1);
         }
         tokio::select! {
             r = changed.changed() => if r.is_err() { return },
@@ -206,10 +213,14 @@ fn finish_namespace(c: &mut Cluster, name: &str) -> bool {
             .is_none_or(Vec::is_empty);
         if spec_empty && api::finalizers(&obj).is_empty() {
             c.controller_finalize_namespace(name);
-        } else {
-            c.controller_put(&ns_rt, obj);
+            return true;
         }
-        return true;
+        // Other finalizers hold the namespace: strip ours once, then wait for them.
+        if obj != *ns_obj {
+            c.controller_put(&ns_rt, obj);
+            return true;
+        }
+        return acted;
     }
     acted
 }
@@ -271,6 +282,18 @@ fn owner_exists(c: &Cluster, dependent_ns: &str, r: &Value) -> bool {
     let Some(uid) = r.get("uid").and_then(Value::as_str) else {
         return false;
     };
+    // A reference the real GC cannot resolve (kind not served, or a cluster-scoped dependent
+    // naming a namespaced owner) is retried forever, never taken as a dead owner.
+    let api_version = r
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
+    match c.catalogue.by_kind(api_version, kind) {
+        None => return true,
+        Some(owner_type) if owner_type.namespaced && dependent_ns.is_empty() => return true,
+        Some(_) => {}
+    }
     let Some(owner) = c.store.by_uid(uid) else {
         return false;
     };

@@ -96,6 +96,12 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.is(("", "Namespace")) {
+            // Namespaces have no DeleteCollection: `DELETE /api/v1/namespaces` is refused.
+            return vec![
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ];
+        }
         vec![
             "create",
             "delete",
@@ -106,6 +112,48 @@ impl ResourceType {
             "update",
             "watch",
         ]
+    }
+
+    /// Whether this is the built-in `(group, kind)`.
+    pub fn is(&self, (group, kind): (&str, &str)) -> bool {
+        !self.is_custom() && self.group == group && self.kind == kind
+    }
+
+    /// Whether a PUT without a resourceVersion is accepted (the strategy's
+    /// AllowUnconditionalUpdate): not for custom resources, Leases, CSIDrivers, CSINodes and CRDs.
+    pub fn allows_unconditional_update(&self) -> bool {
+        !self.is_custom()
+            && ![
+                ("coordination.k8s.io", "Lease"),
+                ("storage.k8s.io", "CSIDriver"),
+                ("storage.k8s.io", "CSINode"),
+                ("apiextensions.k8s.io", "CustomResourceDefinition"),
+            ]
+            .iter()
+            .any(|gk| self.is(*gk))
+    }
+
+    /// Whether a PUT of a missing object creates it (AllowCreateOnUpdate).
+    pub fn allows_create_on_update(&self) -> bool {
+        [
+            ("coordination.k8s.io", "Lease"),
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+            ("rbac.authorization.k8s.io", "Role"),
+            ("rbac.authorization.k8s.io", "RoleBinding"),
+            ("", "Event"),
+        ]
+        .iter()
+        .any(|gk| self.is(*gk))
+    }
+
+    /// Whether DELETE answers with the deleted object rather than a Success Status
+    /// (the registry's ReturnDeletedObject).
+    pub fn returns_deleted_object(&self) -> bool {
+        self.is_custom()
+            || self.is(("", "Pod"))
+            || self.is(("", "Service"))
+            || self.is(("", "ServiceAccount"))
     }
 }
 

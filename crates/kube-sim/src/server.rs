@@ -172,6 +172,18 @@ pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
 }
 
+/// What a real server answers for a path no API group serves: plain text, not a Status, so
+/// clients see "not found" as an error rather than as an absent object (kube-rs `get_opt` on
+/// an API that is not installed fails instead of returning `None`).
+fn plain_not_found() -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::NOT_FOUND)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header("X-Content-Type-Options", "nosniff")
+        .body(Full::new(Bytes::from_static(b"404 page not found\n")).boxed_unsync())
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
+}
+
 fn aggregated_response(doc: &Value) -> Response<Body> {
     let mut resp = json_response(200, doc);
     resp.headers_mut().insert(
@@ -375,11 +387,11 @@ fn non_resource(
         Route::Groups => json_response(200, &discovery::api_groups(&cluster.catalogue)),
         Route::Group(g) => match discovery::api_group(&cluster.catalogue, &g) {
             Some(doc) => json_response(200, &doc),
-            None => error_response(&ApiError::no_route()),
+            None => plain_not_found(),
         },
         Route::GroupVersion(g, v) => match discovery::resource_list(&cluster.catalogue, &g, &v) {
             Some(doc) => json_response(200, &doc),
-            None => error_response(&ApiError::no_route()),
+            None => plain_not_found(),
         },
         Route::OpenApiV2 => {
             if accept.contains("protobuf") {
@@ -401,12 +413,10 @@ fn non_resource(
         Route::OpenApiV3(path) => {
             match discovery::openapi_v3_group_version(&cluster.catalogue, &path) {
                 Some(doc) => json_response(200, &doc),
-                None => error_response(&ApiError::no_route()),
+                None => plain_not_found(),
             }
         }
-        Route::Admin(_) | Route::Resource(_) | Route::NotFound => {
-            error_response(&ApiError::no_route())
-        }
+        Route::Admin(_) | Route::Resource(_) | Route::NotFound => plain_not_found(),
     }
 }
 
@@ -441,6 +451,11 @@ fn parse_list_options(
         fields,
         limit,
         continue_token,
+        resource_version: q.get("resourceVersion").cloned().unwrap_or_default(),
+        resource_version_match: q
+            .get("resourceVersionMatch")
+            .filter(|m| !m.is_empty())
+            .cloned(),
     })
 }
 
@@ -524,10 +539,16 @@ async fn resource_inner(
     if !accept_ok(accept) {
         return Err(ApiError::not_acceptable());
     }
-    let rt = shared
-        .lock()
-        .resource(&p.group, &p.version, &p.plural)
-        .ok_or_else(ApiError::no_route)?;
+    let rt = {
+        let cluster = shared.lock();
+        match cluster.resource(&p.group, &p.version, &p.plural) {
+            Some(rt) => rt,
+            None if !cluster.catalogue.has_group_version(&p.group, &p.version) => {
+                return Ok(plain_not_found());
+            }
+            None => return Err(ApiError::no_route()),
+        }
+    };
     // Shape checks: a cluster-scoped resource has no namespace in its path; a namespaced one
     // may omit it only to list or watch across namespaces.
     if !rt.namespaced && p.namespace.is_some() {
@@ -546,7 +567,7 @@ async fn resource_inner(
     }
     let ns = p.namespace.clone().unwrap_or_default();
     let watching = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
-    let wants_table = table::wants_table(accept);
+    let render = Render::from_accept(accept);
     if p.sub.as_deref() == Some("scale") {
         return scale(
             shared,
@@ -569,18 +590,14 @@ async fn resource_inner(
                 opts.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[])
                     .map_err(ApiError::bad_request)?;
             }
-            watch(
-                shared.clone(),
-                rt,
-                p.namespace.clone(),
-                opts,
-                q,
-                wants_table,
-            )
+            watch(shared.clone(), rt, p.namespace.clone(), opts, q, render)
         }
         ("GET", Some(name)) => {
             let obj = shared.lock().get(&rt, &ns, name)?;
-            if wants_table {
+            if render == Render::Metadata {
+                return Ok(json_response(200, &partial_metadata(&obj)));
+            }
+            if render == Render::Table {
                 let rv = obj
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -596,7 +613,10 @@ async fn resource_inner(
         ("GET", None) => {
             let opts = parse_list_options(&rt, q)?;
             let list = shared.lock().list(&rt, p.namespace.as_deref(), &opts)?;
-            if wants_table {
+            if render == Render::Metadata {
+                return Ok(json_response(200, &partial_metadata_list(&list)));
+            }
+            if render == Render::Table {
                 let items: Vec<Value> = list["items"].as_array().cloned().unwrap_or_default();
                 let rv = list
                     .pointer("/metadata/resourceVersion")
@@ -643,6 +663,9 @@ async fn resource_inner(
             let out = shared.write(|c| c.delete(&rt, &ns, name, &opts))?;
             Ok(json_response(out.code, &out.body))
         }
+        ("DELETE", None) if rt.is(("", "Namespace")) => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
         ("DELETE", None) => {
             let list = parse_list_options(&rt, q)?;
             let opts = delete_options(q, body)?;
@@ -741,20 +764,86 @@ fn delete_options(q: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOpt
 
 // ----- watch -------------------------------------------------------------------------------
 
+/// How objects are rendered for the client, from its Accept header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Render {
+    Full,
+    /// `as=Table`: server-side printing (`kubectl get`).
+    Table,
+    /// `as=PartialObjectMetadata[List]`: metadata only (kube-rs `metadata_watcher`).
+    Metadata,
+}
+
+impl Render {
+    fn from_accept(accept: &str) -> Self {
+        if table::wants_table(accept) {
+            Self::Table
+        } else if accept
+            .split(',')
+            .next()
+            .is_some_and(|a| a.contains("as=PartialObjectMetadata"))
+        {
+            Self::Metadata
+        } else {
+            Self::Full
+        }
+    }
+}
+
+/// The metadata-only form of an object.
+fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// A list in the metadata-only form.
+fn partial_metadata_list(list: &Value) -> Value {
+    let items: Vec<Value> = list["items"]
+        .as_array()
+        .map(|a| a.iter().map(partial_metadata).collect())
+        .unwrap_or_default();
+    json!({
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list.get("metadata").cloned().unwrap_or_else(|| json!({})),
+        "items": items,
+    })
+}
+
 struct WatchState {
     shared: Arc<Shared>,
     rt: Arc<ResourceType>,
     opts: ListOptions,
     rx: mpsc::Receiver<Arc<Event>>,
-    initial: std::vec::IntoIter<Value>,
-    pending: Option<Arc<Event>>,
+    /// Lines ready to send, in order.
+    queued: std::collections::VecDeque<Value>,
+    /// Events at or below this resourceVersion were asked not to be sent (a watch from a
+    /// resourceVersion newer than the store's waits for it).
+    skip_through: u64,
     bookmarks: bool,
     bookmark_every: Duration,
     next_bookmark: tokio::time::Instant,
     deadline: tokio::time::Instant,
-    table: bool,
+    render: Render,
     sent_columns: bool,
     done: bool,
+}
+
+/// When the next bookmark is due: every interval, and once just before the watch ends so the
+/// client resumes from a fresh resourceVersion (the watch cache aims at deadline − 2 s too).
+fn next_bookmark_at(
+    now: tokio::time::Instant,
+    every: Duration,
+    deadline: tokio::time::Instant,
+) -> tokio::time::Instant {
+    let regular = now + every;
+    match deadline.checked_sub(Duration::from_secs(2)) {
+        Some(last) if last > now && last < regular => last,
+        _ => regular,
+    }
 }
 
 fn watch(
@@ -763,43 +852,62 @@ fn watch(
     namespace: Option<String>,
     opts: ListOptions,
     q: &HashMap<String, String>,
-    table: bool,
+    render: Render,
 ) -> Result<Response<Body>, ApiError> {
     let rv_param = q.get("resourceVersion").cloned().unwrap_or_default();
     let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
-    let send_initial = q.get("sendInitialEvents").map(String::as_str) == Some("true");
-    if send_initial && q.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {
+    let send_initial_param = match q.get("sendInitialEvents").map(String::as_str) {
+        None | Some("") => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "sendInitialEvents: Invalid value: {other:?}: must be true or false"
+            )));
+        }
+    };
+    let rv_match = q
+        .get("resourceVersionMatch")
+        .filter(|m| !m.is_empty())
+        .map(String::as_str);
+    if send_initial_param.is_some() && rv_match != Some("NotOlderThan") {
         return Err(ApiError::invalid_list_options(
             "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
         ));
     }
-    if send_initial && !bookmarks {
+    if send_initial_param.is_none() && rv_match.is_some() {
+        return Err(ApiError::invalid_list_options(
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    if send_initial_param == Some(true) && !bookmarks {
         return Err(ApiError::invalid_list_options(
             "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
         ));
     }
     let timeout =
         match q.get("timeoutSeconds").map(String::as_str) {
-            None | Some("") => shared.config.default_watch_timeout,
+            // 0 means "the server's default", not "end at once".
+            None | Some("") | Some("0") => shared.config.default_watch_timeout,
             Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
                 ApiError::bad_request(format!("timeoutSeconds: Invalid value: {t:?}"))
             })?),
         };
-    let from = match rv_param.as_str() {
-        "" | "0" => None,
-        rv if send_initial => {
-            let _ = rv;
+    let unset_rv = rv_param.is_empty() || rv_param == "0";
+    let send_initial = send_initial_param.unwrap_or(unset_rv);
+    let requested_rv =
+        if unset_rv {
             None
-        }
-        rv => Some(
-            rv.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
-        ),
-    };
+        } else {
+            Some(rv_param.parse::<u64>().map_err(|_| {
+                ApiError::bad_request(format!("invalid resource version: {rv_param}"))
+            })?)
+        };
+    // With initial events the state is sent as of now; otherwise resume after the given rv.
+    let from = if send_initial { None } else { requested_rv };
     let gr = rt.group_resource();
     let mut cluster = shared.lock();
-    let started = cluster.store.watch(&gr, namespace.as_deref(), from);
-    let (backlog, rx) = match started {
+    let (backlog, rx) = match cluster.store.watch(&gr, namespace.as_deref(), from) {
         Ok(x) => x,
         Err(WatchStartError::Gone { requested, oldest }) => {
             // As the watch cache does: 200, then one ERROR event with a 410 Status.
@@ -811,58 +919,37 @@ fn watch(
                 futures::stream::iter(vec![line_bytes(&line)]).boxed(),
             ));
         }
-        Err(WatchStartError::TooNew { requested }) => {
-            let status = ApiError::injected(
-                504,
-                "Timeout",
-                format!(
-                    "Too large resource version: {requested}, current: {}",
-                    cluster.store.current_rv()
-                ),
-            )
-            .to_status();
-            let line = json!({"type": "ERROR", "object": status});
-            return Ok(stream_response(
-                futures::stream::iter(vec![line_bytes(&line)]).boxed(),
-            ));
-        }
     };
-    let mut initial = Vec::new();
-    if from.is_none() && rv_param != "now" {
-        // No resourceVersion (or "0"): the current state first, as synthetic ADDED events.
+    let mut queued = std::collections::VecDeque::new();
+    if send_initial {
         for (_, obj) in cluster.store.iter(&gr, namespace.as_deref(), None) {
             if opts.labels.matches(obj) && opts.fields.matches(obj) {
-                initial.push(json!({"type": "ADDED", "object": api::present(&rt, obj)}));
+                queued.push_back(json!({"type": "ADDED", "object": api::present(&rt, obj)}));
             }
         }
     }
-    if send_initial {
+    if send_initial_param == Some(true) {
         let mut bookmark = bookmark_object(&rt, cluster.store.current_rv());
         bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-        initial.push(json!({"type": "BOOKMARK", "object": bookmark}));
+        queued.push_back(json!({"type": "BOOKMARK", "object": bookmark}));
     }
     drop(cluster);
     // Replayed history goes out before live events; it is already filtered by collection.
-    let mut replay = Vec::new();
-    for e in backlog {
-        if let Some(line) = event_line(&rt, &opts, &e) {
-            replay.push(line);
-        }
-    }
-    initial.extend(replay);
+    queued.extend(backlog.iter().filter_map(|e| event_line(&rt, &opts, e)));
     let now = tokio::time::Instant::now();
+    let deadline = now + timeout;
     let state = WatchState {
         shared: shared.clone(),
         rt,
         opts,
         rx,
-        initial: initial.into_iter(),
-        pending: None,
+        queued,
+        skip_through: from.unwrap_or(0),
         bookmarks,
         bookmark_every: shared.config.bookmark_interval,
-        next_bookmark: now + shared.config.bookmark_interval,
-        deadline: now + timeout,
-        table,
+        next_bookmark: next_bookmark_at(now, shared.config.bookmark_interval, deadline),
+        deadline,
+        render,
         sent_columns: false,
         done: false,
     };
@@ -882,54 +969,47 @@ async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
         return None;
     }
     loop {
-        if let Some(mut line) = st.initial.next() {
-            if st.table {
-                tableize(st, &mut line);
-            }
+        if let Some(mut line) = st.queued.pop_front() {
+            render_line(st, &mut line);
             return Some(line_bytes(&line));
         }
-        if let Some(e) = st.pending.take() {
-            if let Some(mut line) = event_line(&st.rt, &st.opts, &e) {
-                if st.table {
-                    tableize(st, &mut line);
-                }
-                return Some(line_bytes(&line));
-            }
-            continue;
-        }
-        let bookmark_at = if st.bookmarks {
-            st.next_bookmark
+        let wake = if st.bookmarks {
+            st.next_bookmark.min(st.deadline)
         } else {
             st.deadline
         };
-        let wake = bookmark_at.min(st.deadline);
         tokio::select! {
             ev = st.rx.recv() => match ev {
-                Some(e) => { st.pending = Some(e); }
+                Some(e) => {
+                    if e.rv > st.skip_through {
+                        st.queued.extend(event_line(&st.rt, &st.opts, &e));
+                    }
+                }
                 None => { st.done = true; return None; }
             },
             _ = tokio::time::sleep_until(wake) => {
-                if tokio::time::Instant::now() >= st.deadline {
+                let now = tokio::time::Instant::now();
+                if now >= st.deadline {
                     st.done = true;
                     return None;
                 }
-                st.next_bookmark = tokio::time::Instant::now() + st.bookmark_every;
+                st.next_bookmark = next_bookmark_at(now, st.bookmark_every, st.deadline);
                 // Everything up to `rv` for this watcher is already in the channel (events are
-                // queued under the same lock that advances rv); drain what is <= rv first so
-                // the bookmark never runs ahead of an unsent event.
+                // queued under the same lock that advances rv): send those first, so a bookmark
+                // never runs ahead of an unsent event.
                 let rv = st.shared.lock().store.current_rv();
-                let mut ahead = Vec::new();
+                let mut pending = false;
                 while let Ok(e) = st.rx.try_recv() {
-                    ahead.push(e);
+                    pending = true;
+                    if e.rv > st.skip_through {
+                        st.queued.extend(event_line(&st.rt, &st.opts, &e));
+                    }
                 }
-                if !ahead.is_empty() {
-                    // Hand the queued events out first, in order; bookmark on the next quiet tick.
-                    let lines: Vec<Value> = ahead.iter().filter_map(|e| event_line(&st.rt, &st.opts, e)).collect();
-                    st.initial = lines.into_iter();
+                if pending {
                     continue;
                 }
-                let mut line = json!({"type": "BOOKMARK", "object": bookmark_object(&st.rt, rv)});
-                if st.table {
+                let mut line = json!({"type": "BOOKMARK", "object": bookmark_object(&st.rt, rv.max(st.skip_through))});
+                if st.render == Render::Table {
                     line["object"] = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()}, "rows": []});
                 }
                 return Some(line_bytes(&line));
@@ -938,14 +1018,24 @@ async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
     }
 }
 
-/// Rewrites an event's object as a one-row Table (for `kubectl get -w`).
-fn tableize(st: &mut WatchState, line: &mut Value) {
+/// Rewrites an event's object for the client's Accept: a one-row Table (`kubectl get -w`) or
+/// metadata only.
+fn render_line(st: &mut WatchState, line: &mut Value) {
     if line["type"] == "BOOKMARK" || line["type"] == "ERROR" {
         return;
     }
-    let obj = line["object"].take();
-    line["object"] = table::watch_table(&st.rt, &obj, !st.sent_columns);
-    st.sent_columns = true;
+    match st.render {
+        Render::Full => {}
+        Render::Table => {
+            let obj = line["object"].take();
+            line["object"] = table::watch_table(&st.rt, &obj, !st.sent_columns);
+            st.sent_columns = true;
+        }
+        Render::Metadata => {
+            let obj = line["object"].take();
+            line["object"] = partial_metadata(&obj);
+        }
+    }
 }
 
 /// Turns a store event into a watch line for this watcher, applying selector transitions.
@@ -953,15 +1043,23 @@ fn event_line(rt: &ResourceType, opts: &ListOptions, e: &Event) -> Option<Value>
     let sel = |o: &Value| opts.labels.matches(o) && opts.fields.matches(o);
     let now = sel(&e.object);
     let before = e.previous.as_deref().is_some_and(sel);
-    let kind = match e.kind {
-        EventType::Added if now => EventType::Added,
-        EventType::Modified if now && before => EventType::Modified,
-        EventType::Modified if now => EventType::Added,
-        EventType::Modified if before => EventType::Deleted,
-        EventType::Deleted if before => EventType::Deleted,
+    let (kind, object) = match e.kind {
+        EventType::Added if now => (EventType::Added, e.object.as_ref().clone()),
+        EventType::Modified if now && before => (EventType::Modified, e.object.as_ref().clone()),
+        EventType::Modified if now => (EventType::Added, e.object.as_ref().clone()),
+        // An object that stops matching leaves the watch with its previous (matching) state,
+        // stamped with the event's resourceVersion, as the watch cache sends it.
+        EventType::Modified if before => {
+            let mut prev = e.previous.as_deref().cloned().unwrap_or(Value::Null);
+            if let Some(meta) = prev.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("resourceVersion".into(), Value::String(e.rv.to_string()));
+            }
+            (EventType::Deleted, prev)
+        }
+        EventType::Deleted if before => (EventType::Deleted, e.object.as_ref().clone()),
         _ => return None,
     };
-    Some(json!({"type": kind.as_str(), "object": api::present(rt, &e.object)}))
+    Some(json!({"type": kind.as_str(), "object": api::present(rt, &object)}))
 }
 
 fn line_bytes(v: &Value) -> Bytes {

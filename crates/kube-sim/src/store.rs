@@ -63,8 +63,6 @@ pub type WatchStart = (Vec<Arc<Event>>, mpsc::Receiver<Arc<Event>>);
 pub enum WatchStartError {
     /// The requested resourceVersion is older than the compacted history.
     Gone { requested: u64, oldest: u64 },
-    /// The requested resourceVersion is in the future.
-    TooNew { requested: u64 },
 }
 
 pub struct Store {
@@ -326,9 +324,6 @@ impl Store {
     ) -> Result<WatchStart, WatchStartError> {
         let mut backlog = Vec::new();
         if let Some(from) = from {
-            if from > self.rv {
-                return Err(WatchStartError::TooNew { requested: from });
-            }
             if from < self.compacted {
                 return Err(WatchStartError::Gone {
                     requested: from,
@@ -449,10 +444,10 @@ mod tests {
         s.compact();
         let now = s.current_rv();
         assert!(s.watch(&gr, None, Some(now)).is_ok());
-        assert!(matches!(
-            s.watch(&gr, None, Some(now + 5)),
-            Err(WatchStartError::TooNew { .. })
-        ));
+        let (backlog, _) = s
+            .watch(&gr, None, Some(now + 5))
+            .expect("a future rv waits, as the watch cache does");
+        assert!(backlog.is_empty());
     }
 
     #[test]
