@@ -210,35 +210,34 @@ impl Cluster {
         let mut next_key = None;
         let mut remaining = 0usize;
         // Later pages are read at the first page's resourceVersion, as etcd would.
-        let source: Vec<(store::ObjectKey, Arc<Value>)> = match &after {
-            Some(after) => self
-                .store
-                .snapshot_after(&gr, namespace, snapshot_rv, after),
-            None => self
-                .store
-                .iter(&gr, namespace, None)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+        let source: Box<dyn Iterator<Item = (store::ObjectKey, Arc<Value>)> + '_> = match &after {
+            Some(after) => Box::new(
+                self.store
+                    .snapshot_after(&gr, namespace, snapshot_rv, after),
+            ),
+            None => Box::new(
+                self.store
+                    .iter(&gr, namespace, None)
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            ),
         };
-        for (key, obj) in &source {
-            if let Some(pinned) = opts.fields.pinned_name()
-                && key.1 != pinned
+        let pinned = opts.fields.pinned_name();
+        for (key, obj) in source {
+            if pinned.is_some_and(|p| key.1 != p)
+                || !opts.labels.matches(&obj)
+                || !opts.fields.matches(&obj)
             {
                 continue;
             }
-            if !opts.labels.matches(obj) || !opts.fields.matches(obj) {
-                continue;
-            }
-            if let Some(limit) = opts.limit
-                && items.len() >= limit
-            {
+            if opts.limit.is_some_and(|limit| items.len() >= limit) {
+                // Past the page: only count what remains, without copying it.
                 remaining += 1;
                 if next_key.is_none() {
                     next_key = Some(last_key(&items));
                 }
                 continue;
             }
-            items.push(self.list_item(rt, obj));
+            items.push(self.list_item(rt, &obj));
         }
         let mut metadata = json!({"resourceVersion": snapshot_rv.to_string()});
         if let Some(Some(key)) = next_key {

@@ -42,18 +42,40 @@ impl RequestRecord {
     }
 }
 
-#[derive(Default)]
 pub struct RequestLog {
-    records: Mutex<Vec<RequestRecord>>,
+    records: Mutex<std::collections::VecDeque<RequestRecord>>,
+    /// How many records are kept; the oldest go first, so a long benchmark's emulator memory
+    /// stays flat.
+    capacity: usize,
+}
+
+/// The default number of requests remembered.
+pub const DEFAULT_LOG_CAPACITY: usize = 200_000;
+
+impl Default for RequestLog {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_LOG_CAPACITY)
+    }
 }
 
 impl RequestLog {
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            records: Mutex::new(std::collections::VecDeque::new()),
+            capacity: capacity.max(1),
+        }
+    }
+
     pub fn push(&self, r: RequestRecord) {
-        lock(&self.records).push(r);
+        let mut records = lock(&self.records);
+        if records.len() >= self.capacity {
+            records.pop_front();
+        }
+        records.push_back(r);
     }
 
     pub fn snapshot(&self) -> Vec<RequestRecord> {
-        lock(&self.records).clone()
+        lock(&self.records).iter().cloned().collect()
     }
 
     pub fn clear(&self) {
@@ -227,6 +249,16 @@ mod tests {
             }
         );
         assert_eq!(f.list().len(), 1, "times 0 lasts until cleared");
+    }
+
+    #[test]
+    fn the_log_keeps_the_newest_records() {
+        let log = RequestLog::with_capacity(2);
+        for verb in ["get", "list", "create"] {
+            log.push(rec(verb, "x"));
+        }
+        let verbs: Vec<String> = log.snapshot().into_iter().map(|r| r.verb).collect();
+        assert_eq!(verbs, vec!["list", "create"]);
     }
 
     #[test]

@@ -140,19 +140,19 @@ impl Store {
     }
 
     /// The objects of a collection as they were at `rv`, in key order after `after`: the
-    /// current state with the newer history undone. `rv` must not be older than the compacted
-    /// history (callers answer 410 then).
-    pub fn snapshot_after(
-        &self,
+    /// current state with the keys changed since `rv` put back as they were. Only the changed
+    /// keys are copied, so paging through a large collection stays linear. `rv` must not be
+    /// older than the compacted history (callers answer 410 then).
+    pub fn snapshot_after<'a>(
+        &'a self,
         gr: &GroupResource,
-        namespace: Option<&str>,
+        namespace: Option<&'a str>,
         rv: u64,
-        after: &ObjectKey,
-    ) -> Vec<(ObjectKey, Arc<Value>)> {
-        let mut snapshot: BTreeMap<ObjectKey, Arc<Value>> = self
-            .iter(gr, namespace, Some(after))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        after: &'a ObjectKey,
+    ) -> impl Iterator<Item = (ObjectKey, Arc<Value>)> + 'a {
+        // Walking back from the newest event, the last write wins: the oldest event after `rv`
+        // knows each key's state at `rv`.
+        let mut then: BTreeMap<ObjectKey, Option<Arc<Value>>> = BTreeMap::new();
         for e in self.history.iter().rev().take_while(|e| e.rv > rv) {
             if e.gr != *gr || namespace.is_some_and(|ns| ns != e.namespace) {
                 continue;
@@ -161,16 +161,25 @@ impl Store {
             if key <= *after {
                 continue;
             }
-            match (&e.kind, &e.previous) {
-                (EventType::Added, _) | (_, None) => {
-                    snapshot.remove(&key);
-                }
-                (_, Some(previous)) => {
-                    snapshot.insert(key, previous.clone());
-                }
-            }
+            let before = match e.kind {
+                EventType::Added => None,
+                EventType::Modified | EventType::Deleted => e.previous.clone(),
+            };
+            then.insert(key, before);
         }
-        snapshot.into_iter().collect()
+        let changed: BTreeSet<ObjectKey> = then.keys().cloned().collect();
+        let restored: Vec<(ObjectKey, Arc<Value>)> = then
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+        let current = self
+            .iter(gr, namespace, Some(after))
+            .filter(move |(k, _)| !changed.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone()));
+        MergeByKey {
+            a: current.peekable(),
+            b: restored.into_iter().peekable(),
+        }
     }
 
     /// All collections that hold at least one object.
@@ -369,6 +378,28 @@ impl Store {
 
     pub fn object_count(&self) -> usize {
         self.collections.values().map(BTreeMap::len).sum()
+    }
+}
+
+/// Merges two iterators that are each sorted by key (and share no key).
+struct MergeByKey<A: Iterator, B: Iterator> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<A, B> Iterator for MergeByKey<A, B>
+where
+    A: Iterator<Item = (ObjectKey, Arc<Value>)>,
+    B: Iterator<Item = (ObjectKey, Arc<Value>)>,
+{
+    type Item = (ObjectKey, Arc<Value>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some((ka, _)), Some((kb, _))) if kb < ka => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
     }
 }
 

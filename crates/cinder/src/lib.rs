@@ -1,0 +1,45 @@
+//! The OpenStack Cinder CSI driver operator's domain code: its embedded YAML assets
+//! ([`assets`]), the generation of the driver's `cloud.conf` and the `cloud-conf` ConfigMap
+//! ([`config`]), and the decision of when to recompute `enable_topology` ([`topology`]).
+//!
+//! Everything here is pure: no Kubernetes client, no OpenStack calls, no clock reads, no
+//! environment reads. The reconcile wiring (watches, apply, status) lives with the runtime and
+//! calls into this crate with the facts it has observed. Names below are part of the
+//! compatibility contract with OpenShift's operator (anchors §4) and must not change.
+
+pub mod assets;
+pub mod config;
+pub mod topology;
+
+/// Name of the CSI driver, of its CSIDriver object and of the ClusterCSIDriver CR.
+pub const CSI_DRIVER_NAME: &str = "cinder.csi.openstack.org";
+/// Namespace of the operator and of the driver's objects on a standalone cluster
+/// (`${NAMESPACE}` and `${NODE_NAMESPACE}` both become this).
+pub const DEFAULT_NAMESPACE: &str = "openshift-cluster-csi-drivers";
+/// Prefix of the operator's controller and condition names (`OpenStackCinderDriver…`).
+pub const CONTROLLER_NAME_PREFIX: &str = "OpenStackCinder";
+/// User-Agent the operator presents to OpenStack.
+pub const USER_AGENT: &str = "openstack-cinder-csi-driver-operator";
+/// The operator's own leader-election lock (a Lease in the operator namespace).
+pub const OPERATOR_LOCK_NAME: &str = "openstack-cinder-csi-driver-operator-lock";
+
+/// The controller Deployment.
+pub const CONTROLLER_DEPLOYMENT_NAME: &str = "openstack-cinder-csi-driver-controller";
+/// The node DaemonSet.
+pub const NODE_DAEMONSET_NAME: &str = "openstack-cinder-csi-driver-node";
+/// The StorageClass and the VolumeSnapshotClass.
+pub const STORAGE_CLASS_NAME: &str = "standard-csi";
+/// The VolumeSnapshotClass (same name as the StorageClass).
+pub const VOLUME_SNAPSHOT_CLASS_NAME: &str = "standard-csi";
+/// Generated ConfigMap the driver reads (`cloud.conf`, `enable_topology`, `ca-bundle.pem`).
+pub const CLOUD_CONF_CONFIGMAP: &str = "cloud-conf";
+/// Secret with `clouds.yaml` (and optionally `cacert`), minted by the cloud credential operator.
+pub const CREDENTIALS_SECRET: &str = "openstack-cloud-credentials";
+/// Secret the service CA operator fills for the metrics Service.
+pub const METRICS_SERVING_CERT_SECRET: &str =
+    "openstack-cinder-csi-driver-controller-metrics-serving-cert";
+/// ConfigMap that receives the cluster's trusted CA bundle (key `ca-bundle.crt`).
+pub const TRUSTED_CA_BUNDLE_CONFIGMAP: &str = "openstack-cinder-csi-driver-trusted-ca-bundle";
+/// The CSO-synced copy of the cloud provider config in the operator namespace, read for the
+/// `ca-bundle.pem` key only.
+pub const SYNCED_CLOUD_PROVIDER_CONFIGMAP: &str = "cloud-provider-config";

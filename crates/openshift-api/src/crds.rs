@@ -1,0 +1,236 @@
+//! The CustomResourceDefinitions of every type in this crate, embedded from `crds/*.yaml`.
+//!
+//! They were written from the real CRDs (openshift/api, cloud-credential-operator,
+//! prometheus-operator, external-snapshotter; each file names its source) with descriptions
+//! removed. The validation that matters is kept: the ClusterCSIDriver name enum, the
+//! `managementState` pattern, the log-level enums with their `Normal` default,
+//! `storageClassState`, list-map conditions and generations, status subresources. Tests and the
+//! demo create them in kube-sim; on a real OpenShift cluster they already exist.
+//!
+//! These files, not the `crd()` the `CustomResource` derive generates, are the authority on the
+//! schema: the derived one has no enums or defaults.
+//!
+//! What this module must not do: any I/O (parsing only), or panic on a bad embedded file (a
+//! broken file is a [`CrdError`], and a test parses every one).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+/// `clustercsidrivers.operator.openshift.io`.
+pub const CLUSTER_CSI_DRIVERS: &str =
+    include_str!("../crds/clustercsidrivers.operator.openshift.io.yaml");
+/// `storages.operator.openshift.io`.
+pub const STORAGES: &str = include_str!("../crds/storages.operator.openshift.io.yaml");
+/// `clusteroperators.config.openshift.io`.
+pub const CLUSTER_OPERATORS: &str =
+    include_str!("../crds/clusteroperators.config.openshift.io.yaml");
+/// `infrastructures.config.openshift.io` (platform members other than OpenStack kept opaque).
+pub const INFRASTRUCTURES: &str = include_str!("../crds/infrastructures.config.openshift.io.yaml");
+/// `proxies.config.openshift.io`.
+pub const PROXIES: &str = include_str!("../crds/proxies.config.openshift.io.yaml");
+/// `apiservers.config.openshift.io`.
+pub const APISERVERS: &str = include_str!("../crds/apiservers.config.openshift.io.yaml");
+/// `credentialsrequests.cloudcredential.openshift.io`.
+pub const CREDENTIALS_REQUESTS: &str =
+    include_str!("../crds/credentialsrequests.cloudcredential.openshift.io.yaml");
+/// `servicemonitors.monitoring.coreos.com` (minimal schema).
+pub const SERVICE_MONITORS: &str =
+    include_str!("../crds/servicemonitors.monitoring.coreos.com.yaml");
+/// `volumesnapshotclasses.snapshot.storage.k8s.io`.
+pub const VOLUME_SNAPSHOT_CLASSES: &str =
+    include_str!("../crds/volumesnapshotclasses.snapshot.storage.k8s.io.yaml");
+
+/// Every CRD as `(metadata.name, yaml)`, in an order that creates OpenShift's config and
+/// operator APIs first.
+pub fn all() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("infrastructures.config.openshift.io", INFRASTRUCTURES),
+        ("proxies.config.openshift.io", PROXIES),
+        ("apiservers.config.openshift.io", APISERVERS),
+        ("clusteroperators.config.openshift.io", CLUSTER_OPERATORS),
+        ("storages.operator.openshift.io", STORAGES),
+        (
+            "clustercsidrivers.operator.openshift.io",
+            CLUSTER_CSI_DRIVERS,
+        ),
+        (
+            "credentialsrequests.cloudcredential.openshift.io",
+            CREDENTIALS_REQUESTS,
+        ),
+        ("servicemonitors.monitoring.coreos.com", SERVICE_MONITORS),
+        (
+            "volumesnapshotclasses.snapshot.storage.k8s.io",
+            VOLUME_SNAPSHOT_CLASSES,
+        ),
+    ]
+}
+
+/// The YAML of the CRD with this `metadata.name`, if this crate has it.
+pub fn yaml(name: &str) -> Option<&'static str> {
+    all().into_iter().find(|(n, _)| *n == name).map(|(_, y)| y)
+}
+
+/// A CRD that could not be parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    /// The YAML is not a CustomResourceDefinition.
+    #[error(
+        "CRD {name} is not a valid apiextensions.k8s.io/v1 CustomResourceDefinition: {message}"
+    )]
+    Parse {
+        /// The CRD's expected name.
+        name: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The YAML parsed, but under another name.
+    #[error(
+        "CRD file for {expected} declares metadata.name {actual:?}; the file and its name in crds::all() disagree"
+    )]
+    NameMismatch {
+        /// The name it is listed under.
+        expected: String,
+        /// The name it declares.
+        actual: Option<String>,
+    },
+}
+
+/// Parses one CRD YAML, checking that it declares `name`.
+pub fn parse(name: &str, yaml: &str) -> Result<CustomResourceDefinition, CrdError> {
+    let crd: CustomResourceDefinition =
+        serde_saphyr::from_str(yaml).map_err(|e| CrdError::Parse {
+            name: name.to_owned(),
+            message: e.to_string(),
+        })?;
+    if crd.metadata.name.as_deref() != Some(name) {
+        return Err(CrdError::NameMismatch {
+            expected: name.to_owned(),
+            actual: crd.metadata.name.clone(),
+        });
+    }
+    Ok(crd)
+}
+
+/// Every CRD, parsed, in the order of [`all`].
+pub fn parsed() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    all().into_iter().map(|(n, y)| parse(n, y)).collect()
+}
+
+/// The parsed CRD with this name; `Ok(None)` if this crate has no such CRD.
+pub fn get(name: &str) -> Result<Option<CustomResourceDefinition>, CrdError> {
+    yaml(name).map(|y| parse(name, y)).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_crd_parses_under_its_name() {
+        let crds = parsed().unwrap();
+        assert_eq!(crds.len(), all().len());
+        for ((name, _), crd) in all().iter().zip(&crds) {
+            assert_eq!(crd.metadata.name.as_deref(), Some(*name));
+            let v = crd.spec.versions.first().unwrap();
+            assert!(v.served && v.storage, "{name}");
+            assert!(v.schema.is_some(), "{name} has a schema");
+        }
+    }
+
+    #[test]
+    fn crds_match_the_rust_types() {
+        use kube::Resource;
+        fn check<K: Resource<DynamicType = ()>>(crd: &CustomResourceDefinition, namespaced: bool) {
+            assert_eq!(crd.spec.group, K::group(&()));
+            assert_eq!(crd.spec.names.kind, K::kind(&()));
+            assert_eq!(crd.spec.names.plural, K::plural(&()));
+            assert_eq!(
+                crd.spec.scope,
+                if namespaced { "Namespaced" } else { "Cluster" }
+            );
+            assert!(crd.spec.versions.iter().any(|v| v.name == K::version(&())));
+        }
+        let g = |n: &str| get(n).unwrap().unwrap();
+        check::<crate::ClusterCSIDriver>(&g("clustercsidrivers.operator.openshift.io"), false);
+        check::<crate::Storage>(&g("storages.operator.openshift.io"), false);
+        check::<crate::ClusterOperator>(&g("clusteroperators.config.openshift.io"), false);
+        check::<crate::Infrastructure>(&g("infrastructures.config.openshift.io"), false);
+        check::<crate::Proxy>(&g("proxies.config.openshift.io"), false);
+        check::<crate::APIServer>(&g("apiservers.config.openshift.io"), false);
+        check::<crate::CredentialsRequest>(
+            &g("credentialsrequests.cloudcredential.openshift.io"),
+            true,
+        );
+        check::<crate::ServiceMonitor>(&g("servicemonitors.monitoring.coreos.com"), true);
+        check::<crate::VolumeSnapshotClass>(
+            &g("volumesnapshotclasses.snapshot.storage.k8s.io"),
+            false,
+        );
+        assert!(get("widgets.example.com").unwrap().is_none());
+    }
+
+    #[test]
+    fn cluster_csi_driver_crd_keeps_the_validation_that_matters() {
+        let crd = get("clustercsidrivers.operator.openshift.io")
+            .unwrap()
+            .unwrap();
+        let v = crd.spec.versions.first().unwrap();
+        assert!(
+            v.subresources
+                .as_ref()
+                .and_then(|s| s.status.as_ref())
+                .is_some()
+        );
+        let schema = serde_json::to_value(
+            v.schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .unwrap(),
+        )
+        .unwrap();
+        let names = &schema["properties"]["metadata"]["properties"]["name"]["enum"];
+        assert_eq!(
+            names.as_array().map(Vec::len),
+            Some(crate::operator::CLUSTER_CSI_DRIVER_NAMES.len())
+        );
+        for n in crate::operator::CLUSTER_CSI_DRIVER_NAMES {
+            assert!(
+                names.as_array().unwrap().contains(&serde_json::json!(n)),
+                "{n}"
+            );
+        }
+        let spec = &schema["properties"]["spec"]["properties"];
+        assert_eq!(
+            spec["managementState"]["pattern"],
+            "^(Managed|Unmanaged|Force|Removed)$"
+        );
+        for f in ["logLevel", "operatorLogLevel"] {
+            assert_eq!(spec[f]["default"], "Normal");
+            assert_eq!(
+                spec[f]["enum"],
+                serde_json::json!(["", "Normal", "Debug", "Trace", "TraceAll"])
+            );
+        }
+        assert_eq!(
+            spec["storageClassState"]["enum"],
+            serde_json::json!(["", "Managed", "Unmanaged", "Removed"])
+        );
+        let status = &schema["properties"]["status"]["properties"];
+        assert_eq!(status["conditions"]["x-kubernetes-list-type"], "map");
+        assert_eq!(
+            status["conditions"]["x-kubernetes-list-map-keys"],
+            serde_json::json!(["type"])
+        );
+        assert_eq!(status["generations"]["x-kubernetes-list-type"], "map");
+    }
+
+    #[test]
+    fn broken_yaml_is_an_error_naming_the_crd() {
+        let err = parse("x.example.com", "kind: [").unwrap_err();
+        assert!(
+            err.to_string().contains("CRD x.example.com is not a valid"),
+            "{err}"
+        );
+        let err = parse("x.example.com", STORAGES).unwrap_err();
+        assert!(matches!(err, CrdError::NameMismatch { .. }), "{err}");
+    }
+}

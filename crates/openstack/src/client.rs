@@ -1,0 +1,660 @@
+//! The HTTP client: one Keystone token reused until shortly before it expires, endpoint lookup
+//! in the token's catalog, and the three list calls the operators need.
+//!
+//! A [`Client`] belongs to one set of credentials; a [`Session`] hands out the client for the
+//! current credentials and replaces it (dropping its token) when they change, which is how a
+//! rotated Secret takes effect at once. Nothing here logs or formats a secret: tokens and
+//! passwords live in [`Secret`], the token header is marked sensitive, server messages are
+//! scrubbed, and `Debug` is written by hand.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, HeaderValue};
+
+use crate::clouds::CloudConfig;
+use crate::error::{Error, Failure, Step};
+use crate::keystone::{self, CatalogService, Service};
+use crate::secret::Secret;
+use crate::services::{self, ShareType};
+
+/// The Manila microversion we ask for. 2.0 is the floor every Manila v2 API serves, and share
+/// type id, name and extra specs (all we read) exist there; asking for more would make old
+/// clouds answer 406.
+pub const MANILA_MICROVERSION: &str = "2.0";
+const MANILA_VERSION_HEADER: &str = "X-OpenStack-Manila-API-Version";
+
+/// Tokens are renewed this long before they expire (at most; a tenth of the lifetime for
+/// short-lived tokens), so a call never starts with a token about to lapse.
+const MAX_REFRESH_MARGIN: Duration = Duration::from_secs(300);
+
+/// How to reach the cloud through a proxy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ProxySetting {
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` (and lower-case forms) from the environment, as
+    /// the Go operators do with `ProxyFromEnvironment`.
+    #[default]
+    Environment,
+    /// Every request through this proxy, except hosts in the comma-separated `no_proxy`.
+    Explicit {
+        url: String,
+        no_proxy: Option<String>,
+    },
+    /// Direct connections only.
+    Disabled,
+}
+
+/// Transport settings that are not in clouds.yaml.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientOptions {
+    /// PEM bundle added to the system roots (the Secret's `cacert` key or a ConfigMap's
+    /// `ca-bundle.pem`). `None` means the system roots only.
+    pub ca_bundle: Option<Vec<u8>>,
+    pub connect_timeout: Duration,
+    /// The whole exchange, body included.
+    pub request_timeout: Duration,
+    pub user_agent: String,
+    pub proxy: ProxySetting,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            ca_bundle: None,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            user_agent: format!("csi-operator/{}", env!("CARGO_PKG_VERSION")),
+            proxy: ProxySetting::Environment,
+        }
+    }
+}
+
+/// A digest of everything a client is built from, secrets included. Equal fingerprints mean
+/// the same credentials and transport; it is opaque and prints nothing of its input.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Fingerprint([u8; 32]);
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Fingerprint(..)")
+    }
+}
+
+/// Feeds `Hash` output into SHA-256, so the fingerprint covers every field without a second
+/// serialization that could leak somewhere.
+struct Sha256Hasher(ring::digest::Context);
+
+impl Hasher for Sha256Hasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
+impl Fingerprint {
+    pub fn of(config: &CloudConfig, options: &ClientOptions) -> Self {
+        let mut h = Sha256Hasher(ring::digest::Context::new(&ring::digest::SHA256));
+        config.hash(&mut h);
+        options.hash(&mut h);
+        let digest = h.0.finish();
+        let mut out = [0u8; 32];
+        for (o, b) in out.iter_mut().zip(digest.as_ref()) {
+            *o = *b;
+        }
+        Self(out)
+    }
+}
+
+struct CachedToken {
+    value: Secret,
+    catalog: Arc<Vec<CatalogService>>,
+    refresh_at: Instant,
+}
+
+/// An OpenStack client for one set of credentials.
+pub struct Client {
+    http: reqwest::Client,
+    config: CloudConfig,
+    fingerprint: Fingerprint,
+    request_timeout: Duration,
+    /// Held across authentication, so concurrent callers wait for one token instead of each
+    /// asking Keystone for their own.
+    token: tokio::sync::Mutex<Option<CachedToken>>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("cloud", &self.config.cloud_name)
+            .field("auth_url", &self.config.auth_url)
+            .field("region", &self.config.region)
+            .field("interface", &self.config.interface)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Builds the HTTP client (no request is made). A rustls crypto provider must be installed
+    /// in the process (`rustls::crypto::ring::default_provider().install_default()`).
+    pub fn new(config: CloudConfig, options: &ClientOptions) -> Result<Self, Error> {
+        let fingerprint = Fingerprint::of(&config, options);
+        let http = build_http(&config, options)?;
+        Ok(Self {
+            http,
+            config,
+            fingerprint,
+            request_timeout: options.request_timeout,
+            token: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    pub fn config(&self) -> &CloudConfig {
+        &self.config
+    }
+
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    /// Makes sure a valid token is held (asks Keystone only if needed).
+    pub async fn authenticate(&self) -> Result<(), Error> {
+        self.token().await.map(|_| ())
+    }
+
+    /// Forgets the token; the next call authenticates again.
+    pub async fn forget_token(&self) {
+        *self.token.lock().await = None;
+    }
+
+    /// The endpoint URL of `service` for the configured interface and region.
+    pub async fn endpoint(&self, service: Service) -> Result<String, Error> {
+        let (_, catalog) = self.token().await?;
+        keystone::select_endpoint(
+            &catalog,
+            service,
+            self.config.interface,
+            self.config.region.as_deref(),
+        )
+    }
+
+    /// Whether the catalog lists `service` at all (Manila detection).
+    pub async fn has_service(&self, service: Service) -> Result<bool, Error> {
+        let (_, catalog) = self.token().await?;
+        Ok(service
+            .catalog_types()
+            .iter()
+            .any(|t| catalog.iter().any(|s| s.service_type == *t)))
+    }
+
+    /// Nova's available zones, sorted. None available is an error, as in the Go operator.
+    pub async fn compute_availability_zones(&self) -> Result<Vec<String>, Error> {
+        let step = Step::ListComputeZones;
+        let (url, body) = self
+            .get(step, Service::Compute, "os-availability-zone", None)
+            .await?;
+        let (_, zones) = services::parse_zones(&body).map_err(|reason| bad(step, &url, reason))?;
+        if zones.is_empty() {
+            return Err(Error::Empty {
+                step,
+                reason: "Nova reports no available availability zone".into(),
+            });
+        }
+        Ok(zones)
+    }
+
+    /// Cinder's zones with `zoneState.available`, sorted. An empty list from Cinder is an
+    /// error; a list whose zones are all unavailable gives an empty result (as in Go).
+    pub async fn volume_availability_zones(&self) -> Result<Vec<String>, Error> {
+        let step = Step::ListVolumeZones;
+        let (url, body) = self
+            .get(step, Service::Volume, "os-availability-zone", None)
+            .await?;
+        let (total, zones) =
+            services::parse_zones(&body).map_err(|reason| bad(step, &url, reason))?;
+        if total == 0 {
+            return Err(Error::Empty {
+                step,
+                reason: "Cinder reports no availability zone".into(),
+            });
+        }
+        Ok(zones)
+    }
+
+    /// Manila's share types (catalog type `sharev2`).
+    pub async fn share_types(&self) -> Result<Vec<ShareType>, Error> {
+        let step = Step::ListShareTypes;
+        let (url, body) = self
+            .get(
+                step,
+                Service::SharedFileSystem,
+                "types",
+                Some((MANILA_VERSION_HEADER, MANILA_MICROVERSION)),
+            )
+            .await?;
+        services::parse_share_types(&body).map_err(|reason| bad(step, &url, reason))
+    }
+
+    /// The current token, authenticating if there is none or it is about to expire.
+    async fn token(&self) -> Result<(Secret, Arc<Vec<CatalogService>>), Error> {
+        let mut slot = self.token.lock().await;
+        if let Some(t) = slot.as_ref()
+            && Instant::now() < t.refresh_at
+        {
+            return Ok((t.value.clone(), t.catalog.clone()));
+        }
+        *slot = None;
+        let fresh = self.issue_token().await?;
+        let out = (fresh.value.clone(), fresh.catalog.clone());
+        *slot = Some(fresh);
+        Ok(out)
+    }
+
+    /// Drops the cached token if it is still `used` (another caller may have renewed it).
+    async fn discard(&self, used: &Secret) {
+        let mut slot = self.token.lock().await;
+        if slot.as_ref().is_some_and(|t| &t.value == used) {
+            *slot = None;
+        }
+    }
+
+    async fn issue_token(&self) -> Result<CachedToken, Error> {
+        let step = Step::Authenticate;
+        let url = keystone::tokens_url(&self.config.auth_url);
+        let shown = display_url(&url);
+        let started = Instant::now();
+        tracing::debug!(url = %shown, cloud = %self.config.cloud_name, "requesting a Keystone token");
+        let resp = self
+            .http
+            .post(&url)
+            .json(&keystone::auth_request_body(&self.config.auth))
+            .send()
+            .await
+            .map_err(|e| self.transport_error(step, &shown, &e))?;
+        let status = resp.status();
+        let token = resp
+            .headers()
+            .get("X-Subject-Token")
+            .map(|v| v.to_str().map(Secret::new));
+        let location = header_text(resp.headers(), "location");
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(step, &shown, &e))?;
+        self.check_status(step, &shown, status, location, &body, None)?;
+        let value = match token {
+            Some(Ok(v)) if !v.is_empty() => v,
+            Some(_) => return Err(bad(step, &shown, "X-Subject-Token is not a valid token")),
+            None => {
+                return Err(bad(
+                    step,
+                    &shown,
+                    "the answer has no X-Subject-Token header",
+                ));
+            }
+        };
+        let info = keystone::parse_token_body(&body).map_err(|r| bad(step, &shown, r))?;
+        // Lifetime from the server's own clock (issued_at → expires_at), so a skewed local
+        // clock does not make us reuse an expired token or renew on every call.
+        let lifetime = match info.issued_at {
+            Some(issued) => info.expires_at.duration_since(issued),
+            None => info.expires_at.duration_since(jiff::Timestamp::now()),
+        };
+        let lifetime = Duration::try_from(lifetime).unwrap_or(Duration::ZERO);
+        let margin = MAX_REFRESH_MARGIN.min(lifetime / 10);
+        let refresh_at = started + lifetime.saturating_sub(margin);
+        tracing::debug!(cloud = %self.config.cloud_name, lifetime_s = lifetime.as_secs(), "got a Keystone token");
+        Ok(CachedToken {
+            value,
+            catalog: Arc::new(info.catalog),
+            refresh_at,
+        })
+    }
+
+    /// GET `path` under the endpoint of `service`, re-authenticating once on a 401 (the token
+    /// may have been revoked or expired early).
+    async fn get(
+        &self,
+        step: Step,
+        service: Service,
+        path: &str,
+        header: Option<(&'static str, &'static str)>,
+    ) -> Result<(String, bytes::Bytes), Error> {
+        let mut retried = false;
+        loop {
+            let (token, catalog) = self.token().await?;
+            let base = keystone::select_endpoint(
+                &catalog,
+                service,
+                self.config.interface,
+                self.config.region.as_deref(),
+            )?;
+            let url = format!("{}/{path}", base.trim_end_matches('/'));
+            let shown = display_url(&url);
+            let mut value = HeaderValue::from_str(token.expose()).map_err(|_| {
+                bad(
+                    Step::Authenticate,
+                    &shown,
+                    "the token is not a header value",
+                )
+            })?;
+            value.set_sensitive(true);
+            let mut req = self
+                .http
+                .get(&url)
+                .header("X-Auth-Token", value)
+                .header("Accept", "application/json");
+            if let Some((k, v)) = header {
+                req = req.header(k, v);
+            }
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| self.transport_error(step, &shown, &e))?;
+            let status = resp.status();
+            let location = header_text(resp.headers(), "location");
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| self.transport_error(step, &shown, &e))?;
+            if status.as_u16() == 401 && !retried {
+                tracing::debug!(url = %shown, "token rejected; authenticating again");
+                self.discard(&token).await;
+                retried = true;
+                continue;
+            }
+            self.check_status(step, &shown, status, location, &body, Some(&token))?;
+            return Ok((shown, body));
+        }
+    }
+
+    fn check_status(
+        &self,
+        step: Step,
+        url: &str,
+        status: reqwest::StatusCode,
+        location: Option<String>,
+        body: &[u8],
+        token: Option<&Secret>,
+    ) -> Result<(), Error> {
+        if status.is_success() {
+            return Ok(());
+        }
+        let failure = if status.is_redirection() {
+            Failure::Redirect {
+                code: status.as_u16(),
+                location: location
+                    .map(|l| display_url(&l))
+                    .unwrap_or_else(|| "an unnamed location".into()),
+            }
+        } else {
+            let mut secrets = self.config.secrets();
+            if let Some(t) = token {
+                secrets.push(t.expose());
+            }
+            Failure::Status {
+                code: status.as_u16(),
+                message: server_message(body).map(|m| scrub(&m, &secrets)),
+            }
+        };
+        Err(Error::Request {
+            step,
+            url: url.to_string(),
+            failure,
+        })
+    }
+
+    fn transport_error(&self, step: Step, url: &str, e: &reqwest::Error) -> Error {
+        let chain = error_chain(e);
+        let failure = if e.is_timeout() {
+            Failure::Timeout {
+                after: self.request_timeout,
+            }
+        } else if looks_like_tls(&chain) {
+            Failure::Tls {
+                reason: innermost(e),
+            }
+        } else if e.is_connect() || e.is_request() {
+            Failure::Unreachable {
+                reason: innermost(e),
+            }
+        } else {
+            Failure::BadResponse {
+                reason: innermost(e),
+            }
+        };
+        let secrets = self.config.secrets();
+        let failure = match failure {
+            Failure::Tls { reason } => Failure::Tls {
+                reason: scrub(&reason, &secrets),
+            },
+            Failure::Unreachable { reason } => Failure::Unreachable {
+                reason: scrub(&reason, &secrets),
+            },
+            Failure::BadResponse { reason } => Failure::BadResponse {
+                reason: scrub(&reason, &secrets),
+            },
+            other => other,
+        };
+        Error::Request {
+            step,
+            url: url.to_string(),
+            failure,
+        }
+    }
+}
+
+fn bad(step: Step, url: &str, reason: impl Into<String>) -> Error {
+    Error::Request {
+        step,
+        url: url.to_string(),
+        failure: Failure::BadResponse {
+            reason: reason.into(),
+        },
+    }
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn build_http(config: &CloudConfig, options: &ClientOptions) -> Result<reqwest::Client, Error> {
+    // reqwest panics when no provider is installed; say so instead.
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        return Err(Error::HttpClient(
+            "no rustls crypto provider is installed in this process (call \
+             rustls::crypto::ring::default_provider().install_default() at start)"
+                .into(),
+        ));
+    }
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(options.connect_timeout)
+        .timeout(options.request_timeout)
+        .user_agent(options.user_agent.clone())
+        // A redirect could carry X-Auth-Token to another host; report it instead.
+        .redirect(reqwest::redirect::Policy::none());
+    match &options.proxy {
+        ProxySetting::Environment => {}
+        ProxySetting::Disabled => builder = builder.no_proxy(),
+        ProxySetting::Explicit { url, no_proxy } => {
+            let proxy = reqwest::Proxy::all(url.as_str())
+                .map_err(|e| Error::HttpClient(format!("proxy URL \"{url}\" is not valid: {e}")))?
+                .no_proxy(no_proxy.as_deref().and_then(reqwest::NoProxy::from_string));
+            builder = builder.proxy(proxy);
+        }
+    }
+    if let Some(pem) = &options.ca_bundle {
+        let certs = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| Error::CaBundle(format!("it is not a PEM certificate bundle: {e}")))?;
+        if certs.is_empty() {
+            return Err(Error::CaBundle(
+                "it holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)".into(),
+            ));
+        }
+        builder = builder.tls_certs_merge(certs);
+    }
+    if !config.verify {
+        tracing::warn!(cloud = %config.cloud_name, "clouds.yaml sets verify: false; TLS certificates are not checked");
+        builder = builder.tls_danger_accept_invalid_certs(true);
+    }
+    builder
+        .build()
+        .map_err(|e| Error::HttpClient(innermost(&e)))
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push(s.to_string());
+        cur = s.source();
+    }
+    out
+}
+
+fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: &(dyn std::error::Error + 'static) = e;
+    while let Some(s) = cur.source() {
+        cur = s;
+    }
+    cur.to_string()
+}
+
+fn looks_like_tls(chain: &[String]) -> bool {
+    chain.iter().any(|m| {
+        let m = m.to_ascii_lowercase();
+        m.contains("certificate") || m.contains("tls") || m.contains("handshake")
+    })
+}
+
+/// Drops user-info from a URL before it goes into a message.
+fn display_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+/// The human message of an OpenStack error body: Keystone's `{"error": {"message"}}`, Nova,
+/// Cinder and Manila's `{"<kind>": {"message"}}`, or a top-level `message`.
+fn server_message(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let obj = v.as_object()?;
+    let msg = obj.get("message").and_then(|m| m.as_str()).or_else(|| {
+        obj.values()
+            .find_map(|inner| inner.get("message").and_then(|m| m.as_str()))
+    })?;
+    let mut msg: String = msg.chars().filter(|c| !c.is_control()).collect();
+    if msg.chars().count() > 300 {
+        msg = msg.chars().take(300).collect::<String>() + "…";
+    }
+    Some(msg)
+}
+
+/// Replaces every occurrence of a secret (servers sometimes echo request fields).
+fn scrub(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for s in secrets {
+        if !s.is_empty() {
+            out = out.replace(s, "<redacted>");
+        }
+    }
+    out
+}
+
+/// Hands out the client for the current credentials, keeping its token across calls and
+/// replacing it when the credentials (or transport options) change.
+#[derive(Default)]
+pub struct Session {
+    current: Mutex<Option<Arc<Client>>>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let has = self.current.lock().map(|c| c.is_some()).unwrap_or_default();
+        f.debug_struct("Session").field("has_client", &has).finish()
+    }
+}
+
+impl Session {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The client for these credentials: the cached one (with its token) if nothing changed,
+    /// else a new one; the old client and its token are dropped.
+    pub fn client(
+        &self,
+        config: CloudConfig,
+        options: &ClientOptions,
+    ) -> Result<Arc<Client>, Error> {
+        let fp = Fingerprint::of(&config, options);
+        let mut cur = self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(c) = cur.as_ref()
+            && c.fingerprint == fp
+        {
+            return Ok(c.clone());
+        }
+        if cur.is_some() {
+            tracing::info!(cloud = %config.cloud_name, "OpenStack credentials changed; discarding the cached token");
+        }
+        let client = Arc::new(Client::new(config, options)?);
+        *cur = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Drops the cached client and token (e.g. when the credentials Secret is deleted).
+    pub fn clear(&self) {
+        *self
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_messages() {
+        assert_eq!(
+            server_message(br#"{"error": {"code": 401, "message": "nope", "title": "U"}}"#),
+            Some("nope".into())
+        );
+        assert_eq!(
+            server_message(br#"{"itemNotFound": {"code": 404, "message": "gone"}}"#),
+            Some("gone".into())
+        );
+        assert_eq!(server_message(b"<html>"), None);
+    }
+
+    #[test]
+    fn scrub_removes_secrets() {
+        assert_eq!(
+            scrub("bad password hunter2!", &["hunter2"]),
+            "bad password <redacted>!"
+        );
+    }
+
+    #[test]
+    fn display_url_drops_userinfo() {
+        assert_eq!(
+            display_url("https://u:p@k.example:5000/v3"),
+            "https://k.example:5000/v3"
+        );
+    }
+}

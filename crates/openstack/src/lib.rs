@@ -1,0 +1,29 @@
+//! A small OpenStack client for the operators, without any Kubernetes dependency.
+//!
+//! It parses clouds.yaml ([`CloudConfig`]), gets a Keystone v3 token with its catalog and
+//! reuses it until shortly before it expires, finds endpoints by service type, interface and
+//! region, and lists Nova and Cinder availability zones and Manila share types. A [`Session`]
+//! keeps one [`Client`] per set of credentials and drops its token when they change.
+//!
+//! It must not: read Kubernetes objects (callers pass clouds.yaml text and CA bytes), read
+//! files on its own, or put a password, application-credential secret or token into a log,
+//! an error or a `Debug` string. The process must install a rustls crypto provider
+//! (`rustls::crypto::ring::default_provider().install_default()`) before building a client.
+
+mod client;
+mod clouds;
+mod error;
+mod keystone;
+mod secret;
+mod services;
+mod yaml;
+
+pub use client::{Client, ClientOptions, Fingerprint, MANILA_MICROVERSION, ProxySetting, Session};
+pub use clouds::{
+    AppCredentialRef, AuthMethod, CloudConfig, CloudsFile, DEFAULT_CLOUD, DomainRef, Interface,
+    ProjectRef, UserRef,
+};
+pub use error::{Error, ErrorKind, Failure, Step};
+pub use keystone::{CatalogEndpoint, CatalogService, Service, select_endpoint, tokens_url};
+pub use secret::Secret;
+pub use services::{ShareType, topology_enabled};

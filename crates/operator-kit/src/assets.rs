@@ -1,0 +1,571 @@
+//! Embedded YAML assets and strict `${NAME}` replacement.
+//!
+//! Assets are YAML files compiled into the binary (`include_str!`), with `${NAME}`
+//! placeholders (NAME = `[A-Z0-9_]+`, the names OpenShift's assets use, DESIGN §2). Rendering
+//! replaces every placeholder in one pass and fails, naming the placeholder and the asset, if
+//! one has no value: an unreplaced placeholder is never shipped as a literal (Go's
+//! `strings.Replacer` leaves it). Kubernetes' own `$(ENV_VAR)` expansion, bare `$` and other
+//! `${…}` forms (e.g. shell `${var:-x}` in a script) are left alone.
+//!
+//! The only YAML parser in the crate sits behind [`parse_documents`] / [`parse_values`] (and
+//! [`to_yaml`] for output), so the serde-saphyr API is used in one place.
+//!
+//! Pure: the environment is passed in as a map, nothing here reads `std::env` or files.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::leader_timing::LeaderTiming;
+use crate::loglevel::LogLevel;
+use crate::observed_config::ServingInfo;
+
+/// Image placeholders filled from the operator's environment variables of the same name.
+pub const IMAGE_ENV_VARS: [&str; 14] = [
+    "DRIVER_IMAGE",
+    "PROVISIONER_IMAGE",
+    "ATTACHER_IMAGE",
+    "RESIZER_IMAGE",
+    "SNAPSHOTTER_IMAGE",
+    "LIVENESS_PROBE_IMAGE",
+    "NODE_DRIVER_REGISTRAR_IMAGE",
+    "KUBE_RBAC_PROXY_IMAGE",
+    "TOOLS_IMAGE",
+    "HYPERSHIFT_IMAGE",
+    "NFS_DRIVER_IMAGE",
+    "DRIVER_CONTROL_PLANE_IMAGE",
+    "LIVENESS_PROBE_CONTROL_PLANE_IMAGE",
+    "KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE",
+];
+
+/// Env var whose value becomes `${RELEASE_VERSION}`.
+pub const RELEASE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
+
+/// An asset compiled into the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asset {
+    /// File name, used in error messages (e.g. `controller.yaml`).
+    pub name: &'static str,
+    /// The YAML template.
+    pub content: &'static str,
+}
+
+impl Asset {
+    /// [`render`] this asset.
+    pub fn render(&self, repl: &Replacements) -> Result<String, AssetError> {
+        render(self.name, self.content, repl)
+    }
+
+    /// Renders and parses the single object in this asset.
+    pub fn render_object<T: DeserializeOwned>(&self, repl: &Replacements) -> Result<T, AssetError> {
+        parse_single(self.name, &self.render(repl)?)
+    }
+}
+
+/// Errors from rendering or parsing assets. Messages name the asset and say how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum AssetError {
+    /// A `${NAME}` placeholder has no value.
+    #[error("asset {asset}: placeholder ${{{name}}} has no value{hint}")]
+    Unreplaced {
+        /// Asset file name.
+        asset: String,
+        /// Placeholder name, without `${}`.
+        name: String,
+        /// How to provide it.
+        hint: &'static str,
+    },
+    /// The rendered YAML does not parse.
+    #[error("asset {asset}: invalid YAML: {message}")]
+    Yaml {
+        /// Asset file name.
+        asset: String,
+        /// Parser message (with line and column).
+        message: String,
+    },
+    /// A document does not match the expected type.
+    #[error("asset {asset}, document {index}: {message}")]
+    Shape {
+        /// Asset file name.
+        asset: String,
+        /// Zero-based index among the non-empty documents.
+        index: usize,
+        /// What does not match.
+        message: String,
+    },
+    /// A single object was expected.
+    #[error("asset {asset}: expected exactly one YAML document, found {found}")]
+    DocumentCount {
+        /// Asset file name.
+        asset: String,
+        /// Number of non-empty documents.
+        found: usize,
+    },
+    /// An object could not be written as YAML.
+    #[error("cannot write YAML: {0}")]
+    Serialize(String),
+}
+
+/// Placeholder values, by name without `${}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replacements {
+    values: BTreeMap<String, String>,
+}
+
+impl Replacements {
+    /// No values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `${name}` to `value` (replacing an earlier value).
+    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.values.insert(name.into(), value.into());
+        self
+    }
+
+    /// Builder form of [`Replacements::set`].
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.set(name, value);
+        self
+    }
+
+    /// The value of `${name}`, if set.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// Adds all of `other`'s values, which win over ours.
+    pub fn extend(&mut self, other: &Replacements) -> &mut Self {
+        for (k, v) in &other.values {
+            self.values.insert(k.clone(), v.clone());
+        }
+        self
+    }
+
+    /// All values, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Image placeholders from `env` (the operator's environment, passed in): each of
+    /// [`IMAGE_ENV_VARS`] that is set and non-empty, plus `${RELEASE_VERSION}` from
+    /// `OPERATOR_IMAGE_VERSION`. Unset images stay unset, so an asset that uses one fails to
+    /// render with a message naming the variable.
+    pub fn images_from_env(mut self, env: &BTreeMap<String, String>) -> Self {
+        for name in IMAGE_ENV_VARS {
+            if let Some(v) = env.get(name).filter(|v| !v.is_empty()) {
+                self.set(name, v.clone());
+            }
+        }
+        if let Some(v) = env.get(RELEASE_VERSION_ENV).filter(|v| !v.is_empty()) {
+            self.set("RELEASE_VERSION", v.clone());
+        }
+        self
+    }
+
+    /// `${NAMESPACE}` (control-plane namespace) and `${NODE_NAMESPACE}` (guest namespace; the
+    /// same one on a standalone cluster).
+    pub fn namespaces(self, namespace: &str, node_namespace: &str) -> Self {
+        self.with("NAMESPACE", namespace)
+            .with("NODE_NAMESPACE", node_namespace)
+    }
+
+    /// `${CLUSTER_ID}`: `Infrastructure.status.infrastructureName`.
+    pub fn cluster_id(self, cluster_id: &str) -> Self {
+        self.with("CLUSTER_ID", cluster_id)
+    }
+
+    /// `${LOG_LEVEL}`: the klog verbosity of the CR's `spec.logLevel`.
+    pub fn log_level(self, level: LogLevel) -> Self {
+        self.with("LOG_LEVEL", level.verbosity().to_string())
+    }
+
+    /// `${LEADER_ELECTION_LEASE_DURATION}`, `${LEADER_ELECTION_RENEW_DEADLINE}` and
+    /// `${LEADER_ELECTION_RETRY_PERIOD}` as Go formats them (`137s`). OpenShift passes
+    /// [`LeaderTiming::DEFAULT`] here on every topology.
+    pub fn leader_election(self, timing: &LeaderTiming) -> Self {
+        let [lease, renew, retry] = timing.as_go_seconds();
+        self.with("LEADER_ELECTION_LEASE_DURATION", lease)
+            .with("LEADER_ELECTION_RENEW_DEADLINE", renew)
+            .with("LEADER_ELECTION_RETRY_PERIOD", retry)
+    }
+
+    /// `${TLS_CIPHER_SUITES}` (comma-joined IANA names) and `${TLS_MIN_VERSION}`. Take `serving`
+    /// from [`crate::observed_config::serving_info_from_observed`], which yields the
+    /// Intermediate profile before the config observer has run (anchors §8.5 fixed).
+    pub fn tls(self, serving: &ServingInfo) -> Self {
+        let min = serving.min_tls_version_arg().to_owned();
+        self.with("TLS_CIPHER_SUITES", serving.cipher_suites_arg())
+            .with("TLS_MIN_VERSION", min)
+    }
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'
+}
+
+/// Finds the next `${NAME}` at or after `from`: returns (start of `$`, name range end) where the
+/// name spans `start + 2 .. end` and `}` is at `end`.
+fn next_placeholder(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut i = from;
+    while i + 1 < bytes.len() {
+        if bytes.get(i) == Some(&b'$') && bytes.get(i + 1) == Some(&b'{') {
+            let name_start = i + 2;
+            let mut j = name_start;
+            while bytes.get(j).copied().is_some_and(is_name_byte) {
+                j += 1;
+            }
+            if j > name_start && bytes.get(j) == Some(&b'}') {
+                return Some((i, j));
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Every distinct `${NAME}` placeholder in `template`, in order of first appearance.
+pub fn placeholders(template: &str) -> Vec<String> {
+    let bytes = template.as_bytes();
+    let mut out: Vec<String> = Vec::new();
+    let mut pos = 0;
+    while let Some((start, end)) = next_placeholder(bytes, pos) {
+        if let Some(name) = template.get(start + 2..end)
+            && !out.iter().any(|n| n == name)
+        {
+            out.push(name.to_owned());
+        }
+        pos = end + 1;
+    }
+    out
+}
+
+/// Replaces every `${NAME}` in `template` with its value from `repl`, in one pass (values are
+/// not scanned again). `asset` names the template in errors.
+///
+/// Fails on the first placeholder without a value. `$(VAR)`, bare `$` and `${…}` that is not
+/// `${` + `[A-Z0-9_]+` + `}` are copied unchanged.
+pub fn render(asset: &str, template: &str, repl: &Replacements) -> Result<String, AssetError> {
+    let bytes = template.as_bytes();
+    let mut out = String::with_capacity(template.len() + 256);
+    let mut pos = 0;
+    while let Some((start, end)) = next_placeholder(bytes, pos) {
+        // `$`, `{`, `}` and the name are ASCII, so these are char boundaries.
+        let name = template.get(start + 2..end).unwrap_or_default();
+        let Some(value) = repl.get(name) else {
+            return Err(AssetError::Unreplaced {
+                asset: asset.to_owned(),
+                name: name.to_owned(),
+                hint: hint_for(name),
+            });
+        };
+        out.push_str(template.get(pos..start).unwrap_or_default());
+        out.push_str(value);
+        pos = end + 1;
+    }
+    out.push_str(template.get(pos..).unwrap_or_default());
+    Ok(out)
+}
+
+fn hint_for(name: &str) -> &'static str {
+    if IMAGE_ENV_VARS.contains(&name) {
+        " (set the operator's environment variable of the same name to the image reference)"
+    } else if name == "RELEASE_VERSION" {
+        " (set the operator's environment variable OPERATOR_IMAGE_VERSION)"
+    } else {
+        " (the operator provides no value for it: check the placeholder's spelling in the asset)"
+    }
+}
+
+/// The YAML reader's options, in one place: YAML 1.2 core booleans (only `true`/`false`, so
+/// `on`, `yes`, `no` stay strings) and numbers with leading zeros kept as strings (`0052`).
+/// Quoted scalars are always strings.
+fn yaml_options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    options.leading_zero_numbers_as_strings = true;
+    options
+}
+
+/// Parses a (rendered) multi-document YAML string into JSON values, skipping empty documents
+/// (a leading or trailing `---`, a document of comments only).
+pub fn parse_values(asset: &str, yaml: &str) -> Result<Vec<serde_json::Value>, AssetError> {
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_str_multiple_with_options(yaml, yaml_options()).map_err(|e| {
+            AssetError::Yaml {
+                asset: asset.to_owned(),
+                message: e.to_string(),
+            }
+        })?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// Parses a (rendered) multi-document YAML string into typed objects (e.g. k8s-openapi types).
+pub fn parse_documents<T: DeserializeOwned>(asset: &str, yaml: &str) -> Result<Vec<T>, AssetError> {
+    parse_values(asset, yaml)?
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| {
+            let what = describe(&value);
+            serde_json::from_value(value).map_err(|e| AssetError::Shape {
+                asset: asset.to_owned(),
+                index,
+                message: format!("{what}: {e}"),
+            })
+        })
+        .collect()
+}
+
+/// Parses YAML holding exactly one document.
+pub fn parse_single<T: DeserializeOwned>(asset: &str, yaml: &str) -> Result<T, AssetError> {
+    let mut docs = parse_documents::<T>(asset, yaml)?;
+    match docs.len() {
+        1 => docs.pop().ok_or(AssetError::DocumentCount {
+            asset: asset.to_owned(),
+            found: 0,
+        }),
+        found => Err(AssetError::DocumentCount {
+            asset: asset.to_owned(),
+            found,
+        }),
+    }
+}
+
+/// `kind namespace/name` of a parsed document, for error messages.
+fn describe(value: &serde_json::Value) -> String {
+    let kind = value
+        .get("kind")
+        .and_then(|v| v.as_str())
+        .unwrap_or("object");
+    let meta = value.get("metadata");
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("<unnamed>");
+    match meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(|v| v.as_str())
+    {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// Writes an object as YAML (for `render` output and golden files).
+pub fn to_yaml<T: Serialize>(value: &T) -> Result<String, AssetError> {
+    serde_saphyr::to_string(value).map_err(|e| AssetError::Serialize(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn repl() -> Replacements {
+        Replacements::new()
+            .with("DRIVER_IMAGE", "quay.io/driver:1")
+            .with("LOG_LEVEL", "2")
+    }
+
+    #[test]
+    fn replaces_all_occurrences_and_keeps_env_expansion() {
+        let t = "image: ${DRIVER_IMAGE}\nargs: [--v=${LOG_LEVEL}, --endpoint=$(CSI_ENDPOINT), cost $5, ${DRIVER_IMAGE}]\nsh: ${home:-x} ${ ALSO} $${}";
+        let out = render("a.yaml", t, &repl()).unwrap();
+        assert_eq!(
+            out,
+            "image: quay.io/driver:1\nargs: [--v=2, --endpoint=$(CSI_ENDPOINT), cost $5, quay.io/driver:1]\nsh: ${home:-x} ${ ALSO} $${}"
+        );
+    }
+
+    #[test]
+    fn unreplaced_placeholder_is_an_error_naming_it_and_the_asset() {
+        let err = render(
+            "controller.yaml",
+            "a: ${DRIVER_IMAGE}\nb: ${PROVISIONER_IMAGE}\n",
+            &repl(),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("controller.yaml"), "{msg}");
+        assert!(msg.contains("${PROVISIONER_IMAGE}"), "{msg}");
+        assert!(msg.contains("environment variable"), "{msg}");
+        let err = render("x.yaml", "${TYPO_NAME}", &repl()).unwrap_err();
+        assert!(err.to_string().contains("spelling"), "{err}");
+    }
+
+    #[test]
+    fn values_are_not_rescanned() {
+        let r = Replacements::new().with("A", "${B}");
+        assert_eq!(render("x", "${A}", &r).unwrap(), "${B}");
+    }
+
+    #[test]
+    fn unicode_and_edge_positions() {
+        let r = Replacements::new().with("X", "é");
+        assert_eq!(render("x", "ü${X}ü${X}", &r).unwrap(), "üéüé");
+        assert_eq!(render("x", "$", &r).unwrap(), "$");
+        assert_eq!(render("x", "${", &r).unwrap(), "${");
+        assert_eq!(render("x", "${X", &r).unwrap(), "${X");
+        assert_eq!(placeholders("${A} ${B} ${A} $(C) ${d}"), ["A", "B"]);
+    }
+
+    #[test]
+    fn standard_replacements() {
+        let env = BTreeMap::from([
+            ("DRIVER_IMAGE".to_owned(), "d".to_owned()),
+            ("ATTACHER_IMAGE".to_owned(), String::new()),
+            ("OPERATOR_IMAGE_VERSION".to_owned(), "4.20.0".to_owned()),
+            ("UNRELATED".to_owned(), "u".to_owned()),
+        ]);
+        let r = Replacements::new()
+            .images_from_env(&env)
+            .namespaces("ns", "node-ns")
+            .cluster_id("mycluster-abcde")
+            .log_level(LogLevel::Debug)
+            .leader_election(&LeaderTiming::DEFAULT)
+            .tls(&ServingInfo::intermediate());
+        assert_eq!(r.get("DRIVER_IMAGE"), Some("d"));
+        assert_eq!(r.get("ATTACHER_IMAGE"), None);
+        assert_eq!(r.get("UNRELATED"), None);
+        assert_eq!(r.get("RELEASE_VERSION"), Some("4.20.0"));
+        assert_eq!(r.get("NAMESPACE"), Some("ns"));
+        assert_eq!(r.get("NODE_NAMESPACE"), Some("node-ns"));
+        assert_eq!(r.get("CLUSTER_ID"), Some("mycluster-abcde"));
+        assert_eq!(r.get("LOG_LEVEL"), Some("4"));
+        assert_eq!(r.get("LEADER_ELECTION_LEASE_DURATION"), Some("137s"));
+        assert_eq!(r.get("LEADER_ELECTION_RENEW_DEADLINE"), Some("107s"));
+        assert_eq!(r.get("LEADER_ELECTION_RETRY_PERIOD"), Some("26s"));
+        assert_eq!(r.get("TLS_MIN_VERSION"), Some("VersionTLS12"));
+        assert!(
+            r.get("TLS_CIPHER_SUITES")
+                .unwrap()
+                .starts_with("TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,")
+        );
+        let mut merged = Replacements::new()
+            .with("NAMESPACE", "old")
+            .with("KEEP", "k");
+        merged.extend(&r);
+        assert_eq!(merged.get("NAMESPACE"), Some("ns"));
+        assert_eq!(merged.get("KEEP"), Some("k"));
+        assert!(merged.iter().count() > r.iter().count());
+    }
+
+    const MULTI: &str = r#"
+---
+# leading empty document
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm
+  namespace: ns
+  annotations:
+    quoted-true: "true"
+    bare-on: on
+    bare-yes: yes
+    quoted-number: "0052"
+    bare-number: 0052
+data:
+  enable_topology: "true"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: dep
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: x}
+  template:
+    metadata:
+      labels: {app: x}
+    spec:
+      containers:
+      - name: c
+        image: img
+        args: ["--endpoint=$(CSI_ENDPOINT)"]
+        ports:
+        - {name: healthz, containerPort: 10301}
+        resources:
+          requests: {cpu: 10m, memory: 50Mi}
+---
+"#;
+
+    #[test]
+    fn parses_multi_document_yaml_and_skips_empty_documents() {
+        let values = parse_values("multi.yaml", MULTI).unwrap();
+        assert_eq!(values.len(), 2);
+        let ann = &values[0]["metadata"]["annotations"];
+        // YAML 1.1 booleans and leading-zero numbers must not sneak in.
+        assert_eq!(ann["quoted-true"], "true");
+        assert_eq!(ann["bare-on"], "on");
+        assert_eq!(ann["bare-yes"], "yes");
+        assert_eq!(ann["quoted-number"], "0052");
+        assert_eq!(ann["bare-number"], "0052");
+        assert_eq!(values[0]["data"]["enable_topology"], "true");
+    }
+
+    #[test]
+    fn parses_typed_objects() {
+        let docs: Vec<serde_json::Value> = parse_documents("multi.yaml", MULTI).unwrap();
+        let cm: ConfigMap = serde_json::from_value(docs[0].clone()).unwrap();
+        assert_eq!(cm.metadata.annotations.unwrap()["quoted-true"], "true");
+        let dep: Deployment = serde_json::from_value(docs[1].clone()).unwrap();
+        let spec = dep.spec.unwrap();
+        assert_eq!(spec.replicas, Some(2));
+        let c = &spec.template.spec.unwrap().containers[0];
+        assert_eq!(c.args.as_ref().unwrap()[0], "--endpoint=$(CSI_ENDPOINT)");
+        assert_eq!(c.ports.as_ref().unwrap()[0].container_port, 10301);
+    }
+
+    #[test]
+    fn parse_errors_name_the_asset_and_document() {
+        let err = parse_values("bad.yaml", "a: [unclosed\n").unwrap_err();
+        assert!(matches!(err, AssetError::Yaml { .. }));
+        assert!(
+            err.to_string().starts_with("asset bad.yaml: invalid YAML"),
+            "{err}"
+        );
+        let err = parse_documents::<Deployment>(
+            "dep.yaml",
+            "kind: Deployment\nmetadata: {name: d, namespace: n}\nspec: {replicas: many}\n",
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("dep.yaml") && msg.contains("Deployment n/d"),
+            "{msg}"
+        );
+        let err = parse_single::<ConfigMap>("two.yaml", "kind: ConfigMap\n---\nkind: ConfigMap\n")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "asset two.yaml: expected exactly one YAML document, found 2"
+        );
+        assert!(parse_single::<ConfigMap>("none.yaml", "# nothing\n").is_err());
+    }
+
+    #[test]
+    fn asset_render_object() {
+        let asset = Asset {
+            name: "cm.yaml",
+            content: "kind: ConfigMap\nmetadata:\n  name: x\n  namespace: ${NAMESPACE}\n",
+        };
+        let cm: ConfigMap = asset
+            .render_object(&Replacements::new().namespaces("ns", "ns"))
+            .unwrap();
+        assert_eq!(cm.metadata.namespace.as_deref(), Some("ns"));
+        assert!(asset.render(&Replacements::new()).is_err());
+    }
+
+    #[test]
+    fn yaml_output_round_trips_string_booleans() {
+        let v = serde_json::json!({"metadata": {"annotations": {"a": "true", "b": "on", "c": "0052"}}, "n": 3});
+        let yaml = to_yaml(&v).unwrap();
+        let back = parse_values("out", &yaml).unwrap();
+        assert_eq!(back, vec![v]);
+    }
+}

@@ -1,0 +1,397 @@
+//! Watch caches of the objects the apply engine manages, so a steady-state reconcile reads no
+//! live object.
+//!
+//! One kube-rs reflector store of `DynamicObject` per (kind, scope): namespaced kinds are
+//! watched per namespace the operator owns, cluster-scoped kinds per object name with a
+//! `metadata.name` field selector, so memory never grows with what else is in the cluster.
+//! `managedFields` are stripped before objects enter a store. Every watch event bumps a change
+//! counter the runtime maps to "reconcile the root".
+//!
+//! The set of watches is fixed before start ([`CacheBuilder`]); this module never writes to
+//! the API and never issues a GET of a single object.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::{Api, DynamicObject};
+use kube::core::ApiResource;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// What one watch covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// Every object of a namespaced kind in this namespace.
+    Namespace(String),
+    /// The one cluster-scoped object of this name.
+    ClusterObject(String),
+}
+
+/// Where a watch is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncState {
+    /// The initial list has not completed yet.
+    Starting,
+    /// The store holds a complete picture (and is kept current by the watch).
+    Synced,
+    /// The API server does not serve the kind (its CRD is missing); the watch keeps retrying
+    /// with backoff and turns `Synced` once the CRD is created.
+    NotServed,
+}
+
+/// The answer of [`Cache::lookup`].
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// The cache has the object.
+    Found(Arc<DynamicObject>),
+    /// The cache is synced and the object does not exist. `seen_rv` is the highest
+    /// resourceVersion this watch has observed (used to tell a stale cache from a deletion).
+    Absent { seen_rv: u64 },
+    /// The kind is not served by the API server.
+    NotServed,
+    /// No synced watch covers this object; the caller must read it live.
+    NotCached,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    api_version: String,
+    plural: String,
+    scope: Scope,
+}
+
+impl Key {
+    fn new(ar: &ApiResource, scope: Scope) -> Self {
+        Self {
+            api_version: ar.api_version.clone(),
+            plural: ar.plural.clone(),
+            scope,
+        }
+    }
+}
+
+struct Entry {
+    ar: ApiResource,
+    store: Store<DynamicObject>,
+    state: Arc<Mutex<SyncState>>,
+    seen_rv: Arc<AtomicU64>,
+}
+
+/// Collects the watches before start.
+pub struct CacheBuilder {
+    client: Client,
+    namespaces: BTreeSet<String>,
+    watches: Vec<(ApiResource, Scope)>,
+}
+
+impl CacheBuilder {
+    /// `namespaces` are the namespaces the operator owns; [`CacheBuilder::namespaced`] watches
+    /// a kind in each of them.
+    pub fn new(client: Client, namespaces: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            client,
+            namespaces: namespaces.into_iter().map(Into::into).collect(),
+            watches: Vec::new(),
+        }
+    }
+
+    /// Watches a namespaced kind in every owned namespace.
+    pub fn namespaced(mut self, ar: &ApiResource) -> Self {
+        let scopes: Vec<Scope> = self
+            .namespaces
+            .iter()
+            .cloned()
+            .map(Scope::Namespace)
+            .collect();
+        for scope in scopes {
+            self.push(ar, scope);
+        }
+        self
+    }
+
+    /// Watches a namespaced kind in one namespace (owned or not).
+    pub fn in_namespace(mut self, ar: &ApiResource, namespace: &str) -> Self {
+        self.push(ar, Scope::Namespace(namespace.to_string()));
+        self
+    }
+
+    /// Watches one cluster-scoped object by name.
+    pub fn cluster_object(mut self, ar: &ApiResource, name: &str) -> Self {
+        self.push(ar, Scope::ClusterObject(name.to_string()));
+        self
+    }
+
+    /// Watches what covers `obj`: its kind in its namespace, or, for a cluster-scoped object,
+    /// the object by name. The usual way to register every desired object of an operator.
+    pub fn object(self, ar: &ApiResource, obj: &DynamicObject) -> Self {
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        match obj.metadata.namespace.as_deref() {
+            Some(ns) if !ns.is_empty() => self.in_namespace(ar, ns),
+            _ => self.cluster_object(ar, &name),
+        }
+    }
+
+    fn push(&mut self, ar: &ApiResource, scope: Scope) {
+        if !self
+            .watches
+            .iter()
+            .any(|(a, s)| a.api_version == ar.api_version && a.plural == ar.plural && *s == scope)
+        {
+            self.watches.push((ar.clone(), scope));
+        }
+    }
+
+    /// Starts one watch task per registration. Must be called inside a tokio runtime; the tasks
+    /// stop when the last clone of the returned [`Cache`] is dropped.
+    pub fn start(self) -> Cache {
+        let (changes, _) = watch::channel(0u64);
+        let changes = Arc::new(changes);
+        let mut entries = HashMap::new();
+        let mut tasks = Vec::new();
+        for (ar, scope) in self.watches {
+            let (api, config) = match &scope {
+                Scope::Namespace(ns) => (
+                    Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
+                    watcher::Config::default(),
+                ),
+                Scope::ClusterObject(name) => (
+                    Api::<DynamicObject>::all_with(self.client.clone(), &ar),
+                    watcher::Config::default().fields(&format!("metadata.name={name}")),
+                ),
+            };
+            let writer = reflector::store::Writer::new(ar.clone());
+            let store = writer.as_reader();
+            let state = Arc::new(Mutex::new(SyncState::Starting));
+            let seen_rv = Arc::new(AtomicU64::new(0));
+            let task = tokio::spawn(run_watch(
+                api,
+                config,
+                writer,
+                ar.clone(),
+                scope.clone(),
+                state.clone(),
+                seen_rv.clone(),
+                changes.clone(),
+            ));
+            tasks.push(task);
+            entries.insert(
+                Key::new(&ar, scope),
+                Entry {
+                    ar,
+                    store,
+                    state,
+                    seen_rv,
+                },
+            );
+        }
+        Cache {
+            inner: Arc::new(Inner {
+                entries,
+                changes,
+                tasks,
+            }),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_watch(
+    api: Api<DynamicObject>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<DynamicObject>,
+    ar: ApiResource,
+    scope: Scope,
+    state: Arc<Mutex<SyncState>>,
+    seen_rv: Arc<AtomicU64>,
+    changes: Arc<watch::Sender<u64>>,
+) {
+    let stream = watcher(api, config)
+        .default_backoff()
+        .modify(|obj: &mut DynamicObject| {
+            // managedFields are most of an object's size and nothing here reads them.
+            obj.metadata.managed_fields = None;
+        })
+        .reflect(writer);
+    let mut stream = std::pin::pin!(stream);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => {
+                let note = |obj: &DynamicObject| {
+                    if let Some(rv) = resource_version(obj) {
+                        seen_rv.fetch_max(rv, Ordering::AcqRel);
+                    }
+                };
+                match &event {
+                    watcher::Event::Apply(o) | watcher::Event::Delete(o) => note(o),
+                    watcher::Event::InitApply(o) => {
+                        note(o);
+                        continue;
+                    }
+                    watcher::Event::Init => continue,
+                    watcher::Event::InitDone => {
+                        set_state(&state, SyncState::Synced);
+                    }
+                }
+                changes.send_modify(|n| *n = n.wrapping_add(1));
+            }
+            Err(error) => {
+                if is_not_served(&error) {
+                    let was = set_state(&state, SyncState::NotServed);
+                    if was != SyncState::NotServed {
+                        tracing::info!(kind = %ar.kind, api_version = %ar.api_version, ?scope,
+                            "the API server does not serve this kind (CRD missing?); watching for it");
+                        changes.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                } else {
+                    tracing::warn!(kind = %ar.kind, ?scope, %error, "watch failed; retrying with backoff");
+                }
+            }
+        }
+    }
+}
+
+fn set_state(state: &Mutex<SyncState>, new: SyncState) -> SyncState {
+    let mut guard = state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    std::mem::replace(&mut *guard, new)
+}
+
+fn is_not_served(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) => {
+            crate::apply::is_kind_not_served(e)
+        }
+        _ => false,
+    }
+}
+
+/// The resourceVersion as a number (etcd and kube-sim use integers; anything else is treated
+/// as unknown, which only disables the write-memo optimisations).
+pub fn resource_version(obj: &DynamicObject) -> Option<u64> {
+    obj.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+struct Inner {
+    entries: HashMap<Key, Entry>,
+    changes: Arc<watch::Sender<u64>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// The running caches; cheap to clone.
+#[derive(Clone)]
+pub struct Cache {
+    inner: Arc<Inner>,
+}
+
+impl Cache {
+    /// The cached object, if a synced watch covers it and it exists.
+    pub fn get(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        match self.lookup(ar, namespace, name) {
+            Lookup::Found(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// What the cache knows about one object.
+    pub fn lookup(&self, ar: &ApiResource, namespace: Option<&str>, name: &str) -> Lookup {
+        let scope = match namespace {
+            Some(ns) if !ns.is_empty() => Scope::Namespace(ns.to_string()),
+            _ => Scope::ClusterObject(name.to_string()),
+        };
+        let Some(entry) = self.inner.entries.get(&Key::new(ar, scope)) else {
+            return Lookup::NotCached;
+        };
+        let state = *entry
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match state {
+            SyncState::Starting => Lookup::NotCached,
+            SyncState::NotServed => Lookup::NotServed,
+            SyncState::Synced => {
+                let key = match namespace {
+                    Some(ns) if !ns.is_empty() => {
+                        ObjectRef::new_with(name, entry.ar.clone()).within(ns)
+                    }
+                    _ => ObjectRef::new_with(name, entry.ar.clone()),
+                };
+                match entry.store.get(&key) {
+                    Some(o) => Lookup::Found(o),
+                    None => Lookup::Absent {
+                        seen_rv: entry.seen_rv.load(Ordering::Acquire),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Every cached object of a kind in a namespace (namespaced watches only).
+    pub fn list(&self, ar: &ApiResource, namespace: &str) -> Vec<Arc<DynamicObject>> {
+        self.inner
+            .entries
+            .get(&Key::new(ar, Scope::Namespace(namespace.to_string())))
+            .map(|e| e.store.state())
+            .unwrap_or_default()
+    }
+
+    /// The state of every watch, for diagnostics and readiness.
+    pub fn states(&self) -> Vec<(String, Scope, SyncState)> {
+        self.inner
+            .entries
+            .iter()
+            .map(|(k, e)| {
+                let state = *e
+                    .state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                (e.ar.kind.clone(), k.scope.clone(), state)
+            })
+            .collect()
+    }
+
+    /// Waits until every watch has either synced or found its kind not served. Wrap in
+    /// `tokio::time::timeout` to bound it.
+    pub async fn wait_until_ready(&self) {
+        let mut changes = self.inner.changes.subscribe();
+        loop {
+            let ready = self.inner.entries.values().all(|e| {
+                *e.state
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    != SyncState::Starting
+            });
+            if ready {
+                return;
+            }
+            // Every state change also bumps the change counter.
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// A counter bumped on every watch event (and when a kind is found not served): the
+    /// runtime maps a change to "reconcile the root". Coalesces bursts by design.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+}

@@ -1,0 +1,23 @@
+//! operator-kit: the reusable machinery the CSI driver operators are made of, the role
+//! library-go's CSI controller set plays for OpenShift's Go operators.
+//!
+//! A driver operator is its YAML assets plus a small module: it builds desired objects with
+//! pure functions (`assets`, `hooks`, `hash`), applies them with the one `apply` engine, and
+//! reports conditions through the `status` board; `leader` keeps one writer per cluster.
+//! Nothing here knows about a particular driver.
+
+pub mod apply;
+pub mod assets;
+pub mod cache;
+pub mod conditions;
+pub mod events;
+pub mod hash;
+pub mod hooks;
+pub mod leader;
+pub mod leader_timing;
+pub mod logging;
+pub mod loglevel;
+pub mod metrics;
+pub mod observed_config;
+pub mod progressing;
+pub mod status;

@@ -1,0 +1,246 @@
+//! The operator's own Prometheus metrics and the HTTP endpoint that serves them.
+//!
+//! What an administrator wants to see about an operator (not about its driver): how often it
+//! reconciles and how long that takes, which errors it meets by category, and how many writes
+//! it makes per kind (a steady-state operator makes none). Served as Prometheus text on
+//! `/metrics`, with `/healthz` beside it; nothing here reads cluster state.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    category: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WriteLabels {
+    kind: String,
+    verb: &'static str,
+}
+
+/// The metrics one operator process exports.
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    reconciles: Family<ResultLabels, Counter>,
+    errors: Family<ErrorLabels, Counter>,
+    writes: Family<WriteLabels, Counter>,
+    duration: Histogram,
+}
+
+/// A write the apply engine made, for the `writes` counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteVerb {
+    Create,
+    Update,
+    Delete,
+}
+
+impl WriteVerb {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+impl Metrics {
+    /// Metrics named `<prefix>_reconciles_total` and so on (prefix e.g. `openstack_cinder_operator`).
+    pub fn new(prefix: &str) -> Arc<Self> {
+        let mut registry = Registry::with_prefix(prefix);
+        let reconciles = Family::<ResultLabels, Counter>::default();
+        let errors = Family::<ErrorLabels, Counter>::default();
+        let writes = Family::<WriteLabels, Counter>::default();
+        // Reconciles take milliseconds when in sync and seconds when OpenStack is slow.
+        let duration = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+        ]);
+        registry.register(
+            "reconciles",
+            "Reconciles of the operator's custom resource, by result",
+            reconciles.clone(),
+        );
+        registry.register(
+            "errors",
+            "Errors met while reconciling, by category",
+            errors.clone(),
+        );
+        registry.register(
+            "apply_writes",
+            "Writes the apply engine made, by kind and verb",
+            writes.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "How long one reconcile took",
+            duration.clone(),
+        );
+        Arc::new(Self {
+            registry: Mutex::new(registry),
+            reconciles,
+            errors,
+            writes,
+            duration,
+        })
+    }
+
+    /// One finished reconcile.
+    pub fn reconciled(&self, took: Duration, ok: bool) {
+        let result = if ok { "success" } else { "error" };
+        self.reconciles
+            .get_or_create(&ResultLabels { result })
+            .inc();
+        self.duration.observe(took.as_secs_f64());
+    }
+
+    /// An error of some category (e.g. `openstack`, `kube_api`, `config`, `apply`).
+    pub fn error(&self, category: &str) {
+        self.errors
+            .get_or_create(&ErrorLabels {
+                category: category.to_string(),
+            })
+            .inc();
+    }
+
+    /// A write of one object.
+    pub fn write(&self, kind: &str, verb: WriteVerb) {
+        self.writes
+            .get_or_create(&WriteLabels {
+                kind: kind.to_string(),
+                verb: verb.as_str(),
+            })
+            .inc();
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let registry = self
+            .registry
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Encoding into a String cannot fail; an error would only mean a half-written page.
+        if encode(&mut out, &registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+async fn metrics_page(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics.render(),
+    )
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// The router serving `/metrics` and `/healthz`.
+pub fn router(metrics: Arc<Metrics>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_page))
+        .route("/healthz", get(healthz))
+        .with_state(metrics)
+}
+
+/// Serves the metrics on `addr` until `shutdown` resolves.
+pub async fn serve(
+    metrics: Arc<Metrics>,
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    axum::serve(listener, router(metrics))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_and_histogram_are_exported() {
+        let m = Metrics::new("test_operator");
+        m.reconciled(Duration::from_millis(3), true);
+        m.reconciled(Duration::from_millis(30), false);
+        m.error("openstack");
+        m.write("Deployment", WriteVerb::Create);
+        m.write("Deployment", WriteVerb::Create);
+        let page = m.render();
+        assert!(
+            page.contains("test_operator_reconciles_total{result=\"success\"} 1"),
+            "{page}"
+        );
+        assert!(
+            page.contains("test_operator_reconciles_total{result=\"error\"} 1"),
+            "{page}"
+        );
+        assert!(
+            page.contains("test_operator_errors_total{category=\"openstack\"} 1"),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "test_operator_apply_writes_total{kind=\"Deployment\",verb=\"create\"} 2"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("test_operator_reconcile_duration_seconds_count 2"),
+            "{page}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_serves_the_page() {
+        let m = Metrics::new("served");
+        m.error("config");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(async move { axum::serve(listener, router(m)).await });
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let mut body = String::new();
+        stream.read_to_string(&mut body).await.expect("read");
+        assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+        assert!(
+            body.contains("served_errors_total{category=\"config\"} 1"),
+            "{body}"
+        );
+        server.abort();
+    }
+}
