@@ -8,7 +8,9 @@
 //! compatibility contract with OpenShift's operator (anchors §4) and must not change.
 
 pub mod assets;
+pub mod build;
 pub mod config;
+pub mod operator;
 pub mod topology;
 
 /// Name of the CSI driver, of its CSIDriver object and of the ClusterCSIDriver CR.

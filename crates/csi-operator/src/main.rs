@@ -1,9 +1,12 @@
-//! `csi-operator`: the one binary of the project. Each component is a subcommand; today the
-//! Kubernetes API emulator (`sim`), with the operators and the demo to follow.
+//! `csi-operator`: the one binary of the project. Each component is a subcommand: the OpenStack
+//! Cinder CSI driver operator, `render` (print what an operator would apply), and the
+//! Kubernetes API emulator (`sim`).
 //!
 //! This file only parses the command line and wires components together; the behaviour lives
 //! in the library crates.
 
+mod cinder;
+mod client;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -21,24 +24,71 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The OpenStack Cinder CSI driver operator.
+    #[command(name = "openstack-cinder", subcommand)]
+    OpenStackCinder(CinderCommand),
+    /// Print, as YAML, every object an operator would apply, with no cluster.
+    #[command(subcommand)]
+    Render(RenderCommand),
     /// Run kube-sim, the Kubernetes API emulator, for kubectl and operators to talk to.
     Sim(sim::SimArgs),
 }
 
+#[derive(Subcommand)]
+enum CinderCommand {
+    /// Run the operator until SIGTERM or Ctrl-C.
+    Start(cinder::StartArgs),
+}
+
+#[derive(Subcommand)]
+enum RenderCommand {
+    /// The Cinder driver's objects.
+    #[command(name = "openstack-cinder")]
+    OpenStackCinder(cinder::RenderArgs),
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    client::install_crypto();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
         match cli.command {
-            Command::Sim(args) => sim::run(args).await,
+            Command::Sim(args) => {
+                operator_kit::logging::LogControl::init(2);
+                sim::run(args).await
+            }
+            Command::OpenStackCinder(CinderCommand::Start(args)) => {
+                cinder::start(args, terminated()).await
+            }
+            Command::Render(RenderCommand::OpenStackCinder(args)) => {
+                print!("{}", cinder::render(&args)?);
+                Ok(())
+            }
         }
     })
+}
+
+/// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -42,6 +42,13 @@ pub struct ServingInfo {
     pub cipher_suites: Vec<String>,
 }
 
+/// The Intermediate profile: what a cluster without an APIServer TLS profile gets.
+impl Default for ServingInfo {
+    fn default() -> Self {
+        Self::intermediate()
+    }
+}
+
 impl ServingInfo {
     /// The Intermediate profile as the observer writes it: `VersionTLS12` and the nine suites
     /// Go supports (the DHE suites of the profile have no Go implementation and are dropped).

@@ -1,0 +1,389 @@
+//! The pure half of the Cinder operator: from a snapshot of facts to the objects it wants to
+//! exist. No client, no I/O — `render` prints exactly what this returns, and the operator
+//! applies exactly the same.
+//!
+//! Hooks run in the order of the Go operator (anchors §4.1), because their effects (hash
+//! annotations, env order) decide whether switching operators rolls the pods.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::DynamicObject;
+use kube::core::ApiResource;
+use operator_kit::assets::{self, Replacements};
+use operator_kit::hooks::{self, TopologyMode};
+use operator_kit::kinds;
+use operator_kit::leader_timing::LeaderTiming;
+use operator_kit::loglevel::LogLevel;
+use operator_kit::observed_config::ServingInfo;
+
+use crate::assets::{
+    Asset, CONTROL_PLANE_STATIC, CONTROLLER_DEPLOYMENT, GUEST_STATIC, NODE_DAEMONSET,
+    STORAGE_CLASS, VOLUME_SNAPSHOT_CLASS,
+};
+use crate::{
+    CLOUD_CONF_CONFIGMAP, CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET,
+    TRUSTED_CA_BUNDLE_CONFIGMAP,
+};
+
+/// Everything the desired objects depend on, gathered by the operator (or given to `render`).
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The control-plane namespace (standalone: also the node namespace).
+    pub namespace: String,
+    /// Image env vars (`DRIVER_IMAGE`, …) and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// Infrastructure `status.infrastructureName`, the driver's `--cluster`.
+    pub cluster_id: String,
+    pub topology: TopologyMode,
+    /// The ClusterCSIDriver's `spec.logLevel` (operands' verbosity).
+    pub log_level: LogLevel,
+    /// Observed proxy env (`HTTP_PROXY`, …).
+    pub proxy: BTreeMap<String, String>,
+    /// Observed TLS settings for kube-rbac-proxy.
+    pub serving: ServingInfo,
+    /// The live trusted CA bundle ConfigMap (the network operator injects `ca-bundle.crt`).
+    pub trusted_ca_bundle: Option<ConfigMap>,
+    /// The `cloud-conf` ConfigMap as it will be (its hash rolls the pods).
+    pub cloud_conf: Option<ConfigMap>,
+    /// The `openstack-cloud-credentials` Secret.
+    pub credentials: Option<Secret>,
+    /// The metrics serving certificate Secret.
+    pub metrics_cert: Option<Secret>,
+}
+
+/// One object to apply, with the asset it came from (for condition messages).
+#[derive(Debug, Clone)]
+pub struct Desired {
+    pub asset: &'static str,
+    pub resource: ApiResource,
+    pub object: DynamicObject,
+    /// The CRD that must be served before this object can exist.
+    pub requires_crd: Option<&'static str>,
+}
+
+/// Why an object cannot be built; the message names the asset and what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Asset(#[from] assets::AssetError),
+    #[error("asset {asset}: {source}")]
+    Kind {
+        asset: &'static str,
+        #[source]
+        source: kinds::KindError,
+    },
+}
+
+impl Facts {
+    /// The `${NAME}` replacements every asset gets.
+    pub fn replacements(&self) -> Replacements {
+        Replacements::new()
+            .images_from_env(&self.images)
+            .namespaces(&self.namespace, &self.namespace)
+            .cluster_id(&self.cluster_id)
+            .log_level(self.log_level)
+            // Sidecars always use the HA timings, also on single-replica control planes (§1.5).
+            .leader_election(&LeaderTiming::DEFAULT)
+            .tls(&self.serving)
+    }
+}
+
+fn to_desired(asset: &Asset, value: serde_json::Value) -> Result<Desired, BuildError> {
+    let (resource, object) = kinds::from_value(value).map_err(|source| BuildError::Kind {
+        asset: asset.name,
+        source,
+    })?;
+    Ok(Desired {
+        asset: asset.name,
+        resource,
+        object,
+        requires_crd: asset.requires_crd,
+    })
+}
+
+fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
+    let yaml = assets::render(asset.name, asset.yaml, &facts.replacements())?;
+    let value: serde_json::Value = assets::parse_single(asset.name, &yaml)?;
+    to_desired(asset, value)
+}
+
+/// The static objects of the control plane (ordered roles, bindings, the rest).
+pub fn control_plane_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    CONTROL_PLANE_STATIC
+        .iter()
+        .map(|a| render_static(a, facts))
+        .collect()
+}
+
+/// The static objects of the guest cluster (CSIDriver, node SA, RBAC).
+pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    GUEST_STATIC
+        .iter()
+        .map(|a| render_static(a, facts))
+        .collect()
+}
+
+/// The controller Deployment with the hooks of §4.1, in order.
+pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
+    let yaml = assets::render(
+        CONTROLLER_DEPLOYMENT.name,
+        CONTROLLER_DEPLOYMENT.yaml,
+        &facts.replacements(),
+    )?;
+    let mut d: Deployment = assets::parse_single(CONTROLLER_DEPLOYMENT.name, &yaml)?;
+    let ns = facts.namespace.as_str();
+    hooks::control_plane_topology(&mut d, &facts.topology);
+    hooks::inject_proxy(&mut d, &facts.proxy);
+    hooks::replicas(&mut d, &facts.topology);
+    hooks::inject_trusted_ca_bundle(
+        &mut d,
+        ns,
+        TRUSTED_CA_BUNDLE_CONFIGMAP,
+        facts.trusted_ca_bundle.as_ref(),
+    );
+    hooks::configmap_hash_annotation(&mut d, ns, CLOUD_CONF_CONFIGMAP, facts.cloud_conf.as_ref());
+    hooks::secret_hash_annotation(&mut d, ns, CREDENTIALS_SECRET, facts.credentials.as_ref());
+    hooks::secret_hash_annotation(
+        &mut d,
+        ns,
+        METRICS_SERVING_CERT_SECRET,
+        facts.metrics_cert.as_ref(),
+    );
+    Ok(d)
+}
+
+/// The node DaemonSet with the hooks of §4.1, in order.
+pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
+    let yaml = assets::render(
+        NODE_DAEMONSET.name,
+        NODE_DAEMONSET.yaml,
+        &facts.replacements(),
+    )?;
+    let mut ds: DaemonSet = assets::parse_single(NODE_DAEMONSET.name, &yaml)?;
+    let ns = facts.namespace.as_str();
+    hooks::inject_trusted_ca_bundle(
+        &mut ds,
+        ns,
+        TRUSTED_CA_BUNDLE_CONFIGMAP,
+        facts.trusted_ca_bundle.as_ref(),
+    );
+    hooks::inject_proxy(&mut ds, &facts.proxy);
+    hooks::configmap_hash_annotation(&mut ds, ns, CLOUD_CONF_CONFIGMAP, facts.cloud_conf.as_ref());
+    hooks::secret_hash_annotation(&mut ds, ns, CREDENTIALS_SECRET, facts.credentials.as_ref());
+    Ok(ds)
+}
+
+/// The controller Deployment in dynamic form.
+pub fn controller_desired(facts: &Facts) -> Result<Desired, BuildError> {
+    let d = controller_deployment(facts)?;
+    let value = serde_json::to_value(&d).map_err(|e| BuildError::Kind {
+        asset: CONTROLLER_DEPLOYMENT.name,
+        source: kinds::KindError::Convert(e.to_string()),
+    })?;
+    to_desired(&CONTROLLER_DEPLOYMENT, value)
+}
+
+/// The node DaemonSet in dynamic form.
+pub fn node_desired(facts: &Facts) -> Result<Desired, BuildError> {
+    let ds = node_daemonset(facts)?;
+    let value = serde_json::to_value(&ds).map_err(|e| BuildError::Kind {
+        asset: NODE_DAEMONSET.name,
+        source: kinds::KindError::Convert(e.to_string()),
+    })?;
+    to_desired(&NODE_DAEMONSET, value)
+}
+
+/// StorageClass `standard-csi` (the default-class rules are the apply engine's).
+pub fn storage_class(facts: &Facts) -> Result<Desired, BuildError> {
+    render_static(&STORAGE_CLASS, facts)
+}
+
+/// VolumeSnapshotClass `standard-csi`.
+pub fn volume_snapshot_class(facts: &Facts) -> Result<Desired, BuildError> {
+    render_static(&VOLUME_SNAPSHOT_CLASS, facts)
+}
+
+/// The `cloud-conf` ConfigMap in dynamic form.
+pub fn cloud_conf_desired(cm: &ConfigMap) -> Result<Desired, BuildError> {
+    const ASSET: Asset = Asset {
+        name: "cloud-conf (generated)",
+        yaml: "",
+        requires_crd: None,
+    };
+    let mut value = serde_json::to_value(cm).map_err(|e| BuildError::Kind {
+        asset: ASSET.name,
+        source: kinds::KindError::Convert(e.to_string()),
+    })?;
+    value["apiVersion"] = "v1".into();
+    value["kind"] = "ConfigMap".into();
+    to_desired(&ASSET, value)
+}
+
+/// Every object, in the order the operator applies them: for `render`.
+pub fn everything(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    let mut out = Vec::new();
+    if let Some(cm) = &facts.cloud_conf {
+        out.push(cloud_conf_desired(cm)?);
+    }
+    out.extend(control_plane_static(facts)?);
+    out.extend(guest_static(facts)?);
+    out.push(controller_desired(facts)?);
+    out.push(node_desired(facts)?);
+    out.push(storage_class(facts)?);
+    out.push(volume_snapshot_class(facts)?);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+    use kube::api::ObjectMeta;
+
+    pub(crate) fn facts() -> Facts {
+        let images = crate::assets::IMAGE_PLACEHOLDERS
+            .iter()
+            .map(|name| {
+                (
+                    name.to_string(),
+                    format!("registry.example/{}:1", name.to_lowercase()),
+                )
+            })
+            .collect();
+        Facts {
+            namespace: crate::DEFAULT_NAMESPACE.into(),
+            images,
+            cluster_id: "mycluster-x7k2p".into(),
+            topology: TopologyMode::HighlyAvailable,
+            serving: ServingInfo::intermediate(),
+            ..Facts::default()
+        }
+    }
+
+    fn env_names(d: &Deployment, container: &str) -> Vec<String> {
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.containers.iter().find(|c| c.name == container))
+            .and_then(|c| c.env.as_ref())
+            .map(|e| e.iter().map(|v| v.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn everything_renders_with_every_placeholder_replaced() {
+        let all = everything(&facts()).expect("renders");
+        assert!(all.len() > 20, "{} objects", all.len());
+        for d in &all {
+            let text = serde_json::to_string(&d.object).expect("serializes");
+            assert!(!text.contains("${"), "{} still has a placeholder", d.asset);
+        }
+        let d = controller_deployment(&facts()).expect("builds");
+        let args = d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .map(|p| p.containers[0].args.clone().unwrap_or_default())
+            .unwrap_or_default();
+        assert!(
+            args.iter().any(|a| a == "--cluster=mycluster-x7k2p"),
+            "{args:?}"
+        );
+        assert!(args.iter().any(|a| a == "--v=2"));
+    }
+
+    #[test]
+    fn a_missing_image_is_a_clear_error() {
+        let mut f = facts();
+        f.images.remove("DRIVER_IMAGE");
+        let err = controller_deployment(&f).expect_err("unreplaced placeholder");
+        assert!(err.to_string().contains("DRIVER_IMAGE"), "{err}");
+    }
+
+    #[test]
+    fn topology_decides_replicas_and_placement() {
+        let ha = controller_deployment(&facts()).expect("builds");
+        assert_eq!(ha.spec.as_ref().and_then(|s| s.replicas), Some(2));
+        let mut f = facts();
+        f.topology = TopologyMode::parse("SingleReplica");
+        let sno = controller_deployment(&f).expect("builds");
+        assert_eq!(sno.spec.as_ref().and_then(|s| s.replicas), Some(1));
+        f.topology = TopologyMode::parse("External");
+        let ext = controller_deployment(&f).expect("builds");
+        let selector = ext
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.node_selector.clone())
+            .unwrap_or_default();
+        assert!(
+            selector.is_empty(),
+            "External clears the nodeSelector: {selector:?}"
+        );
+    }
+
+    #[test]
+    fn proxy_and_ca_bundle_reach_the_driver_container_only() {
+        let mut f = facts();
+        f.proxy = BTreeMap::from([("HTTPS_PROXY".to_string(), "http://proxy:3128".to_string())]);
+        f.trusted_ca_bundle = Some(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(TRUSTED_CA_BUNDLE_CONFIGMAP.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                "ca-bundle.crt".to_string(),
+                "PEM".to_string(),
+            )])),
+            ..Default::default()
+        });
+        let d = controller_deployment(&f).expect("builds");
+        assert!(env_names(&d, "csi-driver").contains(&"HTTPS_PROXY".to_string()));
+        assert!(!env_names(&d, "csi-provisioner").contains(&"HTTPS_PROXY".to_string()));
+        let pod = d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod");
+        assert!(pod.volumes.as_ref().is_some_and(|v| {
+            v.iter()
+                .any(|v| v.name == "non-standard-root-system-trust-ca-bundle")
+        }));
+    }
+
+    #[test]
+    fn credential_rotation_changes_the_pod_template_hash() {
+        let mut f = facts();
+        let secret = |v: &str| Secret {
+            metadata: ObjectMeta {
+                name: Some(CREDENTIALS_SECRET.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                "clouds.yaml".to_string(),
+                ByteString(v.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        };
+        f.credentials = Some(secret("one"));
+        let before = node_daemonset(&f).expect("builds");
+        f.credentials = Some(secret("two"));
+        let after = node_daemonset(&f).expect("builds");
+        let annotations = |ds: &DaemonSet| {
+            ds.spec
+                .as_ref()
+                .and_then(|s| s.template.metadata.as_ref())
+                .and_then(|m| m.annotations.clone())
+                .unwrap_or_default()
+        };
+        let key = "operator.openshift.io/dep-4b51488ec5b742a098d092dfe49449df0986e";
+        assert!(
+            annotations(&before).contains_key(key),
+            "{:?}",
+            annotations(&before)
+        );
+        assert_ne!(annotations(&before).get(key), annotations(&after).get(key));
+    }
+}

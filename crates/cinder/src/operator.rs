@@ -1,0 +1,922 @@
+//! The Cinder CSI driver operator at runtime: watches, one reconcile in named steps, status.
+//!
+//! Every step reads the same snapshot (from watch caches), builds its objects with the pure
+//! functions of `build`, applies them with the one apply engine and yields its own
+//! conditions, named as OpenShift names them so the Cluster Storage Operator and users' alerts
+//! keep working. A failing step never stops the others; the reconcile then retries with
+//! backoff. OpenStack is only asked for availability zones, on a timer and when credentials
+//! change.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::ApiResource;
+use openshift_api::common::ManagementState;
+use openshift_api::config::{APIServer, Infrastructure, Proxy};
+use openshift_api::operator::{ClusterCSIDriver, StorageClassState};
+use operator_kit::apply::{Applier, ApplyError};
+use operator_kit::cache::{Cache, CacheBuilder, Lookup};
+use operator_kit::conditions::{self, OperatorCondition, reasons};
+use operator_kit::events::EventRecorder;
+use operator_kit::hooks::TopologyMode;
+use operator_kit::kinds;
+use operator_kit::logging::LogControl;
+use operator_kit::loglevel::LogLevel;
+use operator_kit::metrics::{Metrics, WriteVerb};
+use operator_kit::observed_config;
+use operator_kit::progressing;
+use operator_kit::runtime::Outcome;
+use operator_kit::status::{self, GenerationStatus, StatusBoard, StatusWriter};
+use tracing::{debug, info, warn};
+
+use crate::build::{self, Desired, Facts};
+use crate::config::{self, CloudConfigRef};
+use crate::topology::{TopologyState, UserOverride, VolumeZone};
+use crate::{
+    CLOUD_CONF_CONFIGMAP, CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET,
+    CSI_DRIVER_NAME, METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME,
+    SYNCED_CLOUD_PROVIDER_CONFIGMAP, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
+};
+
+/// Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
+const CONTROLLER_PREFIX: &str = "OpenStackCinderDriverControllerServiceController";
+const NODE_PREFIX: &str = "OpenStackCinderDriverNodeServiceController";
+const CP_STATIC_PREFIX: &str = "OpenStackCinderDriverControlPlaneStaticResourcesController";
+const GUEST_STATIC_PREFIX: &str = "OpenStackCinderDriverGuestStaticResourcesController";
+const STORAGE_CLASS_PREFIX: &str = "StorageClassController";
+const SNAPSHOT_CLASS_PREFIX: &str = "VolumeSnapshotClassController";
+const CONFIG_SYNC_PREFIX: &str = "ConfigSync";
+/// The operand name in ManagementStateDegraded messages.
+const OPERAND: &str = "OpenStackCinderCSIDriver";
+
+/// How the operator is started.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The namespace of the driver (and of the operator's own lease).
+    pub namespace: String,
+    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// How often availability zones are listed again (users file §1.1); `0` means once per set
+    /// of credentials.
+    pub topology_refresh: Duration,
+    /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
+    pub cluster_id: Option<String>,
+}
+
+fn ar(api_version: &str, kind: &str) -> ApiResource {
+    // The table covers every kind used here; a miss is a programming error caught by tests.
+    kinds::api_resource(api_version, kind).unwrap_or_else(|_| ApiResource::erase::<ConfigMap>(&()))
+}
+
+/// What the operator watches: its CR, the cluster singletons, its namespace's objects, and
+/// each cluster-scoped object it writes (by name, so memory does not grow with the cluster).
+pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::BuildError> {
+    let ns = opts.namespace.as_str();
+    let mut builder = CacheBuilder::new(client, [ns.to_string()])
+        .cluster_object(
+            &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+            CSI_DRIVER_NAME,
+        )
+        .cluster_object(&ar("config.openshift.io/v1", "Infrastructure"), "cluster")
+        .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
+        .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
+        .in_namespace(&ar("v1", "ConfigMap"), config::USER_CONFIG_NAMESPACE)
+        .cluster_object(
+            &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            crate::assets::VOLUME_SNAPSHOT_CLASS_CRD,
+        )
+        .cluster_object(
+            &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            crate::assets::SERVICE_MONITOR_CRD,
+        );
+    for kind in [
+        ("v1", "ConfigMap"),
+        ("v1", "Secret"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "DaemonSet"),
+    ] {
+        builder = builder.namespaced(&ar(kind.0, kind.1));
+    }
+    // Register every desired object; placeholder values do not change names or kinds.
+    let facts = placeholder_facts(opts);
+    for d in build::everything(&facts)? {
+        builder = builder.object(&d.resource, &d.object);
+    }
+    Ok(builder)
+}
+
+/// Facts with every image set, for the things that do not depend on values (names, kinds).
+fn placeholder_facts(opts: &Options) -> Facts {
+    let mut images = opts.images.clone();
+    for name in crate::assets::IMAGE_PLACEHOLDERS {
+        images
+            .entry(name.to_string())
+            .or_insert_with(|| "placeholder".to_string());
+    }
+    Facts {
+        namespace: opts.namespace.clone(),
+        images,
+        cluster_id: "placeholder".into(),
+        ..Facts::default()
+    }
+}
+
+/// The state the operator keeps between reconciles.
+pub struct Operator {
+    client: Client,
+    opts: Options,
+    cache: Cache,
+    applier: Applier,
+    status: StatusWriter,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+    topology: TopologyState,
+    openstack: openstack::Session,
+    last_operator_log_level: Option<LogLevel>,
+}
+
+impl Operator {
+    pub fn new(
+        client: Client,
+        opts: Options,
+        cache: Cache,
+        metrics: Arc<Metrics>,
+        log: LogControl,
+    ) -> Self {
+        let cr_ref = ObjectReference {
+            api_version: Some("operator.openshift.io/v1".into()),
+            kind: Some("ClusterCSIDriver".into()),
+            name: Some(CSI_DRIVER_NAME.into()),
+            ..Default::default()
+        };
+        let recorder = EventRecorder::new(client.clone(), cr_ref, USER_AGENT, &hostname());
+        let applier = Applier::new(client.clone(), cache.clone(), recorder);
+        let status = StatusWriter::new(
+            client.clone(),
+            &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+            None,
+        );
+        let topology = TopologyState::new(opts.topology_refresh, Duration::from_secs(60));
+        Self {
+            client,
+            opts,
+            cache,
+            applier,
+            status,
+            metrics,
+            log,
+            topology,
+            openstack: openstack::Session::new(),
+            last_operator_log_level: None,
+        }
+    }
+
+    fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        self.cache.get(&ar(api_version, kind), ns, name)
+    }
+
+    fn typed<K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned>(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Option<K> {
+        let obj = self.get(api_version, kind, ns, name)?;
+        let value = serde_json::to_value(&*obj).ok()?;
+        match openshift_api::decode::from_value::<K>(value) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
+                None
+            }
+        }
+    }
+
+    fn config_map(&self, ns: &str, name: &str) -> Option<ConfigMap> {
+        self.typed("v1", "ConfigMap", Some(ns), name)
+    }
+
+    fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
+        self.typed("v1", "Secret", Some(ns), name)
+    }
+
+    /// One reconcile of `cinder.csi.openstack.org`.
+    pub async fn reconcile(&mut self) -> Outcome {
+        let started = Instant::now();
+        let outcome = self.reconcile_inner().await;
+        let ok = matches!(outcome, Outcome::Done { .. });
+        self.metrics.reconciled(started.elapsed(), ok);
+        outcome
+    }
+
+    async fn reconcile_inner(&mut self) -> Outcome {
+        let Some(cr_obj) = self.get(
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            None,
+            CSI_DRIVER_NAME,
+        ) else {
+            debug!(
+                "ClusterCSIDriver {CSI_DRIVER_NAME} does not exist; nothing to do until it is created"
+            );
+            return Outcome::Done {
+                requeue_after: None,
+            };
+        };
+        let cr: ClusterCSIDriver = match serde_json::to_value(&*cr_obj)
+            .map_err(|e| e.to_string())
+            .and_then(|v| openshift_api::decode::from_value(v).map_err(|e| e.to_string()))
+        {
+            Ok(cr) => cr,
+            Err(e) => {
+                warn!(error = %e, "the ClusterCSIDriver cannot be read");
+                self.metrics.error("config");
+                return Outcome::Failed {
+                    requeue_after: None,
+                };
+            }
+        };
+        self.apply_operator_log_level(&cr);
+        let mut board = StatusBoard::new();
+        let management = cr.spec.operator.management_state();
+        match &management {
+            ManagementState::Managed => {}
+            // Unmanaged hands the driver to the administrator: no writes at all.
+            ManagementState::Unmanaged => {
+                return Outcome::Done {
+                    requeue_after: None,
+                };
+            }
+            ManagementState::Removed => {
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::MANAGEMENT_STATE_DEGRADED,
+                    conditions::TRUE,
+                    "Removed",
+                    format!("Removed is not supported for {OPERAND} operator"),
+                ));
+                return self.flush(&board, &cr_obj, false).await;
+            }
+            other => {
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::MANAGEMENT_STATE_DEGRADED,
+                    conditions::TRUE,
+                    "Unknown",
+                    format!(
+                        "Unsupported management state {:?} for {OPERAND} operator; set spec.managementState to Managed or Unmanaged",
+                        other.as_str()
+                    ),
+                ));
+                return self.flush(&board, &cr_obj, false).await;
+            }
+        }
+        board.set_condition(OperatorCondition::new(
+            conditions::types::MANAGEMENT_STATE_DEGRADED,
+            conditions::FALSE,
+            reasons::AS_EXPECTED,
+            "",
+        ));
+
+        let mut failed = false;
+        let mut facts = self.base_facts(&cr);
+
+        // Config observer: Proxy and APIServer → spec.observedConfig (and the facts).
+        match self.observe_config(&cr, &cr_obj).await {
+            Ok((proxy, serving)) => {
+                facts.proxy = proxy;
+                facts.serving = serving;
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::CONFIG_OBSERVATION_DEGRADED,
+                    conditions::FALSE,
+                    reasons::AS_EXPECTED,
+                    "",
+                ));
+            }
+            Err(message) => {
+                failed = true;
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::CONFIG_OBSERVATION_DEGRADED,
+                    conditions::TRUE,
+                    reasons::ERROR,
+                    message,
+                ));
+            }
+        }
+
+        // Config sync: cloud-conf, with enable_topology from OpenStack.
+        let (cloud_conf, requeue) = self.config_sync(&mut board, &mut failed).await;
+        facts.cloud_conf = cloud_conf;
+
+        // Static resources.
+        let cp = build::control_plane_static(&facts);
+        failed |= self.apply_group(&mut board, CP_STATIC_PREFIX, cp).await;
+        let guest = build::guest_static(&facts);
+        failed |= self
+            .apply_group(&mut board, GUEST_STATIC_PREFIX, guest)
+            .await;
+
+        // Controller Deployment and node DaemonSet.
+        failed |= self.controller_step(&mut board, &facts, &cr_obj).await;
+        failed |= self.node_step(&mut board, &facts, &cr_obj).await;
+
+        // Storage classes.
+        failed |= self.storage_class_step(&mut board, &facts, &cr).await;
+        failed |= self.snapshot_class_step(&mut board, &facts).await;
+
+        let flushed = self.flush(&board, &cr_obj, failed).await;
+        match (flushed, failed) {
+            (Outcome::Failed { .. }, _) | (_, true) => Outcome::Failed {
+                requeue_after: requeue,
+            },
+            _ => Outcome::Done {
+                requeue_after: requeue,
+            },
+        }
+    }
+
+    fn apply_operator_log_level(&mut self, cr: &ClusterCSIDriver) {
+        let raw = cr
+            .spec
+            .operator
+            .operator_log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        let parsed = LogLevel::parse(&raw);
+        if parsed.unknown.is_some() {
+            warn!(value = %raw, "spec.operatorLogLevel is not one of Normal, Debug, Trace, TraceAll; using Normal");
+        }
+        if self.last_operator_log_level != Some(parsed.level) {
+            self.log.set_level(parsed.level.verbosity());
+            info!(level = ?parsed.level, "operator log level set");
+            self.last_operator_log_level = Some(parsed.level);
+        }
+    }
+
+    fn base_facts(&self, cr: &ClusterCSIDriver) -> Facts {
+        let infra: Option<Infrastructure> =
+            self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let topology = infra
+            .as_ref()
+            .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
+            .unwrap_or_default();
+        let cluster_id = infra
+            .as_ref()
+            .and_then(|i| i.infrastructure_name().map(str::to_string))
+            .or_else(|| self.opts.cluster_id.clone())
+            .unwrap_or_default();
+        let raw_level = cr
+            .spec
+            .operator
+            .log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        let ns = self.opts.namespace.as_str();
+        Facts {
+            namespace: self.opts.namespace.clone(),
+            images: self.opts.images.clone(),
+            cluster_id,
+            topology,
+            log_level: LogLevel::parse(&raw_level).level,
+            trusted_ca_bundle: self.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
+            credentials: self.secret(ns, CREDENTIALS_SECRET),
+            metrics_cert: self.secret(ns, METRICS_SERVING_CERT_SECRET),
+            ..Facts::default()
+        }
+    }
+
+    /// Observes Proxy and APIServer; writes `spec.observedConfig` when it changed.
+    async fn observe_config(
+        &self,
+        cr: &ClusterCSIDriver,
+        cr_obj: &DynamicObject,
+    ) -> Result<(BTreeMap<String, String>, observed_config::ServingInfo), String> {
+        let proxy = self
+            .get("config.openshift.io/v1", "Proxy", None, "cluster")
+            .map(|p| serde_json::to_value(&*p).unwrap_or_default());
+        let apiserver = self
+            .get("config.openshift.io/v1", "APIServer", None, "cluster")
+            .map(|a| serde_json::to_value(&*a).unwrap_or_default());
+        let _: Option<(Proxy, APIServer)> = None;
+        let proxy_env =
+            observed_config::observe_proxy(proxy.as_ref()).map_err(|e| e.to_string())?;
+        let serving =
+            observed_config::observe_serving_info(apiserver.as_ref()).map_err(|e| e.to_string())?;
+        let wanted = observed_config::observed_config(&proxy_env, &serving);
+        let current = cr
+            .spec
+            .operator
+            .observed_config
+            .clone()
+            .unwrap_or(serde_json::Value::Null);
+        if current != wanted {
+            let mut obj = cr_obj.clone();
+            obj.metadata.managed_fields = None;
+            if let Some(spec) = obj.data.get_mut("spec").and_then(|s| s.as_object_mut()) {
+                spec.insert("observedConfig".into(), wanted);
+            }
+            let api: Api<DynamicObject> = Api::all_with(
+                self.client.clone(),
+                &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+            );
+            api.replace(CSI_DRIVER_NAME, &PostParams::default(), &obj)
+                .await
+                .map_err(|e| format!("failed to write spec.observedConfig: {e}"))?;
+            self.metrics.write("ClusterCSIDriver", WriteVerb::Update);
+        }
+        Ok((proxy_env, serving))
+    }
+
+    /// Generates and applies `cloud-conf`; returns it (for the hash annotations) and when the
+    /// availability zones are due again.
+    async fn config_sync(
+        &mut self,
+        board: &mut StatusBoard,
+        failed: &mut bool,
+    ) -> (Option<ConfigMap>, Option<Duration>) {
+        let ns = self.opts.namespace.clone();
+        match self.cloud_conf(&ns).await {
+            Ok((cm, requeue)) => {
+                let result = match build::cloud_conf_desired(&cm) {
+                    Ok(d) => self.apply_one(&d, None).await.map(|_| ()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match result {
+                    Ok(()) => board.set_condition(conditions::degraded(CONFIG_SYNC_PREFIX, None)),
+                    Err(e) => {
+                        *failed = true;
+                        board.set_condition(conditions::degraded(CONFIG_SYNC_PREFIX, Some(&e)));
+                    }
+                }
+                (Some(cm), requeue)
+            }
+            Err((message, requeue)) => {
+                *failed = true;
+                self.metrics.error("config");
+                board.set_condition(conditions::degraded(CONFIG_SYNC_PREFIX, Some(&message)));
+                // Keep rolling out what exists: the live cloud-conf still describes the cloud.
+                (self.config_map(&ns, CLOUD_CONF_CONFIGMAP), requeue)
+            }
+        }
+    }
+
+    async fn cloud_conf(
+        &mut self,
+        ns: &str,
+    ) -> Result<(ConfigMap, Option<Duration>), (String, Option<Duration>)> {
+        let user = self.config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
+        let infra: Option<Infrastructure> =
+            self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let cloud_ref = infra
+            .as_ref()
+            .and_then(|i| i.spec.cloud_config.as_ref())
+            .map(|c| CloudConfigRef {
+                name: c.name.clone(),
+                key: c.key.clone().unwrap_or_default(),
+            });
+        let infra_cm = cloud_ref
+            .as_ref()
+            .filter(|r| !r.name.is_empty())
+            .and_then(|r| self.config_map(config::USER_CONFIG_NAMESPACE, &r.name));
+        let source = config::select_source(user.as_ref(), cloud_ref.as_ref(), infra_cm.as_ref())
+            .map_err(|e| (e.to_string(), None))?;
+        let credentials = self.secret(ns, CREDENTIALS_SECRET);
+        let synced = self.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
+        let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
+            .map_err(|e| (e.to_string(), None))?;
+        let origin = source
+            .origin
+            .as_ref()
+            .map(|o| format!("{}/{}", o.namespace, o.name))
+            .unwrap_or_default();
+        let user_override = source.enable_topology.as_deref().map(|value| UserOverride {
+            value,
+            origin: &origin,
+        });
+        let fingerprint = fingerprint(credentials.as_ref(), ca.as_ref().map(|c| c.pem.as_str()));
+        let now = Instant::now();
+        if self
+            .topology
+            .is_due(now, user_override.is_some(), &fingerprint)
+        {
+            let outcome = self
+                .list_zones(credentials.as_ref(), ca.as_ref().map(|c| c.pem.as_bytes()))
+                .await;
+            if let Err(e) = &outcome {
+                self.metrics.error("openstack");
+                warn!(error = %e, "cannot list availability zones");
+            }
+            self.topology.record(now, &fingerprint, outcome);
+        }
+        let requeue =
+            self.topology
+                .requeue_after(Instant::now(), user_override.is_some(), &fingerprint);
+        let value = self
+            .topology
+            .decide(user_override)
+            .map_err(|e| (e.to_string(), requeue))?;
+        let data = config::cloud_conf_data(&source, ca.as_ref(), &value.value)
+            .map_err(|e| (e.to_string(), requeue))?;
+        Ok((config::cloud_conf_configmap(ns, data), requeue))
+    }
+
+    async fn list_zones(
+        &self,
+        credentials: Option<&Secret>,
+        ca: Option<&[u8]>,
+    ) -> Result<bool, crate::topology::TopologyError> {
+        use crate::topology::TopologyError;
+        let secret_name = format!("{}/{}", self.opts.namespace, CREDENTIALS_SECRET);
+        let clouds = credentials
+            .and_then(|s| s.data.as_ref())
+            .and_then(|d| d.get("clouds.yaml"))
+            .ok_or_else(|| TopologyError::Lookup(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
+        let text = std::str::from_utf8(&clouds.0).map_err(|_| {
+            TopologyError::Lookup(format!(
+                "clouds.yaml in Secret {secret_name} is not UTF-8 text"
+            ))
+        })?;
+        let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
+            .map_err(|e| {
+                TopologyError::Lookup(format!("clouds.yaml in Secret {secret_name}: {e}"))
+            })?;
+        let options = openstack::ClientOptions {
+            ca_bundle: ca.map(<[u8]>::to_vec),
+            request_timeout: Duration::from_secs(30),
+            user_agent: USER_AGENT.to_string(),
+            ..openstack::ClientOptions::default()
+        };
+        let client = self
+            .openstack
+            .client(cloud, &options)
+            .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+        let compute = client
+            .compute_availability_zones()
+            .await
+            .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+        let volume = client
+            .volume_availability_zones()
+            .await
+            .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+        let volume: Vec<VolumeZone> = volume
+            .into_iter()
+            .map(|name| VolumeZone {
+                name,
+                available: true,
+            })
+            .collect();
+        crate::topology::compute_enable_topology(&compute, &volume)
+    }
+
+    /// Applies one object; returns its live generation.
+    async fn apply_one(
+        &self,
+        d: &Desired,
+        expected_generation: Option<i64>,
+    ) -> Result<Option<i64>, String> {
+        match self
+            .applier
+            .apply(&d.resource, &d.object, expected_generation)
+            .await
+        {
+            Ok(applied) => {
+                if applied.wrote() {
+                    let verb = match applied.action {
+                        operator_kit::apply::Action::Created => WriteVerb::Create,
+                        _ => WriteVerb::Update,
+                    };
+                    self.metrics.write(&d.resource.kind, verb);
+                }
+                Ok(applied.generation)
+            }
+            Err(e) => {
+                self.metrics.error("apply");
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// A static-resources step: every object of the group, one Degraded condition.
+    async fn apply_group(
+        &self,
+        board: &mut StatusBoard,
+        prefix: &str,
+        objects: Result<Vec<Desired>, build::BuildError>,
+    ) -> bool {
+        let objects = match objects {
+            Ok(o) => o,
+            Err(e) => {
+                board.set_condition(conditions::degraded(prefix, Some(&e.to_string())));
+                return true;
+            }
+        };
+        let mut errors = Vec::new();
+        for d in &objects {
+            match self.applier.apply(&d.resource, &d.object, None).await {
+                Ok(applied) => {
+                    if applied.wrote() {
+                        self.metrics.write(&d.resource.kind, WriteVerb::Update);
+                    }
+                }
+                // A missing monitoring stack is not a failure (anchors §8.6 fixed).
+                Err(ApplyError::KindNotServed { .. }) if d.requires_crd.is_some() => {
+                    debug!(asset = d.asset, "skipping: its CRD is not installed");
+                }
+                Err(e) => errors.push(format!("\"{}\" ({}): {e}", d.asset, d.resource.kind)),
+            }
+        }
+        if errors.is_empty() {
+            board.set_condition(conditions::degraded(prefix, None));
+            false
+        } else {
+            self.metrics.error("apply");
+            board.set_condition(conditions::degraded(prefix, Some(&errors.join("\n"))));
+            true
+        }
+    }
+
+    async fn controller_step(
+        &self,
+        board: &mut StatusBoard,
+        facts: &Facts,
+        cr: &DynamicObject,
+    ) -> bool {
+        let ns = self.opts.namespace.as_str();
+        let desired = match build::controller_desired(facts) {
+            Ok(d) => d,
+            Err(e) => {
+                board.set_condition(conditions::degraded(
+                    CONTROLLER_PREFIX,
+                    Some(&e.to_string()),
+                ));
+                return true;
+            }
+        };
+        let expected =
+            status::last_generation(cr, "apps", "deployments", ns, CONTROLLER_DEPLOYMENT_NAME);
+        match self.apply_one(&desired, expected).await {
+            Ok(generation) => {
+                board.record_generation(GenerationStatus {
+                    group: "apps".into(),
+                    resource: "deployments".into(),
+                    namespace: ns.into(),
+                    name: CONTROLLER_DEPLOYMENT_NAME.into(),
+                    last_generation: generation.unwrap_or_default(),
+                    hash: String::new(),
+                });
+                let live: Option<Deployment> = self.typed(
+                    "apps/v1",
+                    "Deployment",
+                    Some(ns),
+                    CONTROLLER_DEPLOYMENT_NAME,
+                );
+                let previous = previous_conditions(cr);
+                let now = jiff::Timestamp::now();
+                match live.map(|d| {
+                    progressing::deployment_conditions(CONTROLLER_PREFIX, &d, &previous, now)
+                }) {
+                    Some(Ok(c)) => {
+                        for cond in c.into_vec() {
+                            board.set_condition(cond);
+                        }
+                        board.set_condition(conditions::degraded(CONTROLLER_PREFIX, None));
+                        false
+                    }
+                    Some(Err(_)) => {
+                        board.set_condition(conditions::degraded(
+                            CONTROLLER_PREFIX,
+                            Some("Deployment was progressing too long"),
+                        ));
+                        true
+                    }
+                    None => {
+                        board.set_condition(conditions::degraded(CONTROLLER_PREFIX, None));
+                        false
+                    }
+                }
+            }
+            Err(e) => {
+                board.set_condition(conditions::degraded(CONTROLLER_PREFIX, Some(&e)));
+                true
+            }
+        }
+    }
+
+    async fn node_step(&self, board: &mut StatusBoard, facts: &Facts, cr: &DynamicObject) -> bool {
+        let ns = self.opts.namespace.as_str();
+        let mut desired = match build::node_desired(facts) {
+            Ok(d) => d,
+            Err(e) => {
+                board.set_condition(conditions::degraded(NODE_PREFIX, Some(&e.to_string())));
+                return true;
+            }
+        };
+        let live: Option<DaemonSet> =
+            self.typed("apps/v1", "DaemonSet", Some(ns), NODE_DAEMONSET_NAME);
+        if let Some(stable) = progressing::stable_generation_annotation(live.as_ref()) {
+            let annotations = desired
+                .object
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new);
+            annotations.insert("storage.openshift.io/stable-generation".into(), stable);
+        }
+        let expected = status::last_generation(cr, "apps", "daemonsets", ns, NODE_DAEMONSET_NAME);
+        match self.apply_one(&desired, expected).await {
+            Ok(generation) => {
+                board.record_generation(GenerationStatus {
+                    group: "apps".into(),
+                    resource: "daemonsets".into(),
+                    namespace: ns.into(),
+                    name: NODE_DAEMONSET_NAME.into(),
+                    last_generation: generation.unwrap_or_default(),
+                    hash: String::new(),
+                });
+                if let Some(ds) =
+                    self.typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), NODE_DAEMONSET_NAME)
+                {
+                    for cond in progressing::daemonset_conditions(NODE_PREFIX, &ds).into_vec() {
+                        board.set_condition(cond);
+                    }
+                }
+                board.set_condition(conditions::degraded(NODE_PREFIX, None));
+                false
+            }
+            Err(e) => {
+                board.set_condition(conditions::degraded(NODE_PREFIX, Some(&e)));
+                true
+            }
+        }
+    }
+
+    async fn storage_class_step(
+        &self,
+        board: &mut StatusBoard,
+        facts: &Facts,
+        cr: &ClusterCSIDriver,
+    ) -> bool {
+        let desired = match build::storage_class(facts) {
+            Ok(d) => d,
+            Err(e) => {
+                board.set_condition(conditions::degraded(
+                    STORAGE_CLASS_PREFIX,
+                    Some(&e.to_string()),
+                ));
+                return true;
+            }
+        };
+        let result = match cr.spec.storage_class_state() {
+            StorageClassState::Managed | StorageClassState::Unset => {
+                self.apply_one(&desired, None).await.map(|_| ())
+            }
+            StorageClassState::Unmanaged => Ok(()),
+            StorageClassState::Removed => {
+                let name = desired.object.metadata.name.clone().unwrap_or_default();
+                match self.applier.delete(&desired.resource, None, &name).await {
+                    Ok(deleted) => {
+                        if deleted {
+                            self.metrics.write("StorageClass", WriteVerb::Delete);
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            StorageClassState::Unknown(other) => Err(format!(
+                "invalid StorageClassState {other}; set spec.storageClassState to Managed, Unmanaged or Removed"
+            )),
+        };
+        match result {
+            Ok(()) => {
+                board.set_condition(conditions::degraded(STORAGE_CLASS_PREFIX, None));
+                false
+            }
+            Err(e) => {
+                board.set_condition(conditions::degraded(STORAGE_CLASS_PREFIX, Some(&e)));
+                true
+            }
+        }
+    }
+
+    /// Waits for the snapshot CRD rather than failing (anchors §4.6).
+    async fn snapshot_class_step(&self, board: &mut StatusBoard, facts: &Facts) -> bool {
+        let crd = ar("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+        let served = matches!(
+            self.cache
+                .lookup(&crd, None, crate::assets::VOLUME_SNAPSHOT_CLASS_CRD),
+            Lookup::Found(_)
+        );
+        if !served {
+            board.set_condition(conditions::degraded(SNAPSHOT_CLASS_PREFIX, None));
+            return false;
+        }
+        let result = match build::volume_snapshot_class(facts) {
+            Ok(d) => match self.applier.apply(&d.resource, &d.object, None).await {
+                Ok(applied) => {
+                    if applied.wrote() {
+                        self.metrics.write("VolumeSnapshotClass", WriteVerb::Update);
+                    }
+                    Ok(())
+                }
+                // The CRD was just created and its watch has not caught up: next time.
+                Err(ApplyError::KindNotServed { .. }) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        match result {
+            Ok(()) => {
+                board.set_condition(conditions::degraded(SNAPSHOT_CLASS_PREFIX, None));
+                false
+            }
+            Err(e) => {
+                board.set_condition(conditions::degraded(SNAPSHOT_CLASS_PREFIX, Some(&e)));
+                true
+            }
+        }
+    }
+
+    async fn flush(&self, board: &StatusBoard, cr: &DynamicObject, failed: bool) -> Outcome {
+        match self.status.flush(board, cr).await {
+            Ok(_) if !failed => Outcome::Done {
+                requeue_after: None,
+            },
+            Ok(_) => Outcome::Failed {
+                requeue_after: None,
+            },
+            Err(e) => {
+                self.metrics.error("kube_api");
+                warn!(error = %e, "cannot write the ClusterCSIDriver status");
+                Outcome::Failed {
+                    requeue_after: None,
+                }
+            }
+        }
+    }
+}
+
+fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
+    cr.data
+        .get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// A digest of the credentials and CA: when it changes, zones are listed again at once.
+fn fingerprint(credentials: Option<&Secret>, ca: Option<&str>) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    if let Some(data) = credentials.and_then(|s| s.data.as_ref()) {
+        for (k, v) in data {
+            ctx.update(k.as_bytes());
+            ctx.update(&[0]);
+            ctx.update(&v.0);
+            ctx.update(&[0]);
+        }
+    }
+    ctx.update(ca.unwrap_or_default().as_bytes());
+    ctx.finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn hostname() -> String {
+    std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "openstack-cinder-csi-driver-operator".to_string())
+}
+
+/// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
+pub fn images_from_env() -> BTreeMap<String, String> {
+    crate::assets::IMAGE_PLACEHOLDERS
+        .iter()
+        .copied()
+        .chain(["OPERATOR_IMAGE_VERSION"])
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
+        .collect()
+}
+
+/// The prefix used in condition names, for callers and tests.
+pub fn condition_prefix() -> &'static str {
+    CONTROLLER_NAME_PREFIX
+}
+
+impl operator_kit::process::Reconciler for Operator {
+    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
+        Operator::reconcile(self)
+    }
+}

@@ -1,0 +1,210 @@
+//! `csi-operator openstack-cinder start` and `csi-operator render openstack-cinder`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use cinder::build::{self, Facts};
+use cinder::operator::{self, Operator, Options};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use openshift_api::config::Infrastructure;
+use operator_kit::hooks::TopologyMode;
+use operator_kit::leader_timing::LeaderTiming;
+use operator_kit::logging::LogControl;
+use operator_kit::loglevel::LogLevel;
+use operator_kit::metrics::Metrics;
+use operator_kit::observed_config::ServingInfo;
+use operator_kit::process::{self, ProcessOptions};
+use operator_kit::runtime::LoopOptions;
+
+use crate::sim::parse_duration;
+
+#[derive(clap::Args)]
+pub struct StartArgs {
+    /// Kubeconfig to use; in a pod, leave it out to use the service account.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace of the driver and of the operator's lease.
+    #[arg(long, default_value = cinder::DEFAULT_NAMESPACE)]
+    namespace: String,
+    /// How often to list OpenStack availability zones again to decide `enable_topology`
+    /// (`0s`: only when the credentials change).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    topology_refresh: Duration,
+    /// Where to serve Prometheus metrics (`/metrics`) and `/healthz`.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_listen: SocketAddr,
+    /// Cluster ID for `--cluster` when the cluster has no Infrastructure object (plain Kubernetes).
+    #[arg(long)]
+    cluster_id: Option<String>,
+    /// The replica's identity in the lease (defaults to the pod name).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Reconcile at least this often even when nothing changes.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    resync: Duration,
+    /// Initial klog verbosity of the operator (the CR's operatorLogLevel takes over).
+    #[arg(short = 'v', long = "v", default_value_t = 2)]
+    verbosity: u8,
+}
+
+pub async fn start(
+    args: StartArgs,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let log = LogControl::init(args.verbosity);
+    let client = crate::client::client(args.kubeconfig.as_deref()).await?;
+    let opts = Options {
+        namespace: args.namespace.clone(),
+        images: operator::images_from_env(),
+        topology_refresh: args.topology_refresh,
+        cluster_id: args.cluster_id.clone(),
+    };
+    let timing = leader_timing(&client).await;
+    let cache = operator::watches(client.clone(), &opts)
+        .context("cannot prepare the watches")?
+        .start();
+    let metrics = Metrics::new("openstack_cinder_csi_driver_operator");
+    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
+    let identity = args
+        .identity
+        .unwrap_or_else(|| format!("{}-{}", cinder::USER_AGENT, std::process::id()));
+    let options = ProcessOptions {
+        namespace: args.namespace,
+        lock_name: cinder::OPERATOR_LOCK_NAME.to_string(),
+        identity,
+        timing,
+        metrics_addr: Some(args.metrics_listen),
+        loop_options: LoopOptions {
+            resync: args.resync,
+            ..LoopOptions::default()
+        },
+    };
+    process::run(client, options, cache, metrics, op, shutdown).await?;
+    Ok(())
+}
+
+/// SingleReplica control planes get the longer lease (anchors §4.1); anything unreadable
+/// (plain Kubernetes has no Infrastructure) keeps the default.
+async fn leader_timing(client: &kube::Client) -> LeaderTiming {
+    let api: Api<Infrastructure> = Api::all(client.clone());
+    match api.get_opt("cluster").await {
+        Ok(Some(infra)) => LeaderTiming::for_control_plane(&TopologyMode::parse(
+            infra.control_plane_topology().as_str(),
+        )),
+        _ => LeaderTiming::DEFAULT,
+    }
+}
+
+#[derive(clap::Args)]
+pub struct RenderArgs {
+    /// Namespace of the driver.
+    #[arg(long, default_value = cinder::DEFAULT_NAMESPACE)]
+    namespace: String,
+    /// The cluster ID (Infrastructure status.infrastructureName).
+    #[arg(long, default_value = "cluster-id")]
+    cluster_id: String,
+    /// Control-plane topology: HighlyAvailable, SingleReplica, External, ...
+    #[arg(long, default_value = "HighlyAvailable")]
+    control_plane_topology: String,
+    /// Operand log level: Normal, Debug, Trace, TraceAll.
+    #[arg(long, default_value = "Normal")]
+    log_level: String,
+    /// An image, as NAME=IMAGE (e.g. DRIVER_IMAGE=quay.io/...); repeatable. Images not given
+    /// are taken from the environment variables of the same names.
+    #[arg(long = "image", value_parser = parse_pair)]
+    images: Vec<(String, String)>,
+    /// The user's cloud configuration (INI, as in the cinder-csi-config ConfigMap).
+    #[arg(long)]
+    cloud_config: Option<PathBuf>,
+    /// `enable_topology` to publish (as the operator would compute it from the AZs).
+    #[arg(long, default_value = "true")]
+    enable_topology: String,
+    /// A CA bundle file for the cloud (PEM).
+    #[arg(long)]
+    ca_file: Option<PathBuf>,
+    /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
+    #[arg(long = "proxy", value_parser = parse_pair)]
+    proxy: Vec<(String, String)>,
+}
+
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
+    if k.is_empty() {
+        return Err(format!("{s:?}: the name before '=' is empty"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// The facts `render` builds from its flags, with no cluster.
+pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
+    let mut images: BTreeMap<String, String> = operator::images_from_env();
+    images.extend(args.images.iter().cloned());
+    let level = LogLevel::parse(&args.log_level);
+    if let Some(bad) = level.unknown {
+        anyhow::bail!("--log-level {bad:?} is not one of Normal, Debug, Trace, TraceAll");
+    }
+    let user = match &args.cloud_config {
+        Some(p) => Some(
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let ca = match &args.ca_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let source = cinder::config::SourceConfig {
+        origin: user.as_ref().map(|_| cinder::config::ConfigOrigin {
+            namespace: "openshift-config".into(),
+            name: "cinder-csi-config".into(),
+            key: "config".into(),
+        }),
+        content: user,
+        enable_topology: None,
+    };
+    let ca_bundle = ca.map(|pem| cinder::config::CaBundle {
+        pem,
+        origin: cinder::config::CaOrigin::CloudProviderConfig,
+    });
+    let topology = cinder::topology::parse_override(cinder::topology::UserOverride {
+        value: &args.enable_topology,
+        origin: "--enable-topology",
+    })?;
+    let data = cinder::config::cloud_conf_data(&source, ca_bundle.as_ref(), &topology)?;
+    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&args.namespace, data);
+    Ok(Facts {
+        namespace: args.namespace.clone(),
+        images,
+        cluster_id: args.cluster_id.clone(),
+        topology: TopologyMode::parse(&args.control_plane_topology),
+        log_level: level.level,
+        proxy: args.proxy.iter().cloned().collect(),
+        serving: ServingInfo::intermediate(),
+        cloud_conf: Some(cloud_conf),
+        ..Facts::default()
+    })
+}
+
+/// Prints every object the operator would apply, as a YAML stream.
+pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
+    let facts = render_facts(args)?;
+    let objects = build::everything(&facts).context("cannot build the objects")?;
+    let mut out = String::new();
+    for d in objects {
+        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("managedFields");
+        }
+        out.push_str("---\n");
+        out.push_str(&operator_kit::assets::to_yaml(&value)?);
+    }
+    Ok(out)
+}

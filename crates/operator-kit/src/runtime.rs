@@ -1,0 +1,178 @@
+//! The reconcile loop: one key, like library-go's controllers — every watch event, timer and
+//! retry collapses into "reconcile the operator's CR once more".
+//!
+//! An operator has one root object, so the kube-rs `Controller`'s per-object scheduling buys
+//! nothing here, while this loop shares the apply engine's watch caches instead of opening
+//! its own watches. Reconciles run only while this process leads; a failed reconcile retries
+//! with exponential backoff; a quiet cluster costs one in-memory reconcile per resync period
+//! and no API request.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How a reconcile ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything converged; run again on the next change, resync, or after this long.
+    Done { requeue_after: Option<Duration> },
+    /// Some step failed; retry with backoff (sooner if `requeue_after` says so).
+    Failed { requeue_after: Option<Duration> },
+}
+
+/// Timing of the loop.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopOptions {
+    /// A reconcile at least this often even without events (library-go resyncs every minute).
+    pub resync: Duration,
+    /// Waits this long after a change before reconciling, so a burst of events (our own
+    /// writes echoing back) costs one reconcile.
+    pub debounce: Duration,
+    pub min_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        Self {
+            resync: Duration::from_secs(60),
+            debounce: Duration::from_millis(5),
+            min_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Runs `reconcile` until `shutdown` flips to true. `changes` is bumped whenever watched
+/// state changes; `leading` says whether this process may write.
+pub async fn run<F, Fut>(
+    options: LoopOptions,
+    mut changes: watch::Receiver<u64>,
+    mut leading: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
+    mut reconcile: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Outcome>,
+{
+    let mut backoff = options.min_backoff;
+    let mut next = Instant::now();
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        if *leading.borrow() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next) => {}
+                r = changes.changed() => {
+                    if r.is_err() { return; }
+                    tokio::time::sleep(options.debounce).await;
+                }
+                _ = shutdown.changed() => return,
+                _ = leading.changed() => continue,
+            }
+            changes.borrow_and_update();
+            let outcome = reconcile().await;
+            let now = Instant::now();
+            next = match outcome {
+                Outcome::Done { requeue_after } => {
+                    backoff = options.min_backoff;
+                    now + requeue_after.map_or(options.resync, |r| r.min(options.resync))
+                }
+                Outcome::Failed { requeue_after } => {
+                    let wait = requeue_after.map_or(backoff, |r| r.min(backoff));
+                    backoff = (backoff * 2).min(options.max_backoff);
+                    now + wait
+                }
+            };
+        } else {
+            tokio::select! {
+                r = leading.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+            // Just became leader: reconcile at once.
+            next = Instant::now();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn opts() -> LoopOptions {
+        LoopOptions {
+            resync: Duration::from_secs(3600),
+            debounce: Duration::from_millis(1),
+            min_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(40),
+        }
+    }
+
+    #[tokio::test]
+    async fn reconciles_on_start_on_change_and_not_while_following() {
+        let (change_tx, change_rx) = watch::channel(0u64);
+        let (lead_tx, lead_rx) = watch::channel(false);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        let task = tokio::spawn(run(opts(), change_rx, lead_rx, stop_rx, move || {
+            let c = c.clone();
+            async move {
+                c.fetch_add(1, Ordering::SeqCst);
+                Outcome::Done {
+                    requeue_after: None,
+                }
+            }
+        }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            0,
+            "a follower never reconciles"
+        );
+        lead_tx.send_replace(true);
+        wait_for(&count, 1).await;
+        change_tx.send_modify(|n| *n += 1);
+        wait_for(&count, 2).await;
+        stop_tx.send_replace(true);
+        task.await.expect("loop ends on shutdown");
+    }
+
+    #[tokio::test]
+    async fn failures_retry_with_backoff() {
+        let (_change_tx, change_rx) = watch::channel(0u64);
+        let (_lead_tx, lead_rx) = watch::channel(true);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        let task = tokio::spawn(run(opts(), change_rx, lead_rx, stop_rx, move || {
+            let c = c.clone();
+            async move {
+                c.fetch_add(1, Ordering::SeqCst);
+                Outcome::Failed {
+                    requeue_after: None,
+                }
+            }
+        }));
+        wait_for(&count, 4).await;
+        stop_tx.send_replace(true);
+        task.await.expect("loop ends on shutdown");
+    }
+
+    async fn wait_for(count: &AtomicUsize, n: usize) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while count.load(Ordering::SeqCst) < n {
+            assert!(
+                Instant::now() < until,
+                "reconcile count stayed at {}",
+                count.load(Ordering::SeqCst)
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! testbed: an OpenShift-on-OpenStack cluster made of the two emulators, as the demo, the
+//! end-to-end tests and the benchmarks need it.
+//!
+//! `Testbed::start` runs kube-sim and openstack-sim on loopback and seeds what the installer
+//! and the Cluster Storage Operator would have left behind for a driver operator: the OpenShift
+//! CRDs, Nodes, the `cluster` singletons (Infrastructure, Proxy, APIServer), the user cloud
+//! config, the credentials Secret pointing at openstack-sim, and the ClusterCSIDriver. This is
+//! emulator-side code: product crates never depend on it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Client, Config};
+use kube_sim::KubeSim;
+use openstack_sim::OpenStackSim;
+use serde_json::{Value, json};
+
+/// The namespace of the Cinder driver and operator.
+pub const DRIVER_NAMESPACE: &str = "openshift-cluster-csi-drivers";
+/// The namespace of the user cloud config.
+pub const CONFIG_NAMESPACE: &str = "openshift-config";
+/// The credentials Secret the CredentialsRequest produces.
+pub const CREDENTIALS_SECRET: &str = "openstack-cloud-credentials";
+
+/// How to seed the cluster.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// kube-sim settings (workload simulator, history, ...).
+    pub kube: kube_sim::SimConfig,
+    /// openstack-sim settings (zones, share types, TLS, ...).
+    pub openstack: openstack_sim::SimConfig,
+    pub control_plane_nodes: usize,
+    pub worker_nodes: usize,
+    pub infrastructure_name: String,
+    /// `status.controlPlaneTopology` of Infrastructure.
+    pub control_plane_topology: String,
+    /// The `openshift-config/cloud-provider-config` INI (`None`: no such ConfigMap).
+    pub cloud_provider_config: Option<String>,
+    /// Proxy `status` (httpProxy, httpsProxy, noProxy); empty for none.
+    pub proxy: BTreeMap<String, String>,
+    /// Create the ClusterCSIDriver `cinder.csi.openstack.org` (as CSO would).
+    pub cinder_cluster_csi_driver: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            kube: kube_sim::SimConfig::default(),
+            openstack: openstack_sim::SimConfig::default(),
+            control_plane_nodes: 3,
+            worker_nodes: 3,
+            infrastructure_name: "ostest-x7k2p".into(),
+            control_plane_topology: "HighlyAvailable".into(),
+            cloud_provider_config: Some("[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n\n[BlockStorage]\nignore-volume-az = yes\n".into()),
+            proxy: BTreeMap::new(),
+            cinder_cluster_csi_driver: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    #[error("cannot start {what}: {source}")]
+    Start {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot seed {what}: {source}")]
+    Seed {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("kube-sim's kubeconfig is not usable: {0}")]
+    Kubeconfig(String),
+    #[error("OpenShift CRDs: {0}")]
+    Crds(String),
+}
+
+/// The running emulators and a client for the `admin` user.
+pub struct Testbed {
+    pub kube: KubeSim,
+    pub openstack: OpenStackSim,
+    pub client: Client,
+}
+
+fn seed_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestbedError {
+    let what = what.into();
+    move |source| TestbedError::Seed { what, source }
+}
+
+/// A kube-rs client for a kube-sim user.
+pub async fn client_for(sim: &KubeSim, user: &str) -> Result<Client, TestbedError> {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let kc = Kubeconfig::from_yaml(&sim.kubeconfig(user))
+        .map_err(|e| TestbedError::Kubeconfig(e.to_string()))?;
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| TestbedError::Kubeconfig(e.to_string()))?;
+    Client::try_from(config).map_err(|e| TestbedError::Kubeconfig(e.to_string()))
+}
+
+impl Testbed {
+    /// Starts both emulators on loopback and seeds the cluster.
+    pub async fn start(settings: Settings) -> Result<Self, TestbedError> {
+        let any = "127.0.0.1:0"
+            .parse()
+            .map_err(|_| TestbedError::Kubeconfig("bad loopback address".into()))?;
+        let kube = KubeSim::start(settings.kube.clone(), any)
+            .await
+            .map_err(|source| TestbedError::Start {
+                what: "kube-sim",
+                source,
+            })?;
+        let openstack = OpenStackSim::start(settings.openstack.clone(), any)
+            .await
+            .map_err(|source| TestbedError::Start {
+                what: "openstack-sim",
+                source,
+            })?;
+        let client = client_for(&kube, "admin").await?;
+        let bed = Self {
+            kube,
+            openstack,
+            client,
+        };
+        bed.seed(&settings).await?;
+        Ok(bed)
+    }
+
+    /// The clouds.yaml the credentials Secret holds.
+    pub fn clouds_yaml(&self) -> String {
+        self.openstack.clouds_yaml("openstack")
+    }
+
+    async fn seed(&self, s: &Settings) -> Result<(), TestbedError> {
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for crd in openshift_api::crds::parsed().map_err(|e| TestbedError::Crds(e.to_string()))? {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            crds.create(&PostParams::default(), &crd)
+                .await
+                .map_err(seed_err(format!("CRD {name}")))?;
+        }
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        for ns in [
+            CONFIG_NAMESPACE,
+            DRIVER_NAMESPACE,
+            "openshift-config-managed",
+            "openshift-cluster-storage-operator",
+            "openshift-monitoring",
+        ] {
+            let obj = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(ns.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            namespaces
+                .create(&PostParams::default(), &obj)
+                .await
+                .map_err(seed_err(format!("namespace {ns}")))?;
+        }
+        self.seed_nodes(s).await?;
+        self.seed_singletons(s).await?;
+        if let Some(ini) = &s.cloud_provider_config {
+            let cms: Api<ConfigMap> = Api::namespaced(self.client.clone(), CONFIG_NAMESPACE);
+            let cm = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("cloud-provider-config".into()),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([("config".to_string(), ini.clone())])),
+                ..Default::default()
+            };
+            cms.create(&PostParams::default(), &cm)
+                .await
+                .map_err(seed_err("cloud-provider-config"))?;
+        }
+        self.put_credentials(&self.clouds_yaml(), self.openstack.ca_pem())
+            .await?;
+        if s.cinder_cluster_csi_driver {
+            self.create_cluster_csi_driver("cinder.csi.openstack.org")
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn seed_nodes(&self, s: &Settings) -> Result<(), TestbedError> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let ready = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]});
+        for i in 0..s.control_plane_nodes {
+            let node: Node = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": format!("master-{i}"), "labels": {
+                    "node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "",
+                    "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "nova"}},
+                "spec": {"taints": [{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]},
+                "status": ready,
+            }))
+            .map_err(|e| TestbedError::Crds(e.to_string()))?;
+            nodes
+                .create(&PostParams::default(), &node)
+                .await
+                .map_err(seed_err(format!("node master-{i}")))?;
+        }
+        for i in 0..s.worker_nodes {
+            let node: Node = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": format!("worker-{i}"), "labels": {
+                    "node-role.kubernetes.io/worker": "", "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "nova"}},
+                "status": ready,
+            }))
+            .map_err(|e| TestbedError::Crds(e.to_string()))?;
+            nodes
+                .create(&PostParams::default(), &node)
+                .await
+                .map_err(seed_err(format!("node worker-{i}")))?;
+        }
+        Ok(())
+    }
+
+    async fn seed_singletons(&self, s: &Settings) -> Result<(), TestbedError> {
+        let infra = json!({
+            "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+            "metadata": {"name": "cluster"},
+            "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}, "platformSpec": {"type": "OpenStack"}},
+        });
+        let infra_status = json!({
+            "infrastructureName": s.infrastructure_name,
+            "platform": "OpenStack",
+            "platformStatus": {"type": "OpenStack", "openstack": {"cloudName": "openstack"}},
+            "controlPlaneTopology": s.control_plane_topology,
+            "infrastructureTopology": "HighlyAvailable",
+            "apiServerURL": "https://api.ostest.example:6443",
+            "apiServerInternalURI": "https://api-int.ostest.example:6443",
+            "etcdDiscoveryDomain": "",
+        });
+        self.create_with_status(
+            "config.openshift.io",
+            "Infrastructure",
+            "infrastructures",
+            infra,
+            infra_status,
+        )
+        .await?;
+        let proxy_status: serde_json::Map<String, Value> = s
+            .proxy
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": {}});
+        self.create_with_status(
+            "config.openshift.io",
+            "Proxy",
+            "proxies",
+            proxy,
+            Value::Object(proxy_status),
+        )
+        .await?;
+        let apiserver = json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer", "metadata": {"name": "cluster"}, "spec": {}});
+        self.create_with_status(
+            "config.openshift.io",
+            "APIServer",
+            "apiservers",
+            apiserver,
+            json!({}),
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn create_with_status(
+        &self,
+        group: &str,
+        kind: &str,
+        plural: &str,
+        obj: Value,
+        status: Value,
+    ) -> Result<(), TestbedError> {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let obj: DynamicObject =
+            serde_json::from_value(obj).map_err(|e| TestbedError::Crds(e.to_string()))?;
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        api.create(&PostParams::default(), &obj)
+            .await
+            .map_err(seed_err(format!("{kind} {name}")))?;
+        if status.as_object().is_some_and(|s| !s.is_empty()) {
+            api.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
+            .await
+            .map_err(seed_err(format!("{kind} {name} status")))?;
+        }
+        Ok(())
+    }
+
+    /// Creates or replaces the credentials Secret (a rotation when it exists).
+    pub async fn put_credentials(
+        &self,
+        clouds_yaml: &str,
+        cacert: Option<&str>,
+    ) -> Result<(), TestbedError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), DRIVER_NAMESPACE);
+        let mut data = BTreeMap::from([(
+            "clouds.yaml".to_string(),
+            ByteString(clouds_yaml.as_bytes().to_vec()),
+        )]);
+        if let Some(ca) = cacert {
+            data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
+        }
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(CREDENTIALS_SECRET.into()),
+                ..Default::default()
+            },
+            data: Some(data),
+            type_: Some("Opaque".into()),
+            ..Default::default()
+        };
+        match api
+            .get_opt(CREDENTIALS_SECRET)
+            .await
+            .map_err(seed_err("credentials"))?
+        {
+            None => api
+                .create(&PostParams::default(), &secret)
+                .await
+                .map(|_| ()),
+            Some(_) => api
+                .patch(
+                    CREDENTIALS_SECRET,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"data": secret.data})),
+                )
+                .await
+                .map(|_| ()),
+        }
+        .map_err(seed_err("credentials Secret"))
+    }
+
+    /// Creates a ClusterCSIDriver as CSO does: Managed, Normal log levels.
+    pub async fn create_cluster_csi_driver(&self, name: &str) -> Result<(), TestbedError> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+            "clustercsidrivers",
+        );
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver",
+            "metadata": {"name": name},
+            "spec": {"managementState": "Managed", "logLevel": "Normal", "operatorLogLevel": "Normal"},
+        }))
+        .map_err(|e| TestbedError::Crds(e.to_string()))?;
+        api.create(&PostParams::default(), &obj)
+            .await
+            .map_err(seed_err(format!("ClusterCSIDriver {name}")))?;
+        Ok(())
+    }
+
+    /// The ClusterCSIDriver's conditions (type → (status, reason, message)).
+    pub async fn conditions(&self, name: &str) -> BTreeMap<String, (String, String, String)> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+            "clustercsidrivers",
+        );
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let Ok(Some(obj)) = api.get_opt(name).await else {
+            return BTreeMap::new();
+        };
+        obj.data
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| {
+                        let s = |k: &str| {
+                            c.get(k)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
+                        };
+                        (s("type"), (s("status"), s("reason"), s("message")))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Image environment for the operators: every placeholder image pointing at an example registry.
+pub fn example_images() -> BTreeMap<String, String> {
+    [
+        "DRIVER_IMAGE",
+        "PROVISIONER_IMAGE",
+        "ATTACHER_IMAGE",
+        "RESIZER_IMAGE",
+        "SNAPSHOTTER_IMAGE",
+        "LIVENESS_PROBE_IMAGE",
+        "NODE_DRIVER_REGISTRAR_IMAGE",
+        "KUBE_RBAC_PROXY_IMAGE",
+        "TOOLS_IMAGE",
+    ]
+    .iter()
+    .map(|name| {
+        (
+            name.to_string(),
+            format!(
+                "quay.io/example/{}:v4.20",
+                name.trim_end_matches("_IMAGE")
+                    .to_lowercase()
+                    .replace('_', "-")
+            ),
+        )
+    })
+    .chain([("OPERATOR_IMAGE_VERSION".to_string(), "4.20.0".to_string())])
+    .collect()
+}
+
+/// Polls `check` every 50 ms until it returns `Some` or `deadline` passes.
+pub async fn wait_for<T, F, Fut>(deadline: Duration, mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        if let Some(v) = check().await {
+            return Some(v);
+        }
+        if tokio::time::Instant::now() >= until {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
