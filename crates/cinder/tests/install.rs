@@ -69,8 +69,13 @@ async fn install_converges_and_idles_without_requests() {
         .then_some(c)
     })
     .await;
-    let conditions =
-        available.unwrap_or_else(|| panic!("not available: {:#?}", futures_lite(&bed)));
+    let Some(conditions) = available else {
+        panic!("not available: {:#?}", bed.conditions(CR).await);
+    };
+    assert!(
+        conditions.len() >= 10,
+        "every step reports: {conditions:#?}"
+    );
     for (t, (status, reason, message)) in &conditions {
         if t.ends_with("Degraded") {
             assert_eq!(status, "False", "{t}: {reason}: {message}");
