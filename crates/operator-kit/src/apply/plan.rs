@@ -373,13 +373,32 @@ fn csi_driver(
     let Some(live) = live else {
         return Ok(Plan::Create(creatable(desired)));
     };
+    let mut merged = updatable(live);
     if annotation(&live.metadata, SPEC_HASH_ANNOTATION)
         != annotation(&desired.metadata, SPEC_HASH_ANNOTATION)
     {
-        // A CSIDriver's spec is immutable.
-        return Ok(Plan::Recreate(creatable(desired)));
+        let null = Value::Null;
+        let want = field(&desired, "spec").unwrap_or(&null);
+        let have = field(live, "spec").unwrap_or(&null);
+        if !is_subset(want, have) {
+            // Only attachRequired and volumeLifecycleModes are immutable (Kubernetes 1.33);
+            // a change of any other field is an in-place update, not a delete: deleting a
+            // CSIDriver disturbs every attach and mount of the driver while it is gone.
+            let immutable_differs = ["attachRequired", "volumeLifecycleModes"]
+                .iter()
+                .any(|f| want.get(f).is_some_and(|w| Some(w) != have.get(f)));
+            if immutable_differs {
+                return Ok(Plan::Recreate(creatable(desired)));
+            }
+            if let Some(data) = merged.data.as_object_mut() {
+                data.insert("spec".into(), want.clone());
+            }
+        }
+        // Equal specs with another hash (a driver taken over from the Go operator, whose
+        // hash is computed differently) only need the annotation refreshed.
+        merge_metadata(&mut merged.metadata, &desired.metadata);
+        return Ok(Plan::Update(merged));
     }
-    let mut merged = updatable(live);
     if merge_metadata(&mut merged.metadata, &desired.metadata) {
         Ok(Plan::Update(merged))
     } else {
@@ -920,6 +939,34 @@ mod tests {
         unlabelled.metadata.labels = None;
         let err = plan(&a, &unlabelled, None, None).expect_err("label required");
         assert!(err.to_string().contains(EPHEMERAL_PROFILE_LABEL), "{err}");
+    }
+
+    #[test]
+    fn csi_driver_is_recreated_only_for_immutable_fields() {
+        let a = ar("storage.k8s.io", "CSIDriver", "csidrivers");
+        let desired = obj(json!({"metadata": {"name": "d"},
+            "spec": {"attachRequired": true, "podInfoOnMount": true, "volumeLifecycleModes": ["Persistent"]}}));
+        let Plan::Create(mut live) = plan(&a, &desired, None, None).expect("plan") else {
+            panic!("create");
+        };
+        // Taken over from the Go operator: same spec, another hash → annotation only.
+        live.metadata.annotations =
+            Some([(SPEC_HASH_ANNOTATION.to_string(), "go-hash".to_string())].into());
+        let put = updated(plan(&a, &desired, Some(&live), None).expect("plan"));
+        assert_ne!(
+            annotation(&put.metadata, SPEC_HASH_ANNOTATION),
+            Some("go-hash")
+        );
+        // A mutable field changed → updated in place.
+        live.data["spec"]["podInfoOnMount"] = json!(false);
+        let put = updated(plan(&a, &desired, Some(&live), None).expect("plan"));
+        assert_eq!(put.data["spec"]["podInfoOnMount"], json!(true));
+        // attachRequired is immutable → delete and create.
+        live.data["spec"]["attachRequired"] = json!(false);
+        assert!(matches!(
+            plan(&a, &desired, Some(&live), None).expect("plan"),
+            Plan::Recreate(_)
+        ));
     }
 
     #[test]
