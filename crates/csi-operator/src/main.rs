@@ -1,12 +1,13 @@
 //! `csi-operator`: the one binary of the project. Each component is a subcommand: the OpenStack
-//! Cinder CSI driver operator, `render` (print what an operator would apply), and the
-//! Kubernetes API emulator (`sim`).
+//! Cinder CSI driver operator, `render` (print what an operator would apply), the
+//! Kubernetes API emulator (`sim`), and `demo` (the operator on both emulators, in-process).
 //!
 //! This file only parses the command line and wires components together; the behaviour lives
 //! in the library crates.
 
 mod cinder;
 mod client;
+mod demo;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +33,9 @@ enum Command {
     Render(RenderCommand),
     /// Run kube-sim, the Kubernetes API emulator, for kubectl and operators to talk to.
     Sim(sim::SimArgs),
+    /// Run the Cinder operator against emulated Kubernetes and OpenStack, show the install
+    /// converge, and keep the cluster up for kubectl.
+    Demo(demo::DemoArgs),
 }
 
 #[derive(Subcommand)]
@@ -62,6 +66,7 @@ fn main() -> anyhow::Result<()> {
             Command::OpenStackCinder(CinderCommand::Start(args)) => {
                 cinder::start(args, terminated()).await
             }
+            Command::Demo(args) => demo::run(args, terminated()).await,
             Command::Render(RenderCommand::OpenStackCinder(args)) => {
                 print!("{}", cinder::render(&args)?);
                 Ok(())

@@ -94,17 +94,11 @@ fn prune_custom(schema: &crd_schema::Schema, obj: &mut Value) -> Vec<String> {
     pruned
 }
 
-/// Applies server-side defaults; `old` is the stored object on update, `None` on create
-/// (some defaults, like the Namespace finalizer, are set only once).
-pub fn default(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
+/// Applies the defaults a real server applies while decoding the body (before the field
+/// manager sees the object, so the writer owns defaulted fields as on a cluster).
+pub fn default(rt: &ResourceType, obj: &mut Value) {
     match &rt.origin {
-        Origin::Builtin => {
-            defaults::apply_defaults(&rt.group, &rt.kind, obj);
-            match old {
-                None => defaults::prepare_for_create(&rt.group, &rt.kind, obj),
-                Some(old) => defaults::prepare_for_update(&rt.group, &rt.kind, old, obj),
-            }
-        }
+        Origin::Builtin => defaults::apply_defaults(&rt.group, &rt.kind, obj),
         Origin::Crd {
             schema: Some(schema),
             ..
@@ -180,8 +174,16 @@ pub fn validate_status_update(rt: &ResourceType, new: &Value) -> Vec<FieldError>
     }
 }
 
-/// Fills in what the server derives on a CRD (singular, listKind, conversion, storedVersions).
+/// The registry strategy's PrepareForCreate / PrepareForUpdate (`old` is `None` on create):
+/// what the server sets after the field manager ran (e.g. the Namespace finalizer, a CRD's
+/// derived names and storedVersions), so no client owns those fields.
 pub fn prepare(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
+    if let Origin::Builtin = rt.origin {
+        match old {
+            None => defaults::prepare_for_create(&rt.group, &rt.kind, obj),
+            Some(old) => defaults::prepare_for_update(&rt.group, &rt.kind, old, obj),
+        }
+    }
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
         crd_schema::prepare_crd(obj, old);
     }

@@ -389,21 +389,12 @@ impl Cluster {
             meta.remove(system);
         }
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
-        // The field manager sees the object as the client sent it, before the server's own
-        // preparation (status reset, defaults, finalizers), as in the real handler chain.
-        let now = now();
-        let lists = admission::list_types(rt);
-        managed_fields::record_update(
-            None,
-            &mut obj,
-            &opts.manager,
-            lists.as_ref(),
-            &now,
-            &rt.api_version(),
-            None,
-        );
         reset_status_on_create(rt, &mut obj);
-        admission::default(rt, &mut obj, None);
+        admission::default(rt, &mut obj);
+        // The field manager sees the decoded, defaulted object, before the strategy prepares it
+        // (finalizers, status), as in the real handler chain.
+        let now = now();
+        record_creator(rt, &mut obj, &opts.manager, &now);
         admission::prepare(rt, &mut obj, None);
         if rt.group.is_empty()
             && rt.kind == "Service"
@@ -702,7 +693,7 @@ impl Cluster {
             }
         }
         let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
-        admission::default(rt, &mut obj, Some(old));
+        admission::default(rt, &mut obj);
         admission::prepare(rt, &mut obj, Some(old));
         let mut errors = if subresource == Some("status") {
             admission::validate_status_update(rt, &obj)
@@ -1257,6 +1248,44 @@ impl Cluster {
         if let Some(rt) = self.catalogue.get("", "v1", "namespaces") {
             self.finish_delete(&rt, "", name);
         }
+    }
+}
+
+/// Records the creator in managedFields. On a type with a status subresource the status is
+/// the server's (reset on create, filled by controllers), so it is left out of the creator's
+/// fields.
+fn record_creator(rt: &ResourceType, obj: &mut Value, manager: &str, now: &str) {
+    let lists = admission::list_types(rt);
+    if !rt.status_subresource {
+        managed_fields::record_update(
+            None,
+            obj,
+            manager,
+            lists.as_ref(),
+            now,
+            &rt.api_version(),
+            None,
+        );
+        return;
+    }
+    let mut view = obj.clone();
+    if let Some(o) = view.as_object_mut() {
+        o.remove("status");
+    }
+    managed_fields::record_update(
+        None,
+        &mut view,
+        manager,
+        lists.as_ref(),
+        now,
+        &rt.api_version(),
+        None,
+    );
+    if let (Some(meta), Some(fields)) = (
+        obj.get_mut("metadata").and_then(Value::as_object_mut),
+        view.pointer("/metadata/managedFields"),
+    ) {
+        meta.insert("managedFields".into(), fields.clone());
     }
 }
 

@@ -194,7 +194,21 @@ fn aggregated_response(doc: &Value) -> Response<Body> {
 }
 
 fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(e.code, &e.to_status())
+    let mut resp = json_response(e.code, &e.to_status());
+    // The server sets Retry-After whenever the Status asks the client to retry later; client
+    // retry layers (client-go, kube-rs) read the header, not the body.
+    let retry = e
+        .details
+        .as_ref()
+        .and_then(|d| d.get("retryAfterSeconds"))
+        .and_then(Value::as_u64)
+        .filter(|s| *s > 0);
+    if let Some(seconds) = retry
+        && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
 }
 
 fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
