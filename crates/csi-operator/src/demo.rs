@@ -28,7 +28,6 @@ use operator_kit::process::{self, ProcessOptions};
 use operator_kit::runtime::LoopOptions;
 use serde_json::Value;
 use testbed::{Settings, Testbed};
-use tokio::net::{TcpListener, TcpStream};
 
 use crate::sim::parse_duration;
 
@@ -87,14 +86,36 @@ pub async fn run(
     let mut shutdown = std::pin::pin!(shutdown);
 
     let seeding = Instant::now();
-    let bed = Testbed::start(Settings::default())
+    // A taken port falls back to a free one on the same IP, so a second demo (or a running
+    // `csi-operator sim`) does not stop this one.
+    let (bed, fell_back) =
+        match Testbed::start(Settings {
+            kube_listen: args.listen,
+            ..Settings::default()
+        })
         .await
-        .context("cannot start the emulated cluster")?;
-    let (listener, fell_back) = bind_front(args.listen).await?;
-    let front = listener
-        .local_addr()
-        .context("cannot read the address kube-sim is served on")?;
-    spawn_forwarder(listener, bed.kube.addr());
+        {
+            Ok(bed) => (bed, false),
+            Err(testbed::TestbedError::Start { source, .. })
+                if source.kind() == std::io::ErrorKind::AddrInUse =>
+            {
+                let any = SocketAddr::new(args.listen.ip(), 0);
+                let bed = Testbed::start(Settings {
+                    kube_listen: any,
+                    ..Settings::default()
+                })
+                .await
+                .context("cannot start the emulated cluster")?;
+                (bed, true)
+            }
+            Err(e) => return Err(e).with_context(|| {
+                format!(
+                    "cannot start the emulated cluster on {}; choose another address with --listen",
+                    args.listen
+                )
+            }),
+        };
+    let front = bed.kube.addr();
     let url = format!("http://{front}");
     std::fs::write(
         &args.kubeconfig,
@@ -277,48 +298,6 @@ fn describe_exit(
         Ok(Err(e)) => e.to_string(),
         Err(e) => format!("it crashed: {e}"),
     }
-}
-
-/// Binds the address kubectl talks to; a taken port falls back to a free one on the same IP,
-/// so a second demo (or a running `csi-operator sim`) does not stop this one.
-async fn bind_front(want: SocketAddr) -> anyhow::Result<(TcpListener, bool)> {
-    match TcpListener::bind(want).await {
-        Ok(l) => Ok((l, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            let any = SocketAddr::new(want.ip(), 0);
-            let l = TcpListener::bind(any).await.with_context(|| {
-                format!("{want} is taken and so is every port of {}", want.ip())
-            })?;
-            Ok((l, true))
-        }
-        Err(e) => Err(e).with_context(|| {
-            format!("cannot listen on {want}; choose another address with --listen")
-        }),
-    }
-}
-
-/// Relays kubectl's connections to kube-sim. The testbed starts kube-sim on a free port of its
-/// own choosing; this gives users the fixed, documented address. Bytes are copied untouched.
-fn spawn_forwarder(listener: TcpListener, backend: SocketAddr) {
-    tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((mut inbound, _)) => {
-                    tokio::spawn(async move {
-                        let Ok(mut outbound) = TcpStream::connect(backend).await else {
-                            return;
-                        };
-                        // Request/response traffic: Nagle's delay would add tens of ms per call.
-                        let _ = inbound.set_nodelay(true);
-                        let _ = outbound.set_nodelay(true);
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                    });
-                }
-                // Out of file descriptors and the like: wait instead of spinning.
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    });
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -805,20 +784,5 @@ mod tests {
         assert!(
             not_converged(Duration::from_secs(1), &BTreeMap::new()).contains("none reported yet")
         );
-    }
-
-    #[tokio::test]
-    async fn a_taken_port_falls_back_to_a_free_one_on_the_same_ip() {
-        let taken = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = taken.local_addr().expect("addr");
-        let (l, fell_back) = bind_front(addr).await.expect("fallback");
-        assert!(fell_back);
-        let got = l.local_addr().expect("addr");
-        assert_eq!(got.ip(), addr.ip());
-        assert_ne!(got.port(), addr.port());
-        let (_, fell_back) = bind_front(SocketAddr::new(addr.ip(), 0))
-            .await
-            .expect("free port");
-        assert!(!fell_back, "a free address is used as given");
     }
 }

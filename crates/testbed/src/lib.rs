@@ -33,6 +33,8 @@ pub const CREDENTIALS_SECRET: &str = "openstack-cloud-credentials";
 pub struct Settings {
     /// kube-sim settings (workload simulator, history, ...).
     pub kube: kube_sim::SimConfig,
+    /// Where kube-sim listens (port 0: any free port).
+    pub kube_listen: std::net::SocketAddr,
     /// openstack-sim settings (zones, share types, TLS, ...).
     pub openstack: openstack_sim::SimConfig,
     pub control_plane_nodes: usize,
@@ -52,6 +54,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             kube: kube_sim::SimConfig::default(),
+            kube_listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             openstack: openstack_sim::SimConfig::default(),
             control_plane_nodes: 3,
             worker_nodes: 3,
@@ -113,7 +116,7 @@ impl Testbed {
         let any = "127.0.0.1:0"
             .parse()
             .map_err(|_| TestbedError::Kubeconfig("bad loopback address".into()))?;
-        let kube = KubeSim::start(settings.kube.clone(), any)
+        let kube = KubeSim::start(settings.kube.clone(), settings.kube_listen)
             .await
             .map_err(|source| TestbedError::Start {
                 what: "kube-sim",

@@ -1,0 +1,350 @@
+//! Shared harness of the end-to-end tests: a testbed (kube-sim + openstack-sim seeded as an
+//! OpenShift-on-OpenStack cluster) and the real `csi-operator` binary started against it as a
+//! child process, with its own kubeconfig user so its requests can be told from the test's.
+//!
+//! The child is killed when its guard is dropped, also when a test panics; its output goes to a
+//! file whose tail is printed on failure. Every wait polls with a generous deadline: the tests
+//! run on a loaded 2-core machine and assert behaviour, never timings.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube_sim::RequestRecord;
+use serde_json::Value;
+use testbed::{Settings, Testbed};
+
+/// The operator's identity in kube-sim's request log (its service account in OpenShift).
+pub const OPERATOR_USER: &str =
+    "system:serviceaccount:openshift-cluster-csi-drivers:openstack-cinder-csi-driver-operator";
+pub const CR: &str = "cinder.csi.openstack.org";
+pub const NS: &str = testbed::DRIVER_NAMESPACE;
+pub const CONTROLLER: &str = "openstack-cinder-csi-driver-controller";
+pub const NODE: &str = "openstack-cinder-csi-driver-node";
+pub const STORAGE_CLASS: &str = "standard-csi";
+pub const TRUSTED_CA: &str = "openstack-cinder-csi-driver-trusted-ca-bundle";
+/// Hash annotation of Secret `openshift-cluster-csi-drivers/openstack-cloud-credentials`
+/// (anchors §1.6).
+pub const CREDENTIALS_HASH_KEY: &str =
+    "operator.openshift.io/dep-4b51488ec5b742a098d092dfe49449df0986e";
+/// Hash annotation of the trusted CA bundle ConfigMap (anchors §1.6).
+pub const TRUSTED_CA_HASH_KEY: &str =
+    "operator.openshift.io/dep-28104e6bcb20f4d44a571c8e2f3f0a1f5a880";
+/// The operator's resync period in these tests.
+pub const RESYNC: Duration = Duration::from_secs(2);
+/// How long any state may take to appear on a loaded machine.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Starts the emulators with default settings.
+pub async fn bed() -> Testbed {
+    bed_with(Settings::default()).await
+}
+
+pub async fn bed_with(settings: Settings) -> Testbed {
+    Testbed::start(settings).await.expect("testbed starts")
+}
+
+/// The `csi-operator openstack-cinder start` process; killed on drop.
+pub struct OperatorProcess {
+    child: Child,
+    kubeconfig: PathBuf,
+    log: PathBuf,
+}
+
+static NEXT: AtomicUsize = AtomicUsize::new(0);
+
+impl OperatorProcess {
+    /// Runs the binary against `bed` as [`OPERATOR_USER`], with the example images and a
+    /// short resync.
+    pub fn start(bed: &Testbed) -> Self {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let stem = format!(
+            "csi-operator-e2e-{}-{}-{n}",
+            std::process::id(),
+            bed.kube.addr().port()
+        );
+        let dir = std::env::temp_dir();
+        let kubeconfig = dir.join(format!("{stem}.kubeconfig"));
+        let log = dir.join(format!("{stem}.log"));
+        std::fs::write(&kubeconfig, bed.kube.kubeconfig(OPERATOR_USER)).expect("kubeconfig");
+        let out = std::fs::File::create(&log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_csi-operator"))
+            .args(["openstack-cinder", "start", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args([
+                "--namespace",
+                NS,
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--topology-refresh",
+                "10m",
+                "--resync",
+                "2s",
+                "--identity",
+                "e2e",
+            ])
+            .envs(testbed::example_images())
+            .env_remove("POD_NAME")
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("csi-operator starts");
+        Self {
+            child,
+            kubeconfig,
+            log,
+        }
+    }
+
+    /// The process has not exited.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Everything the process printed so far.
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The last lines of the output, for failure messages.
+    pub fn tail(&self) -> String {
+        let out = self.output();
+        let lines: Vec<&str> = out.lines().collect();
+        lines[lines.len().saturating_sub(60)..].join("\n")
+    }
+}
+
+impl Drop for OperatorProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("--- csi-operator output (tail) ---\n{}\n---", self.tail());
+        }
+        let _ = std::fs::remove_file(&self.kubeconfig);
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Polls `check` until it yields a value; panics with `what` and the last observation when
+/// [`DEADLINE`] passes.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let until = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(last) if tokio::time::Instant::now() >= until => {
+                panic!("timed out waiting for {what}; last seen: {last}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// ClusterCSIDriver conditions: type → (status, reason, message).
+pub type Conditions = BTreeMap<String, (String, String, String)>;
+
+/// Waits until the controller and node services are Available and every `*Degraded` is False.
+pub async fn wait_available(bed: &Testbed) -> Conditions {
+    eventually("the ClusterCSIDriver to become Available", || async {
+        let c = bed.conditions(CR).await;
+        let ok = |t: &str| c.get(t).is_some_and(|(s, _, _)| s == "True");
+        let degraded: Vec<&String> = c
+            .iter()
+            .filter(|(t, (s, _, _))| t.ends_with("Degraded") && s != "False")
+            .map(|(t, _)| t)
+            .collect();
+        if ok("OpenStackCinderDriverControllerServiceControllerAvailable")
+            && ok("OpenStackCinderDriverNodeServiceControllerAvailable")
+            && degraded.is_empty()
+        {
+            Ok(c)
+        } else {
+            Err(format!("{c:#?}"))
+        }
+    })
+    .await
+}
+
+/// Waits until condition `type_` has `status`; returns its (reason, message).
+pub async fn wait_condition(bed: &Testbed, type_: &str, status: &str) -> (String, String) {
+    eventually(&format!("{type_}={status}"), || async {
+        let c = bed.conditions(CR).await;
+        match c.get(type_) {
+            Some((s, reason, message)) if s == status => Ok((reason.clone(), message.clone())),
+            _ => Err(format!("{c:#?}")),
+        }
+    })
+    .await
+}
+
+fn cr_api(bed: &Testbed) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+        "clustercsidrivers",
+    );
+    Api::all_with(bed.client.clone(), &ar)
+}
+
+/// Merge-patches the ClusterCSIDriver's `spec` as the admin.
+pub async fn patch_cr_spec(bed: &Testbed, spec: Value) {
+    cr_api(bed)
+        .patch(
+            CR,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({ "spec": spec })),
+        )
+        .await
+        .expect("patch ClusterCSIDriver");
+}
+
+pub async fn deployment(bed: &Testbed) -> Option<Deployment> {
+    Api::<Deployment>::namespaced(bed.client.clone(), NS)
+        .get_opt(CONTROLLER)
+        .await
+        .expect("get Deployment")
+}
+
+pub async fn daemonset(bed: &Testbed) -> Option<DaemonSet> {
+    Api::<DaemonSet>::namespaced(bed.client.clone(), NS)
+        .get_opt(NODE)
+        .await
+        .expect("get DaemonSet")
+}
+
+pub async fn config_map(bed: &Testbed, ns: &str, name: &str) -> Option<ConfigMap> {
+    Api::<ConfigMap>::namespaced(bed.client.clone(), ns)
+        .get_opt(name)
+        .await
+        .expect("get ConfigMap")
+}
+
+pub async fn storage_class(bed: &Testbed) -> Option<StorageClass> {
+    Api::<StorageClass>::all(bed.client.clone())
+        .get_opt(STORAGE_CLASS)
+        .await
+        .expect("get StorageClass")
+}
+
+pub async fn csi_driver(bed: &Testbed) -> Option<CSIDriver> {
+    Api::<CSIDriver>::all(bed.client.clone())
+        .get_opt(CR)
+        .await
+        .expect("get CSIDriver")
+}
+
+/// `cloud-conf` data, once it exists.
+pub async fn cloud_conf(bed: &Testbed) -> Option<BTreeMap<String, String>> {
+    config_map(bed, NS, "cloud-conf").await.and_then(|c| c.data)
+}
+
+pub fn deployment_pod(d: &Deployment) -> Option<&PodSpec> {
+    d.spec.as_ref().and_then(|s| s.template.spec.as_ref())
+}
+
+pub fn daemonset_pod(d: &DaemonSet) -> Option<&PodSpec> {
+    d.spec.as_ref().and_then(|s| s.template.spec.as_ref())
+}
+
+pub fn container<'a>(pod: Option<&'a PodSpec>, name: &str) -> Option<&'a Container> {
+    pod.and_then(|p| p.containers.iter().find(|c| c.name == name))
+}
+
+pub fn deployment_template_annotations(d: &Deployment) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+pub fn daemonset_template_annotations(d: &DaemonSet) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+/// Requests the operator process made (by its kubeconfig user).
+pub fn operator_requests(bed: &Testbed) -> Vec<RequestRecord> {
+    bed.kube
+        .requests()
+        .into_iter()
+        .filter(|r| r.user == OPERATOR_USER)
+        .collect()
+}
+
+pub fn is_write(r: &RequestRecord) -> bool {
+    matches!(
+        r.verb.as_str(),
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    )
+}
+
+/// Leader election renews a Lease while the operator runs; that is not a write to anything
+/// the operator manages.
+pub fn is_lease(r: &RequestRecord) -> bool {
+    r.resource == "coordination.k8s.io/leases"
+}
+
+pub fn describe(r: &RequestRecord) -> String {
+    format!(
+        "{} {} {}{} -> {}",
+        r.verb,
+        r.path,
+        r.query,
+        if r.subresource.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", r.subresource)
+        },
+        r.code
+    )
+}
+
+/// Waits until the operator has made no write (lease renewals aside) for two resync periods,
+/// so a following measurement starts from steady state.
+pub async fn wait_quiet(bed: &Testbed) {
+    eventually("the operator to stop writing", || async {
+        bed.kube.clear_requests();
+        tokio::time::sleep(RESYNC * 2).await;
+        let writes: Vec<String> = operator_requests(bed)
+            .iter()
+            .filter(|r| is_write(r) && !is_lease(r))
+            .map(describe)
+            .collect();
+        if writes.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{writes:#?}"))
+        }
+    })
+    .await
+}
+
+/// Every Event message in the cluster (to check that no secret leaks into them).
+pub async fn event_messages(bed: &Testbed) -> Vec<String> {
+    use k8s_openapi::api::core::v1::Event;
+    Api::<Event>::all(bed.client.clone())
+        .list(&Default::default())
+        .await
+        .map(|l| l.items.into_iter().filter_map(|e| e.message).collect())
+        .unwrap_or_default()
+}
