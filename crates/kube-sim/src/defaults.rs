@@ -504,7 +504,8 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     }
 }
 
-const VOLUME_SOURCES: &[&str] = &[
+/// The volume source fields of a Pod volume (exactly one may be set).
+pub(crate) const VOLUME_SOURCES: &[&str] = &[
     "hostPath",
     "emptyDir",
     "gcePersistentDisk",

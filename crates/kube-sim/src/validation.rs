@@ -16,6 +16,7 @@
 //! object"); a real server rejects such a body earlier, with a 400 decode error. This module is
 //! pure: no I/O, no panics on any input, and it never changes the object.
 
+use crate::defaults::VOLUME_SOURCES;
 use std::collections::BTreeSet;
 
 use base64::Engine as _;
@@ -1330,39 +1331,6 @@ fn pod_template_spec(template: &Map<String, Value>, path: &str, errs: &mut Errs)
         ));
     }
 }
-
-const VOLUME_SOURCES: &[&str] = &[
-    "hostPath",
-    "emptyDir",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "gitRepo",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "persistentVolumeClaim",
-    "rbd",
-    "flexVolume",
-    "cinder",
-    "cephfs",
-    "flocker",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "configMap",
-    "vsphereVolume",
-    "quobyte",
-    "azureDisk",
-    "photonPersistentDisk",
-    "projected",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "csi",
-    "ephemeral",
-    "image",
-];
 
 /// `ValidatePodSpec`, the parts operators meet.
 fn pod_spec(spec: &Map<String, Value>, path: &str, errs: &mut Errs) {
