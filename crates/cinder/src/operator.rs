@@ -36,7 +36,7 @@ use tracing::{debug, info, warn};
 
 use crate::build::{self, Desired, Facts};
 use crate::config::{self, CloudConfigRef};
-use crate::topology::{TopologyState, UserOverride, VolumeZone};
+use crate::topology::{TopologySource, TopologyState, UserOverride, VolumeZone};
 use crate::{
     CLOUD_CONF_CONFIGMAP, CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET,
     CSI_DRIVER_NAME, METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME,
@@ -448,12 +448,12 @@ impl Operator {
     ) -> (Option<ConfigMap>, Option<Duration>) {
         let ns = self.opts.namespace.clone();
         match self.cloud_conf(&ns).await {
-            Ok((cm, requeue)) => {
+            Ok((cm, requeue, stale)) => {
                 let result = match build::cloud_conf_desired(&cm) {
                     Ok(d) => self.apply_one(&d, None).await.map(|_| ()),
                     Err(e) => Err(e.to_string()),
                 };
-                match result {
+                match result.and_then(|()| stale.map_or(Ok(()), Err)) {
                     Ok(()) => board.set_condition(conditions::degraded(CONFIG_SYNC_PREFIX, None)),
                     Err(e) => {
                         *failed = true;
@@ -472,10 +472,13 @@ impl Operator {
         }
     }
 
+    /// The third value is set when the latest availability-zone listing failed and an earlier
+    /// result is published: `cloud-conf` is still applied, but the failure is reported.
+    #[allow(clippy::type_complexity)]
     async fn cloud_conf(
         &mut self,
         ns: &str,
-    ) -> Result<(ConfigMap, Option<Duration>), (String, Option<Duration>)> {
+    ) -> Result<(ConfigMap, Option<Duration>, Option<String>), (String, Option<Duration>)> {
         let user = self.config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
         let infra: Option<Infrastructure> =
             self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
@@ -529,7 +532,18 @@ impl Operator {
             .map_err(|e| (e.to_string(), requeue))?;
         let data = config::cloud_conf_data(&source, ca.as_ref(), &value.value)
             .map_err(|e| (e.to_string(), requeue))?;
-        Ok((config::cloud_conf_configmap(ns, data), requeue))
+        // A rotation to bad credentials must not look healthy just because an earlier listing
+        // succeeded (the driver will fail with them too).
+        let stale = match (&value.source, self.topology.last_error()) {
+            (TopologySource::PreviousResult, Some(e)) => Some(format!(
+                "{e}; {} keeps {}={} from the last successful listing",
+                CLOUD_CONF_CONFIGMAP,
+                config::ENABLE_TOPOLOGY_KEY,
+                value.value
+            )),
+            _ => None,
+        };
+        Ok((config::cloud_conf_configmap(ns, data), requeue, stale))
     }
 
     async fn list_zones(
