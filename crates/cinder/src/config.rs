@@ -92,8 +92,8 @@ pub enum ConfigError {
         hint: String,
     },
     /// The user's INI text is malformed.
-    #[error("failed to generate cloud.conf from config map {origin}: {source}")]
-    Ini { origin: String, source: IniError },
+    #[error("failed to generate cloud.conf from config map {origin}: {cause}")]
+    Ini { origin: String, cause: IniError },
     /// The credentials Secret's `cacert` is not text.
     #[error(
         "secret {namespace}/{name} key {key} is not UTF-8 text; it must hold PEM-encoded CA \
@@ -749,7 +749,7 @@ pub fn cloud_conf_data(
                 .origin
                 .as_ref()
                 .map_or_else(String::new, ToString::to_string),
-            source: e,
+            cause: e,
         }
     })?;
     let mut data = BTreeMap::new();

@@ -177,8 +177,18 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
     let topology = cinder::topology::parse_override(cinder::topology::UserOverride {
         value: &args.enable_topology,
         origin: "--enable-topology",
+    })
+    .map_err(|_| {
+        anyhow::anyhow!(
+            "--enable-topology {:?} is not a boolean; use true or false",
+            args.enable_topology
+        )
     })?;
-    let data = cinder::config::cloud_conf_data(&source, ca_bundle.as_ref(), &topology)?;
+    let data = cinder::config::cloud_conf_data(&source, ca_bundle.as_ref(), &topology)
+        .with_context(|| match &args.cloud_config {
+            Some(p) => format!("--cloud-config {}", p.display()),
+            None => "the generated cloud.conf".to_string(),
+        })?;
     let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&args.namespace, data);
     Ok(Facts {
         namespace: args.namespace.clone(),
@@ -196,7 +206,9 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
 /// Prints every object the operator would apply, as a YAML stream.
 pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
     let facts = render_facts(args)?;
-    let objects = build::everything(&facts).context("cannot build the objects")?;
+    let objects = build::everything(&facts).context(
+        "cannot build the objects; give every image with --image NAME=IMAGE (or the environment variable of the same name)",
+    )?;
     let mut out = String::new();
     for d in objects {
         let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;

@@ -213,7 +213,7 @@ fn a_non_boolean_enable_topology_is_rejected() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("maybe") && err.contains("enable_topology"),
+        err.contains("maybe") && err.contains("--enable-topology"),
         "{err}"
     );
 }

@@ -3,6 +3,7 @@
 //! A scenario owns everything it starts (emulator processes, operators) and stops it before it
 //! returns, also on error, so `bench all` runs scenarios one after another on a quiet machine.
 
+mod cinder;
 mod kube_sim_scale;
 
 use std::future::Future;
@@ -26,7 +27,13 @@ pub struct Scenario {
 }
 
 /// Every scenario, in the order `bench all` runs them and BENCHMARKS.md lists them.
-pub const ALL: &[Scenario] = &[Scenario {
-    name: kube_sim_scale::NAME,
-    run: |options| Box::pin(kube_sim_scale::run(options)),
-}];
+pub const ALL: &[Scenario] = &[
+    Scenario {
+        name: kube_sim_scale::NAME,
+        run: |options| Box::pin(kube_sim_scale::run(options)),
+    },
+    Scenario {
+        name: cinder::NAME,
+        run: |options| Box::pin(cinder::run(options)),
+    },
+];

@@ -1,0 +1,447 @@
+//! The Manila operator's YAML assets, embedded in the binary, and the lists the reconcile steps
+//! need: static control-plane objects, static guest objects, the CSIDriver, the controller
+//! Deployment, the two node DaemonSets and the VolumeSnapshotClass. StorageClasses have no
+//! asset: there is one per share type, built in [`crate::build`].
+//!
+//! The files are ours, written from the behaviour inventory (anchors §5.2); file names are
+//! those of OpenShift's generated assets so that logs and docs line up. They contain `${NAME}`
+//! placeholders ([`PLACEHOLDERS`]) that the operator-kit replacer fills; this module does not
+//! replace, parse or apply anything.
+
+/// One embedded YAML asset holding exactly one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Asset {
+    /// File name, as in OpenShift's generated assets (`controller.yaml`, …).
+    pub name: &'static str,
+    /// The YAML text, placeholders not yet replaced.
+    pub yaml: &'static str,
+    /// The CustomResourceDefinition that must be served before this object can be applied
+    /// (ServiceMonitor, VolumeSnapshotClass); the step skips the asset while it is absent.
+    pub requires_crd: Option<&'static str>,
+}
+
+macro_rules! asset {
+    ($file:literal) => {
+        Asset {
+            name: $file,
+            yaml: include_str!(concat!("../assets/", $file)),
+            requires_crd: None,
+        }
+    };
+    ($file:literal, crd = $crd:expr) => {
+        Asset {
+            name: $file,
+            yaml: include_str!(concat!("../assets/", $file)),
+            requires_crd: Some($crd),
+        }
+    };
+}
+
+/// CRD that serves ServiceMonitors.
+pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
+/// CRD that serves VolumeSnapshotClasses.
+pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+
+/// Every placeholder an asset may contain; the replacer fails on any it cannot fill.
+pub const PLACEHOLDERS: &[&str] = &[
+    "NAMESPACE",
+    "NODE_NAMESPACE",
+    "DRIVER_IMAGE",
+    "NFS_DRIVER_IMAGE",
+    "PROVISIONER_IMAGE",
+    "RESIZER_IMAGE",
+    "SNAPSHOTTER_IMAGE",
+    "LIVENESS_PROBE_IMAGE",
+    "NODE_DRIVER_REGISTRAR_IMAGE",
+    "KUBE_RBAC_PROXY_IMAGE",
+    "CLUSTER_ID",
+    "LOG_LEVEL",
+    "TLS_CIPHER_SUITES",
+    "TLS_MIN_VERSION",
+    "LEADER_ELECTION_LEASE_DURATION",
+    "LEADER_ELECTION_RENEW_DEADLINE",
+    "LEADER_ELECTION_RETRY_PERIOD",
+];
+
+/// Placeholders filled from the environment variable of the same name (container images).
+pub const IMAGE_PLACEHOLDERS: &[&str] = &[
+    "DRIVER_IMAGE",
+    "NFS_DRIVER_IMAGE",
+    "PROVISIONER_IMAGE",
+    "RESIZER_IMAGE",
+    "SNAPSHOTTER_IMAGE",
+    "LIVENESS_PROBE_IMAGE",
+    "NODE_DRIVER_REGISTRAR_IMAGE",
+    "KUBE_RBAC_PROXY_IMAGE",
+];
+
+/// The controller Deployment (`openstack-manila-csi-controllerplugin`).
+pub const CONTROLLER_DEPLOYMENT: Asset = asset!("controller.yaml");
+/// The Manila node DaemonSet (`openstack-manila-csi-nodeplugin`).
+pub const NODE_DAEMONSET: Asset = asset!("node.yaml");
+/// The NFS node DaemonSet (`csi-nodeplugin-nfsplugin`).
+pub const NFS_DAEMONSET: Asset = asset!("node_nfs.yaml");
+/// CSIDriver `manila.csi.openstack.org`; one step writes it, with `fsGroupPolicy` set
+/// (anchors §8.3 fixed: OpenShift had two writers).
+pub const CSI_DRIVER: Asset = asset!("csidriver.yaml");
+/// VolumeSnapshotClass `csi-manila-standard`, applied once its CRD exists.
+pub const VOLUME_SNAPSHOT_CLASS: Asset =
+    asset!("volumesnapshotclass.yaml", crd = VOLUME_SNAPSHOT_CLASS_CRD);
+
+/// Static objects of the driver namespace's control-plane side, in apply order: the Namespace
+/// first (everything else lives in it), then by file name.
+pub const CONTROL_PLANE_STATIC: &[Asset] = &[
+    asset!("namespace.yaml"),
+    asset!("cabundle_cm.yaml"),
+    asset!("controller_pdb.yaml"),
+    asset!("controller_sa.yaml"),
+    asset!("service.yaml"),
+    asset!("servicemonitor.yaml", crd = SERVICE_MONITOR_CRD),
+];
+
+/// Static objects of the guest side, in apply order: roles, then bindings, then the rest.
+pub const GUEST_STATIC: &[Asset] = &[
+    // Stage 1: roles, so bindings never point at a missing role.
+    asset!("kube_rbac_proxy_role.yaml"),
+    asset!("lease_leader_election_role.yaml"),
+    asset!("privileged_role.yaml"),
+    asset!("prometheus_role.yaml"),
+    // Stage 2: bindings (no attacher binding: Manila has no attacher).
+    asset!("kube_rbac_proxy_binding.yaml"),
+    asset!("lease_leader_election_binding.yaml"),
+    asset!("main_provisioner_binding.yaml"),
+    asset!("main_resizer_binding.yaml"),
+    asset!("main_snapshotter_binding.yaml"),
+    asset!("node_privileged_binding.yaml"),
+    asset!("prometheus_binding.yaml"),
+    asset!("storageclass_reader_resizer_binding.yaml"),
+    asset!("volumesnapshot_reader_provisioner_binding.yaml"),
+    // Stage 3: everything else.
+    asset!("config_secret.yaml"),
+    asset!("node_sa.yaml"),
+];
+
+/// Every asset once, in the order `csi-operator render` prints them.
+pub fn all() -> impl Iterator<Item = &'static Asset> {
+    const SINGLES: &[Asset] = &[
+        CSI_DRIVER,
+        CONTROLLER_DEPLOYMENT,
+        NODE_DAEMONSET,
+        NFS_DAEMONSET,
+        VOLUME_SNAPSHOT_CLASS,
+    ];
+    CONTROL_PLANE_STATIC
+        .iter()
+        .chain(GUEST_STATIC.iter())
+        .chain(SINGLES.iter())
+}
+
+/// The asset with this file name, if any.
+pub fn get(name: &str) -> Option<&'static Asset> {
+    all().find(|a| a.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    //! Golden checks of the assets against anchors §5.2, written out literally so a reviewer
+    //! can hold them against the anchors file.
+
+    use super::*;
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+    use k8s_openapi::api::core::v1::{Container, PodSpec};
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    const NS: &str = "openshift-manila-csi-driver";
+
+    fn dummy_value(name: &str) -> String {
+        match name {
+            "NAMESPACE" | "NODE_NAMESPACE" => NS.to_string(),
+            "CLUSTER_ID" => "mycluster-x7k2p".to_string(),
+            "LOG_LEVEL" => "2".to_string(),
+            "TLS_CIPHER_SUITES" => "TLS_AES_128_GCM_SHA256".to_string(),
+            "TLS_MIN_VERSION" => "VersionTLS12".to_string(),
+            "LEADER_ELECTION_LEASE_DURATION" => "137s".to_string(),
+            "LEADER_ELECTION_RENEW_DEADLINE" => "107s".to_string(),
+            "LEADER_ELECTION_RETRY_PERIOD" => "26s".to_string(),
+            image => format!("quay.io/test/{}:latest", image.to_lowercase()),
+        }
+    }
+
+    fn render(asset: &Asset) -> String {
+        let mut text = asset.yaml.to_string();
+        for name in PLACEHOLDERS {
+            text = text.replace(&format!("${{{name}}}"), &dummy_value(name));
+        }
+        text
+    }
+
+    fn value(asset: &Asset) -> Value {
+        serde_saphyr::from_str::<Value>(&render(asset))
+            .unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", asset.name))
+    }
+
+    fn typed<T: serde::de::DeserializeOwned>(asset: &Asset) -> T {
+        serde_json::from_value(value(asset))
+            .unwrap_or_else(|e| panic!("{} does not match its schema: {e}", asset.name))
+    }
+
+    #[test]
+    fn every_placeholder_is_known_and_used() {
+        let mut used = BTreeSet::new();
+        for asset in all() {
+            for name in operator_kit::assets::placeholders(asset.yaml) {
+                assert!(
+                    PLACEHOLDERS.contains(&name.as_str()),
+                    "{} uses unknown ${{{name}}}",
+                    asset.name
+                );
+                used.insert(name);
+            }
+            assert!(!render(asset).contains("${"), "{}", asset.name);
+        }
+        let known: BTreeSet<String> = PLACEHOLDERS.iter().map(|s| s.to_string()).collect();
+        assert_eq!(used, known);
+        for image in IMAGE_PLACEHOLDERS {
+            assert!(
+                operator_kit::assets::IMAGE_ENV_VARS.contains(image),
+                "{image}"
+            );
+        }
+    }
+
+    /// Anchors §5.2: file, kind, name and namespace of every object we ship.
+    #[rustfmt::skip]
+    const INVENTORY: &[(&str, &str, &str, Option<&str>)] = &[
+        ("namespace.yaml", "Namespace", NS, None),
+        ("cabundle_cm.yaml", "ConfigMap", "manila-csi-driver-trusted-ca-bundle", Some(NS)),
+        ("controller_pdb.yaml", "PodDisruptionBudget", "openstack-manila-csi-controllerplugin-pdb", Some(NS)),
+        ("controller_sa.yaml", "ServiceAccount", "manila-csi-driver-controller-sa", Some(NS)),
+        ("service.yaml", "Service", "manila-csi-driver-controller-metrics", Some(NS)),
+        ("servicemonitor.yaml", "ServiceMonitor", "manila-csi-driver-controller-monitor", Some(NS)),
+        ("kube_rbac_proxy_role.yaml", "ClusterRole", "openstack-manila-kube-rbac-proxy-role", None),
+        ("lease_leader_election_role.yaml", "Role", "manila-csi-driver-lease-leader-election", Some(NS)),
+        ("privileged_role.yaml", "ClusterRole", "openstack-manila-privileged-role", None),
+        ("prometheus_role.yaml", "Role", "manila-csi-driver-prometheus", Some(NS)),
+        ("kube_rbac_proxy_binding.yaml", "ClusterRoleBinding", "openstack-manila-kube-rbac-proxy-binding", None),
+        ("lease_leader_election_binding.yaml", "RoleBinding", "manila-csi-driver-lease-leader-election", Some(NS)),
+        ("main_provisioner_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-main-provisioner-binding", None),
+        ("main_resizer_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-main-resizer-binding", None),
+        ("main_snapshotter_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-main-snapshotter-binding", None),
+        ("node_privileged_binding.yaml", "ClusterRoleBinding", "openstack-manila-node-privileged-binding", None),
+        ("prometheus_binding.yaml", "RoleBinding", "manila-csi-driver-prometheus", Some(NS)),
+        ("storageclass_reader_resizer_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-storageclass-reader-resizer-binding", None),
+        ("volumesnapshot_reader_provisioner_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-volumesnapshot-reader-provisioner-binding", None),
+        ("config_secret.yaml", "Secret", "csi-manila-secrets", Some(NS)),
+        ("node_sa.yaml", "ServiceAccount", "manila-csi-driver-node-sa", Some(NS)),
+        ("csidriver.yaml", "CSIDriver", "manila.csi.openstack.org", None),
+        ("controller.yaml", "Deployment", "openstack-manila-csi-controllerplugin", Some(NS)),
+        ("node.yaml", "DaemonSet", "openstack-manila-csi-nodeplugin", Some(NS)),
+        ("node_nfs.yaml", "DaemonSet", "csi-nodeplugin-nfsplugin", Some(NS)),
+        ("volumesnapshotclass.yaml", "VolumeSnapshotClass", "csi-manila-standard", None),
+    ];
+
+    #[test]
+    fn inventory_matches_anchors() {
+        let files: Vec<&str> = all().map(|a| a.name).collect();
+        let expected: Vec<&str> = INVENTORY.iter().map(|i| i.0).collect();
+        assert_eq!(files, expected);
+        for (file, kind, name, namespace) in INVENTORY {
+            let v = value(get(file).expect("embedded"));
+            assert_eq!(v["kind"], *kind, "{file}");
+            assert_eq!(v["metadata"]["name"], *name, "{file}");
+            assert_eq!(v["metadata"]["namespace"].as_str(), *namespace, "{file}");
+            let kinds = operator_kit::kinds::api_resource(
+                v["apiVersion"].as_str().expect("apiVersion"),
+                kind,
+            );
+            assert!(kinds.is_ok(), "{file}: {kinds:?}");
+        }
+        assert_eq!(get("nope.yaml"), None);
+        // No attacher anywhere: Manila shares are not attached.
+        assert!(
+            all().all(|a| !a.yaml.contains("ATTACHER_IMAGE") && !a.yaml.contains("main-attacher"))
+        );
+    }
+
+    fn container<'a>(spec: &'a PodSpec, name: &str) -> &'a Container {
+        spec.containers
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no container {name}"))
+    }
+
+    fn args(c: &Container) -> Vec<&str> {
+        c.args.iter().flatten().map(String::as_str).collect()
+    }
+
+    fn env(c: &Container) -> Vec<(String, Option<String>)> {
+        c.env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.clone(), e.value.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn controller_golden() {
+        let d: Deployment = typed(&CONTROLLER_DEPLOYMENT);
+        let pod = d.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "csi-driver",
+                "csi-driver-nfs",
+                "csi-provisioner",
+                "provisioner-kube-rbac-proxy",
+                "csi-resizer",
+                "resizer-kube-rbac-proxy",
+                "csi-snapshotter",
+                "snapshotter-kube-rbac-proxy",
+                "csi-liveness-probe",
+            ]
+        );
+        let driver = container(pod, "csi-driver");
+        assert_eq!(
+            args(driver),
+            [
+                "--provide-controller-service=true",
+                "--provide-node-service=false",
+                "--v=2",
+                "--cluster-id=mycluster-x7k2p",
+                "--nodeid=$(NODE_ID)",
+                "--endpoint=$(CSI_ENDPOINT)",
+                "--drivername=$(DRIVER_NAME)",
+                "--share-protocol-selector=$(MANILA_SHARE_PROTO)",
+                "--fwdendpoint=$(FWD_CSI_ENDPOINT)",
+            ]
+        );
+        let e = env(driver);
+        assert!(e.contains(&(
+            "DRIVER_NAME".into(),
+            Some("manila.csi.openstack.org".into())
+        )));
+        assert!(e.contains(&(
+            "CSI_ENDPOINT".into(),
+            Some("unix:///plugin/csi.sock".into())
+        )));
+        assert!(e.contains(&("MANILA_SHARE_PROTO".into(), Some("NFS".into()))));
+        assert!(e.contains(&(
+            "FWD_CSI_ENDPOINT".into(),
+            Some("unix:///plugin/csi-nfs.sock".into())
+        )));
+        let nfs = container(pod, "csi-driver-nfs");
+        assert_eq!(
+            nfs.image.as_deref(),
+            Some("quay.io/test/nfs_driver_image:latest")
+        );
+        assert_eq!(
+            args(nfs),
+            [
+                "--nodeid=$(NODE_ID)",
+                "--endpoint=unix://plugin/csi-nfs.sock",
+                "--mount-permissions=0777"
+            ]
+        );
+        let prov = args(container(pod, "csi-provisioner"));
+        assert!(prov.contains(&"--http-endpoint=localhost:8203"));
+        assert!(prov.contains(&"--timeout=120s"));
+        assert!(prov.contains(&"--feature-gates=Topology=true"));
+        let res = args(container(pod, "csi-resizer"));
+        assert!(res.contains(&"--timeout=240s"));
+        assert!(res.contains(&"--handle-volume-inuse-error=false"));
+        assert!(
+            args(container(pod, "csi-snapshotter")).contains(&"--metrics-address=localhost:8205")
+        );
+        assert!(args(container(pod, "csi-liveness-probe")).contains(&"--health-port=10306"));
+        let volumes = serde_json::to_value(pod.volumes.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            volumes[2],
+            serde_json::json!({"name": "cloud-credentials", "secret": {"secretName": "manila-cloud-credentials",
+                "items": [{"key": "clouds.yaml", "path": "clouds.yaml"}]}})
+        );
+        assert_eq!(volumes[3]["configMap"]["name"], "cloud-provider-config");
+        assert_eq!(volumes[3]["configMap"]["optional"], true);
+        // Anchors §6.1-style budget: requests only, no limits.
+        for c in &pod.containers {
+            assert!(c.resources.as_ref().unwrap().limits.is_none(), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn node_daemonsets_golden() {
+        let ds: DaemonSet = typed(&NODE_DAEMONSET);
+        let pod = ds.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+        assert_eq!(pod.host_network, Some(true));
+        assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirstWithHostNet"));
+        let init = &pod.init_containers.as_ref().unwrap()[0];
+        assert_eq!(init.name, "wait-for-nfs-plugin");
+        let script = &init.command.as_ref().unwrap()[2];
+        assert!(script.contains("until [ -S /var/lib/kubelet/plugins/csi-nfsplugin/csi.sock ]"));
+        let driver = container(pod, "csi-driver");
+        assert!(!args(driver).iter().any(|a| a.starts_with("--cluster-id")));
+        assert!(args(driver).contains(&"--provide-node-service=true"));
+        assert_eq!(
+            driver.security_context.as_ref().unwrap().privileged,
+            Some(true)
+        );
+        let reg = container(pod, "csi-node-driver-registrar");
+        assert!(args(reg).contains(&"--http-endpoint=127.0.0.1:10307"));
+        assert!(
+            args(container(pod, "csi-liveness-probe")).contains(&"--http-endpoint=127.0.0.1:10305")
+        );
+
+        let nfs: DaemonSet = typed(&NFS_DAEMONSET);
+        let spec = nfs.spec.as_ref().unwrap();
+        assert_eq!(
+            spec.selector.match_labels.as_ref().unwrap()["component"],
+            "nfs-nodeplugin"
+        );
+        let pod = spec.template.spec.as_ref().unwrap();
+        assert_eq!(
+            pod.service_account_name.as_deref(),
+            Some("manila-csi-driver-node-sa")
+        );
+        assert_eq!(pod.containers.len(), 1);
+        assert!(pod.containers[0].liveness_probe.is_none());
+        assert!(nfs.metadata.annotations.is_none(), "no proxy or CA hooks");
+    }
+
+    #[test]
+    fn secret_driver_and_snapshot_class_golden() {
+        let s = value(get("config_secret.yaml").unwrap());
+        assert_eq!(
+            s["stringData"],
+            serde_json::json!({"os-cloud": "openstack", "os-cloudsFile": "/etc/openstack/clouds.yaml", "os-useClouds": "true"})
+        );
+        let d = value(&CSI_DRIVER);
+        assert_eq!(
+            d["spec"],
+            serde_json::json!({"attachRequired": false, "fsGroupPolicy": "None", "podInfoOnMount": false})
+        );
+        assert_eq!(
+            d["metadata"]["annotations"]["csi.openshift.io/managed"],
+            "true"
+        );
+        let v = value(&VOLUME_SNAPSHOT_CLASS);
+        assert_eq!(v["deletionPolicy"], "Delete");
+        assert_eq!(
+            v["parameters"],
+            serde_json::json!({"csi.storage.k8s.io/snapshotter-secret-name": "csi-manila-secrets",
+                "csi.storage.k8s.io/snapshotter-secret-namespace": NS, "force-create": "false"})
+        );
+        assert!(
+            v["metadata"].get("annotations").is_none(),
+            "not the default class"
+        );
+        for a in all() {
+            assert_eq!(
+                a.requires_crd.is_some(),
+                matches!(a.name, "servicemonitor.yaml" | "volumesnapshotclass.yaml"),
+                "{}",
+                a.name
+            );
+        }
+    }
+}

@@ -1,0 +1,562 @@
+//! The pure half of the Manila operator: from a snapshot of facts to the objects it wants to
+//! exist. No client, no I/O — `csi-operator render openstack-manila` prints exactly what this
+//! returns, and the operator applies exactly the same.
+//!
+//! Differences from OpenShift, on purpose (anchors §8.2, §8.3, §5.2):
+//! * the trusted CA bundle hook looks for `manila-csi-driver-trusted-ca-bundle` in the driver
+//!   namespace, where the ConfigMap is created (OpenShift looked in the operator namespace and
+//!   never injected the bundle);
+//! * the CSIDriver is built in one place, with `fsGroupPolicy` from `CSI_FSGROUP_POLICY`
+//!   (OpenShift had two writers that would fight if the variable was set);
+//! * the controller and node pods carry the hash of `manila-cloud-credentials`, so a rotation
+//!   rolls them (OpenShift had no hash for it).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::api::{DynamicObject, ObjectMeta};
+use kube::core::ApiResource;
+use operator_kit::assets::{self, Replacements};
+use operator_kit::hooks::{self, TopologyMode};
+use operator_kit::kinds;
+use operator_kit::leader_timing::LeaderTiming;
+use operator_kit::loglevel::LogLevel;
+use operator_kit::observed_config::ServingInfo;
+
+use crate::assets::{
+    Asset, CONTROL_PLANE_STATIC, CONTROLLER_DEPLOYMENT, CSI_DRIVER, GUEST_STATIC, NFS_DAEMONSET,
+    NODE_DAEMONSET, VOLUME_SNAPSHOT_CLASS,
+};
+use crate::{
+    CLOUD_PROVIDER_CONFIGMAP, CSI_DRIVER_NAME, CSI_SECRET, DRIVER_CREDENTIALS_SECRET,
+    METRICS_SERVING_CERT_SECRET, TRUSTED_CA_BUNDLE_CONFIGMAP,
+};
+
+/// Everything the desired objects depend on, gathered by the operator (or given to `render`).
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// The driver namespace (`openshift-manila-csi-driver`): `${NAMESPACE}` and
+    /// `${NODE_NAMESPACE}`.
+    pub namespace: String,
+    /// Image env vars (`DRIVER_IMAGE`, `NFS_DRIVER_IMAGE`, …) and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// Infrastructure `status.infrastructureName`, the driver's `--cluster-id`.
+    pub cluster_id: String,
+    pub topology: TopologyMode,
+    /// The ClusterCSIDriver's `spec.logLevel` (operands' verbosity).
+    pub log_level: LogLevel,
+    /// Observed proxy env (`HTTP_PROXY`, …).
+    pub proxy: BTreeMap<String, String>,
+    /// Observed TLS settings for kube-rbac-proxy.
+    pub serving: ServingInfo,
+    /// The live trusted CA bundle ConfigMap in the driver namespace.
+    pub trusted_ca_bundle: Option<ConfigMap>,
+    /// The `manila-cloud-credentials` Secret the pods mount (its hash rolls them).
+    pub driver_credentials: Option<Secret>,
+    /// The metrics serving certificate Secret.
+    pub metrics_cert: Option<Secret>,
+    /// The CSIDriver's `fsGroupPolicy`.
+    pub fs_group_policy: FsGroupPolicy,
+}
+
+/// The CSIDriver `fsGroupPolicy` values Kubernetes accepts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FsGroupPolicy {
+    #[default]
+    None,
+    File,
+    ReadWriteOnceWithFSType,
+}
+
+impl FsGroupPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsGroupPolicy::None => "None",
+            FsGroupPolicy::File => "File",
+            FsGroupPolicy::ReadWriteOnceWithFSType => "ReadWriteOnceWithFSType",
+        }
+    }
+
+    /// Parses the `CSI_FSGROUP_POLICY` value; unset or empty is `None` (OpenShift's default).
+    pub fn parse(value: Option<&str>) -> Result<Self, FsGroupPolicyError> {
+        match value.map(str::trim) {
+            None | Some("") | Some("None") => Ok(FsGroupPolicy::None),
+            Some("File") => Ok(FsGroupPolicy::File),
+            Some("ReadWriteOnceWithFSType") => Ok(FsGroupPolicy::ReadWriteOnceWithFSType),
+            Some(other) => Err(FsGroupPolicyError(other.to_string())),
+        }
+    }
+}
+
+/// An unknown `CSI_FSGROUP_POLICY` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "environment variable CSI_FSGROUP_POLICY={0:?} is not a CSIDriver fsGroupPolicy; set it to None, File or ReadWriteOnceWithFSType in the operator Deployment (the CSIDriver keeps its current policy, or None when it is created)"
+)]
+pub struct FsGroupPolicyError(pub String);
+
+/// One object to apply, with the asset it came from (for condition messages).
+#[derive(Debug, Clone)]
+pub struct Desired {
+    pub asset: &'static str,
+    pub resource: ApiResource,
+    pub object: DynamicObject,
+    /// The CRD that must be served before this object can exist.
+    pub requires_crd: Option<&'static str>,
+}
+
+/// Why an object cannot be built; the message names the asset and what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    Asset(#[from] assets::AssetError),
+    #[error("asset {asset}: {source}")]
+    Kind {
+        asset: &'static str,
+        #[source]
+        source: kinds::KindError,
+    },
+}
+
+impl Facts {
+    /// The `${NAME}` replacements every asset gets.
+    pub fn replacements(&self) -> Replacements {
+        Replacements::new()
+            .images_from_env(&self.images)
+            .namespaces(&self.namespace, &self.namespace)
+            .cluster_id(&self.cluster_id)
+            .log_level(self.log_level)
+            // Sidecars always use the HA timings, also on single-replica control planes.
+            .leader_election(&LeaderTiming::DEFAULT)
+            .tls(&self.serving)
+    }
+}
+
+fn to_desired(
+    asset: &'static str,
+    crd: Option<&'static str>,
+    value: serde_json::Value,
+) -> Result<Desired, BuildError> {
+    let (resource, object) =
+        kinds::from_value(value).map_err(|source| BuildError::Kind { asset, source })?;
+    Ok(Desired {
+        asset,
+        resource,
+        object,
+        requires_crd: crd,
+    })
+}
+
+fn typed_to_desired<T: serde::Serialize>(
+    asset: &'static str,
+    obj: &T,
+) -> Result<Desired, BuildError> {
+    let value = serde_json::to_value(obj).map_err(|e| BuildError::Kind {
+        asset,
+        source: kinds::KindError::Convert(e.to_string()),
+    })?;
+    to_desired(asset, None, value)
+}
+
+fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
+    let yaml = assets::render(asset.name, asset.yaml, &facts.replacements())?;
+    let value: serde_json::Value = assets::parse_single(asset.name, &yaml)?;
+    to_desired(asset.name, asset.requires_crd, value)
+}
+
+fn render_typed<T: serde::de::DeserializeOwned>(
+    asset: &Asset,
+    facts: &Facts,
+) -> Result<T, BuildError> {
+    let yaml = assets::render(asset.name, asset.yaml, &facts.replacements())?;
+    Ok(assets::parse_single(asset.name, &yaml)?)
+}
+
+/// The static objects of the driver namespace (Namespace first).
+pub fn control_plane_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    CONTROL_PLANE_STATIC
+        .iter()
+        .map(|a| render_static(a, facts))
+        .collect()
+}
+
+/// RBAC, the node ServiceAccount and the static `csi-manila-secrets`.
+pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    GUEST_STATIC
+        .iter()
+        .map(|a| render_static(a, facts))
+        .collect()
+}
+
+/// The CSIDriver with `fsGroupPolicy` from the facts: the only place it is built.
+pub fn csi_driver(facts: &Facts) -> Result<Desired, BuildError> {
+    let mut d = render_static(&CSI_DRIVER, facts)?;
+    if let Some(spec) = d
+        .object
+        .data
+        .get_mut("spec")
+        .and_then(|s| s.as_object_mut())
+    {
+        spec.insert(
+            "fsGroupPolicy".into(),
+            facts.fs_group_policy.as_str().into(),
+        );
+    }
+    Ok(d)
+}
+
+/// The controller Deployment with its hooks: topology, proxy, replicas, trusted CA bundle
+/// (from the driver namespace), then the hashes of the credentials and the metrics cert.
+pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
+    let mut d: Deployment = render_typed(&CONTROLLER_DEPLOYMENT, facts)?;
+    let ns = facts.namespace.as_str();
+    hooks::control_plane_topology(&mut d, &facts.topology);
+    hooks::inject_proxy(&mut d, &facts.proxy);
+    hooks::replicas(&mut d, &facts.topology);
+    hooks::inject_trusted_ca_bundle(
+        &mut d,
+        ns,
+        TRUSTED_CA_BUNDLE_CONFIGMAP,
+        facts.trusted_ca_bundle.as_ref(),
+    );
+    hooks::secret_hash_annotation(
+        &mut d,
+        ns,
+        DRIVER_CREDENTIALS_SECRET,
+        facts.driver_credentials.as_ref(),
+    );
+    hooks::secret_hash_annotation(
+        &mut d,
+        ns,
+        METRICS_SERVING_CERT_SECRET,
+        facts.metrics_cert.as_ref(),
+    );
+    Ok(d)
+}
+
+/// The Manila node DaemonSet with its hooks: trusted CA bundle, proxy, credentials hash.
+pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
+    let mut ds: DaemonSet = render_typed(&NODE_DAEMONSET, facts)?;
+    let ns = facts.namespace.as_str();
+    hooks::inject_trusted_ca_bundle(
+        &mut ds,
+        ns,
+        TRUSTED_CA_BUNDLE_CONFIGMAP,
+        facts.trusted_ca_bundle.as_ref(),
+    );
+    hooks::inject_proxy(&mut ds, &facts.proxy);
+    hooks::secret_hash_annotation(
+        &mut ds,
+        ns,
+        DRIVER_CREDENTIALS_SECRET,
+        facts.driver_credentials.as_ref(),
+    );
+    Ok(ds)
+}
+
+/// The NFS node DaemonSet, without hooks (it calls no API).
+pub fn nfs_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
+    render_typed(&NFS_DAEMONSET, facts)
+}
+
+pub fn controller_desired(facts: &Facts) -> Result<Desired, BuildError> {
+    typed_to_desired(CONTROLLER_DEPLOYMENT.name, &controller_deployment(facts)?)
+}
+
+pub fn node_desired(facts: &Facts) -> Result<Desired, BuildError> {
+    typed_to_desired(NODE_DAEMONSET.name, &node_daemonset(facts)?)
+}
+
+pub fn nfs_desired(facts: &Facts) -> Result<Desired, BuildError> {
+    typed_to_desired(NFS_DAEMONSET.name, &nfs_daemonset(facts)?)
+}
+
+/// VolumeSnapshotClass `csi-manila-standard`.
+pub fn volume_snapshot_class(facts: &Facts) -> Result<Desired, BuildError> {
+    render_static(&VOLUME_SNAPSHOT_CLASS, facts)
+}
+
+/// The StorageClass of one share type (anchors §5.3): `type` is the original share-type name;
+/// the secrets point at `csi-manila-secrets` in the driver namespace; Immediate binding (a
+/// share is reachable from every node); expansion allowed. No default-class annotation: the
+/// admin's choice on the live object is kept by the apply engine.
+pub fn storage_class(namespace: &str, name: &str, share_type: &str) -> Result<Desired, BuildError> {
+    let mut parameters = BTreeMap::from([("type".to_string(), share_type.to_string())]);
+    for secret in [
+        "provisioner",
+        "node-stage",
+        "node-publish",
+        "controller-expand",
+    ] {
+        parameters.insert(
+            format!("csi.storage.k8s.io/{secret}-secret-name"),
+            CSI_SECRET.to_string(),
+        );
+        parameters.insert(
+            format!("csi.storage.k8s.io/{secret}-secret-namespace"),
+            namespace.to_string(),
+        );
+    }
+    let sc = StorageClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        provisioner: CSI_DRIVER_NAME.to_string(),
+        parameters: Some(parameters),
+        reclaim_policy: Some("Delete".into()),
+        volume_binding_mode: Some("Immediate".into()),
+        allow_volume_expansion: Some(true),
+        ..Default::default()
+    };
+    let mut value = serde_json::to_value(&sc).map_err(|e| BuildError::Kind {
+        asset: "storageclass (per share type)",
+        source: kinds::KindError::Convert(e.to_string()),
+    })?;
+    value["apiVersion"] = "storage.k8s.io/v1".into();
+    value["kind"] = "StorageClass".into();
+    to_desired("storageclass (per share type)", None, value)
+}
+
+/// The copy of `openshift-config/cloud-provider-config` in the driver namespace that the pods
+/// mount for `ca-bundle.pem` (OpenShift's ResourceSyncController): the whole data, as there.
+pub fn cloud_provider_config_copy(
+    namespace: &str,
+    source: &ConfigMap,
+) -> Result<Desired, BuildError> {
+    let cm = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(CLOUD_PROVIDER_CONFIGMAP.into()),
+            namespace: Some(namespace.into()),
+            ..Default::default()
+        },
+        data: source.data.clone(),
+        binary_data: source.binary_data.clone(),
+        ..Default::default()
+    };
+    let mut value = serde_json::to_value(&cm).map_err(|e| BuildError::Kind {
+        asset: "cloud-provider-config (synced)",
+        source: kinds::KindError::Convert(e.to_string()),
+    })?;
+    value["apiVersion"] = "v1".into();
+    value["kind"] = "ConfigMap".into();
+    to_desired("cloud-provider-config (synced)", None, value)
+}
+
+/// Every object for these share types, in apply order: for `render`. Share types that get no
+/// StorageClass (see [`crate::names`]) are returned as errors beside the objects.
+pub fn everything(
+    facts: &Facts,
+    share_types: &[String],
+) -> Result<(Vec<Desired>, Vec<crate::names::NameError>), BuildError> {
+    let mut out = control_plane_static(facts)?;
+    out.extend(guest_static(facts)?);
+    out.push(csi_driver(facts)?);
+    out.push(controller_desired(facts)?);
+    out.push(node_desired(facts)?);
+    out.push(nfs_desired(facts)?);
+    out.push(volume_snapshot_class(facts)?);
+    let (names, errors) = crate::names::storage_class_names(share_types.iter().map(String::as_str));
+    for (name, share_type) in &names {
+        out.push(storage_class(&facts.namespace, name, share_type)?);
+    }
+    Ok((out, errors.into_iter().map(|(_, e)| e).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    pub(crate) fn facts() -> Facts {
+        let images = crate::assets::IMAGE_PLACEHOLDERS
+            .iter()
+            .map(|name| {
+                (
+                    name.to_string(),
+                    format!("registry.example/{}:1", name.to_lowercase()),
+                )
+            })
+            .collect();
+        Facts {
+            namespace: crate::DRIVER_NAMESPACE.into(),
+            images,
+            cluster_id: "mycluster-x7k2p".into(),
+            topology: TopologyMode::HighlyAvailable,
+            serving: ServingInfo::intermediate(),
+            ..Facts::default()
+        }
+    }
+
+    fn template_annotations<T: hooks::PodWorkload>(w: &mut T) -> BTreeMap<String, String> {
+        w.template_mut()
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn everything_renders_with_two_share_types() {
+        let (all, errors) =
+            everything(&facts(), &["default".into(), "Gold_Fast".into()]).expect("renders");
+        assert!(errors.is_empty());
+        for d in &all {
+            let text = serde_json::to_string(&d.object).expect("serializes");
+            assert!(!text.contains("${"), "{} keeps a placeholder", d.asset);
+        }
+        let scs: Vec<String> = all
+            .iter()
+            .filter(|d| d.resource.kind == "StorageClass")
+            .filter_map(|d| d.object.metadata.name.clone())
+            .collect();
+        assert_eq!(scs, ["csi-manila-default", "csi-manila-gold-fast"]);
+        assert_eq!(all.len(), 21 + 5 + 2);
+    }
+
+    #[test]
+    fn storage_class_per_share_type() {
+        let d = storage_class(
+            "openshift-manila-csi-driver",
+            "csi-manila-gold-fast",
+            "Gold_Fast",
+        )
+        .expect("builds");
+        let v = serde_json::to_value(&d.object).expect("json");
+        assert_eq!(v["provisioner"], "manila.csi.openstack.org");
+        assert_eq!(v["volumeBindingMode"], "Immediate");
+        assert_eq!(v["reclaimPolicy"], "Delete");
+        assert_eq!(v["allowVolumeExpansion"], true);
+        assert_eq!(v["parameters"]["type"], "Gold_Fast");
+        for s in [
+            "provisioner",
+            "node-stage",
+            "node-publish",
+            "controller-expand",
+        ] {
+            assert_eq!(
+                v["parameters"][format!("csi.storage.k8s.io/{s}-secret-name")],
+                "csi-manila-secrets"
+            );
+            assert_eq!(
+                v["parameters"][format!("csi.storage.k8s.io/{s}-secret-namespace")],
+                "openshift-manila-csi-driver"
+            );
+        }
+        assert_eq!(v["parameters"].as_object().map(|o| o.len()), Some(9));
+        assert!(v["metadata"].get("annotations").is_none());
+    }
+
+    #[test]
+    fn fs_group_policy_from_env() {
+        assert_eq!(FsGroupPolicy::parse(None), Ok(FsGroupPolicy::None));
+        assert_eq!(FsGroupPolicy::parse(Some("")), Ok(FsGroupPolicy::None));
+        assert_eq!(FsGroupPolicy::parse(Some("File")), Ok(FsGroupPolicy::File));
+        assert_eq!(
+            FsGroupPolicy::parse(Some("ReadWriteOnceWithFSType")),
+            Ok(FsGroupPolicy::ReadWriteOnceWithFSType)
+        );
+        let e = FsGroupPolicy::parse(Some("file")).expect_err("case matters, as in Kubernetes");
+        assert!(e.to_string().contains("CSI_FSGROUP_POLICY=\"file\""), "{e}");
+        let mut f = facts();
+        f.fs_group_policy = FsGroupPolicy::File;
+        let d = csi_driver(&f).expect("builds");
+        assert_eq!(d.object.data["spec"]["fsGroupPolicy"], "File");
+        assert_eq!(d.object.data["spec"]["attachRequired"], false);
+    }
+
+    #[test]
+    fn credential_rotation_rolls_controller_and_node_pods() {
+        let secret = |v: &str| Secret {
+            metadata: ObjectMeta {
+                name: Some(DRIVER_CREDENTIALS_SECRET.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                "clouds.yaml".to_string(),
+                ByteString(v.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        };
+        let key = operator_kit::hash::dependency_annotation_key(
+            operator_kit::hash::DependencyKind::Secret,
+            crate::DRIVER_NAMESPACE,
+            DRIVER_CREDENTIALS_SECRET,
+        );
+        let mut f = facts();
+        f.driver_credentials = Some(secret("one"));
+        let mut c1 = controller_deployment(&f).expect("builds");
+        let mut n1 = node_daemonset(&f).expect("builds");
+        f.driver_credentials = Some(secret("two"));
+        let mut c2 = controller_deployment(&f).expect("builds");
+        let mut n2 = node_daemonset(&f).expect("builds");
+        let (a1, a2) = (template_annotations(&mut c1), template_annotations(&mut c2));
+        assert!(a1.contains_key(&key), "{a1:?}");
+        assert_ne!(a1.get(&key), a2.get(&key));
+        let (b1, b2) = (template_annotations(&mut n1), template_annotations(&mut n2));
+        assert!(b1.contains_key(&key), "{b1:?}");
+        assert_ne!(b1.get(&key), b2.get(&key));
+    }
+
+    #[test]
+    fn ca_bundle_is_injected_from_the_driver_namespace() {
+        let mut f = facts();
+        f.trusted_ca_bundle = Some(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(TRUSTED_CA_BUNDLE_CONFIGMAP.into()),
+                namespace: Some(crate::DRIVER_NAMESPACE.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                "ca-bundle.crt".to_string(),
+                "PEM".to_string(),
+            )])),
+            ..Default::default()
+        });
+        let mut d = controller_deployment(&f).expect("builds");
+        let key = operator_kit::hash::dependency_annotation_key(
+            operator_kit::hash::DependencyKind::ConfigMap,
+            crate::DRIVER_NAMESPACE,
+            TRUSTED_CA_BUNDLE_CONFIGMAP,
+        );
+        assert!(template_annotations(&mut d).contains_key(&key));
+        let pod = d
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod");
+        assert!(
+            pod.volumes
+                .iter()
+                .flatten()
+                .any(|v| v.name == hooks::CA_BUNDLE_VOLUME)
+        );
+    }
+
+    #[test]
+    fn a_missing_nfs_image_is_a_clear_error() {
+        let mut f = facts();
+        f.images.remove("NFS_DRIVER_IMAGE");
+        let err = nfs_daemonset(&f).expect_err("unreplaced placeholder");
+        assert!(err.to_string().contains("NFS_DRIVER_IMAGE"), "{err}");
+    }
+
+    #[test]
+    fn cloud_provider_config_is_copied_whole() {
+        let src = ConfigMap {
+            data: Some(BTreeMap::from([
+                ("config".to_string(), "[Global]".to_string()),
+                ("ca-bundle.pem".to_string(), "PEM".to_string()),
+            ])),
+            ..Default::default()
+        };
+        let d = cloud_provider_config_copy("openshift-manila-csi-driver", &src).expect("builds");
+        assert_eq!(
+            d.object.metadata.namespace.as_deref(),
+            Some("openshift-manila-csi-driver")
+        );
+        assert_eq!(d.object.data["data"]["ca-bundle.pem"], "PEM");
+    }
+}

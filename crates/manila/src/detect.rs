@@ -1,0 +1,404 @@
+//! Is Manila usable? The pure state of the detection (anchors §5.1), kept between reconciles.
+//!
+//! The operator authenticates with the `openstack-cloud-credentials` Secret, looks `sharev2` up
+//! in the Keystone catalog and lists share types. This module decides *when* to check again
+//! (on a timer, and at once when the credentials change), turns each failure into a message
+//! that says which check failed and what to do, and remembers the outcome:
+//!
+//! * until the first success the driver is **disabled** (nothing deployed, condition
+//!   `CSIControllerDisabled=True`);
+//! * after it the driver is **enabled for good**: later failures (an outage, rotated
+//!   credentials that do not work) are reported, but nothing is torn down, because pods must
+//!   still be able to unmount their shares; the last good share-type list keeps being used;
+//! * every share type ever seen is remembered, so one that disappears can be named.
+//!
+//! No I/O and no clock reads: callers pass `Instant`s and the results of their calls.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use openstack::ErrorKind;
+
+/// Default interval between share-type listings (`--share-type-refresh`).
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
+
+/// Which check failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The credentials Secret is missing, has no `clouds.yaml`, or it cannot be parsed.
+    InvalidCredentials,
+    /// Keystone rejected the credentials (401).
+    CredentialsRejected,
+    /// 403 from Keystone or Manila.
+    Forbidden,
+    /// 404 from Keystone or Manila.
+    NotFound,
+    /// The catalog has no `sharev2` service: this cloud has no Manila.
+    NoManilaService,
+    /// Manila answered with an empty share-type list.
+    NoShareTypes,
+    /// No answer in time.
+    Timeout,
+    /// No connection, or a TLS failure.
+    Unreachable,
+    /// Anything else (5xx, unusable answers).
+    Other,
+}
+
+/// A failed detection: the kind and a message that says what failed and what to do. Never
+/// holds a secret (the OpenStack client scrubs its errors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The credentials cannot be used at all (missing Secret, key, or malformed clouds.yaml).
+    pub fn invalid_credentials(secret: &str, what: impl std::fmt::Display) -> Self {
+        Self::new(
+            FailureKind::InvalidCredentials,
+            format!(
+                "the credentials in Secret {secret} cannot be used: {what}; the cloud credential operator creates this Secret from a CredentialsRequest, check that it holds a valid clouds.yaml with a cloud named \"openstack\""
+            ),
+        )
+    }
+
+    /// The catalog lists no Manila.
+    pub fn no_manila_service() -> Self {
+        Self::new(
+            FailureKind::NoManilaService,
+            "the OpenStack catalog has no Shared File Systems service (sharev2): this cloud does not offer Manila, so the Manila CSI driver is not installed. Nothing needs to be done unless Manila is expected; then check that the Manila endpoint is registered in Keystone for the region in clouds.yaml",
+        )
+    }
+
+    /// Manila has no share types.
+    pub fn no_share_types() -> Self {
+        Self::new(
+            FailureKind::NoShareTypes,
+            "manila does not provide any share types: ask the cloud administrator to create a public share type (e.g. `openstack share type create default false`)",
+        )
+    }
+
+    /// Classifies an error of the OpenStack client. Its message already names the step and
+    /// what to check.
+    pub fn from_openstack(error: &openstack::Error) -> Self {
+        let kind = match error.kind() {
+            ErrorKind::InvalidConfig => FailureKind::InvalidCredentials,
+            ErrorKind::CredentialsRejected => FailureKind::CredentialsRejected,
+            ErrorKind::Forbidden => FailureKind::Forbidden,
+            ErrorKind::NotFound => FailureKind::NotFound,
+            ErrorKind::MissingEndpoint => FailureKind::NoManilaService,
+            ErrorKind::Timeout => FailureKind::Timeout,
+            ErrorKind::Unreachable | ErrorKind::Tls => FailureKind::Unreachable,
+            ErrorKind::ServerError | ErrorKind::InvalidResponse => FailureKind::Other,
+        };
+        let message = match kind {
+            FailureKind::CredentialsRejected => {
+                format!("cannot authenticate with given credentials: {error}")
+            }
+            FailureKind::NoManilaService => {
+                format!("cannot find an endpoint for Shared File Systems API v2: {error}")
+            }
+            _ => error.to_string(),
+        };
+        Self::new(kind, message)
+    }
+}
+
+/// What the detection says now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Not checked yet.
+    Unknown,
+    /// Manila has never been usable: deploy nothing. The failure of the latest check.
+    Disabled(Failure),
+    /// Manila was usable once: the driver stays.
+    Enabled {
+        /// Share types of the latest successful listing, sorted.
+        share_types: Vec<String>,
+        /// Share types seen before that are gone now, sorted.
+        gone: Vec<String>,
+        /// The latest check failed with this (the share types are the last good ones).
+        error: Option<Failure>,
+    },
+}
+
+/// The detection state of one operator process.
+#[derive(Debug, Clone)]
+pub struct Detection {
+    refresh: Duration,
+    checked: Option<(Instant, String)>,
+    last_error: Option<Failure>,
+    current: Option<Vec<String>>,
+    seen: BTreeSet<String>,
+}
+
+impl Detection {
+    /// `refresh`: how often to check again (zero is treated as one second, so a typo cannot
+    /// turn the operator into a Keystone hammer).
+    pub fn new(refresh: Duration) -> Self {
+        Self {
+            refresh: refresh.max(Duration::from_secs(1)),
+            checked: None,
+            last_error: None,
+            current: None,
+            seen: BTreeSet::new(),
+        }
+    }
+
+    /// Whether a check is due: never checked, the credentials changed (`fingerprint`), or the
+    /// refresh interval passed.
+    pub fn is_due(&self, now: Instant, fingerprint: &str) -> bool {
+        match &self.checked {
+            None => true,
+            Some((at, fp)) => fp != fingerprint || now.duration_since(*at) >= self.refresh,
+        }
+    }
+
+    /// How long until the next check is due (for the reconcile's requeue).
+    pub fn next_check_in(&self, now: Instant) -> Duration {
+        match &self.checked {
+            None => Duration::ZERO,
+            Some((at, _)) => self.refresh.saturating_sub(now.duration_since(*at)),
+        }
+    }
+
+    /// Records the result of a check made with credentials `fingerprint`: the share-type
+    /// names, or the failure. An empty list is recorded as [`Failure::no_share_types`].
+    pub fn record(
+        &mut self,
+        now: Instant,
+        fingerprint: &str,
+        result: Result<Vec<String>, Failure>,
+    ) {
+        self.checked = Some((now, fingerprint.to_string()));
+        match result {
+            Ok(names) if names.is_empty() => self.last_error = Some(Failure::no_share_types()),
+            Ok(mut names) => {
+                names.sort();
+                names.dedup();
+                self.seen.extend(names.iter().cloned());
+                self.current = Some(names);
+                self.last_error = None;
+            }
+            Err(f) => self.last_error = Some(f),
+        }
+    }
+
+    /// Whether the driver has been enabled (and so stays deployed).
+    pub fn enabled(&self) -> bool {
+        self.current.is_some()
+    }
+
+    pub fn status(&self) -> Status {
+        match (&self.current, &self.last_error) {
+            (Some(current), error) => Status::Enabled {
+                share_types: current.clone(),
+                gone: self
+                    .seen
+                    .iter()
+                    .filter(|s| !current.contains(s))
+                    .cloned()
+                    .collect(),
+                error: error.clone(),
+            },
+            (None, Some(f)) => Status::Disabled(f.clone()),
+            (None, None) => Status::Unknown,
+        }
+    }
+
+    pub fn refresh(&self) -> Duration {
+        self.refresh
+    }
+}
+
+/// Formats a duration as Go does for the common cases (`5m0s`, `30s`, `1h0m0s`), for messages
+/// users compare with the flag they set.
+pub fn go_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{m}m{s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openstack::{Error, Failure as HttpFailure, Step};
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn due_first_on_timer_and_on_credential_change() {
+        let t0 = Instant::now();
+        let mut d = Detection::new(Duration::from_secs(300));
+        assert!(d.is_due(t0, "a"));
+        assert_eq!(d.status(), Status::Unknown);
+        d.record(t0, "a", Ok(names(&["default"])));
+        assert!(!d.is_due(t0 + Duration::from_secs(299), "a"));
+        assert!(d.is_due(t0 + Duration::from_secs(300), "a"));
+        assert!(d.is_due(t0 + Duration::from_secs(1), "b"), "rotation");
+        assert_eq!(
+            d.next_check_in(t0 + Duration::from_secs(100)),
+            Duration::from_secs(200)
+        );
+        assert_eq!(
+            Detection::new(Duration::ZERO).refresh(),
+            Duration::from_secs(1)
+        );
+    }
+
+    #[test]
+    fn disabled_until_the_first_success_then_enabled_for_good() {
+        let t0 = Instant::now();
+        let mut d = Detection::new(DEFAULT_REFRESH);
+        d.record(t0, "a", Err(Failure::no_manila_service()));
+        assert!(
+            matches!(d.status(), Status::Disabled(f) if f.kind == FailureKind::NoManilaService)
+        );
+        assert!(!d.enabled());
+        d.record(t0, "a", Ok(vec![]));
+        assert!(matches!(d.status(), Status::Disabled(f) if f.kind == FailureKind::NoShareTypes));
+        d.record(t0, "a", Ok(names(&["b", "a", "a"])));
+        assert_eq!(
+            d.status(),
+            Status::Enabled {
+                share_types: names(&["a", "b"]),
+                gone: vec![],
+                error: None
+            }
+        );
+        // An outage later: still enabled, last good list, the error reported.
+        d.record(t0, "a", Err(Failure::new(FailureKind::Unreachable, "down")));
+        let Status::Enabled {
+            share_types, error, ..
+        } = d.status()
+        else {
+            panic!("must stay enabled");
+        };
+        assert_eq!(share_types, names(&["a", "b"]));
+        assert_eq!(error.map(|e| e.kind), Some(FailureKind::Unreachable));
+        // Zero share types later is a failure too, not a teardown.
+        d.record(t0, "a", Ok(vec![]));
+        assert!(d.enabled());
+    }
+
+    #[test]
+    fn disappeared_share_types_are_named() {
+        let t0 = Instant::now();
+        let mut d = Detection::new(DEFAULT_REFRESH);
+        d.record(t0, "a", Ok(names(&["gold", "silver"])));
+        d.record(t0, "a", Ok(names(&["silver", "bronze"])));
+        let Status::Enabled {
+            share_types, gone, ..
+        } = d.status()
+        else {
+            panic!()
+        };
+        assert_eq!(share_types, names(&["bronze", "silver"]));
+        assert_eq!(gone, names(&["gold"]));
+    }
+
+    #[test]
+    fn openstack_errors_are_classified_with_advice() {
+        let req = |step, failure| Error::Request {
+            step,
+            url: "https://keystone.example/v3".into(),
+            failure,
+        };
+        let cases = [
+            (
+                req(
+                    Step::Authenticate,
+                    HttpFailure::Status {
+                        code: 401,
+                        message: None,
+                    },
+                ),
+                FailureKind::CredentialsRejected,
+                "cannot authenticate with given credentials",
+            ),
+            (
+                req(
+                    Step::ListShareTypes,
+                    HttpFailure::Status {
+                        code: 403,
+                        message: None,
+                    },
+                ),
+                FailureKind::Forbidden,
+                "forbidden",
+            ),
+            (
+                req(
+                    Step::ListShareTypes,
+                    HttpFailure::Status {
+                        code: 404,
+                        message: None,
+                    },
+                ),
+                FailureKind::NotFound,
+                "not found",
+            ),
+            (
+                req(
+                    Step::Authenticate,
+                    HttpFailure::Timeout {
+                        after: Duration::from_secs(120),
+                    },
+                ),
+                FailureKind::Timeout,
+                "timeout",
+            ),
+            (
+                req(
+                    Step::Authenticate,
+                    HttpFailure::Unreachable {
+                        reason: "connection refused".into(),
+                    },
+                ),
+                FailureKind::Unreachable,
+                "cannot connect",
+            ),
+            (
+                Error::EndpointNotFound("no sharev2 in region RegionOne".into()),
+                FailureKind::NoManilaService,
+                "Shared File Systems API v2",
+            ),
+            (
+                Error::CloudsYaml("cloud \"openstack\" not found".into()),
+                FailureKind::InvalidCredentials,
+                "clouds.yaml",
+            ),
+        ];
+        for (error, kind, text) in cases {
+            let f = Failure::from_openstack(&error);
+            assert_eq!(f.kind, kind, "{error}");
+            assert!(f.message.contains(text), "{}", f.message);
+        }
+        let f = Failure::invalid_credentials("ns/secret", "no clouds.yaml key");
+        assert!(f.message.contains("ns/secret") && f.message.contains("no clouds.yaml key"));
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration(Duration::from_secs(300)), "5m0s");
+        assert_eq!(go_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(go_duration(Duration::from_secs(3661)), "1h1m1s");
+    }
+}

@@ -1,0 +1,293 @@
+//! The StorageClass name of a Manila share type: `csi-manila-<name>`.
+//!
+//! OpenShift lowercases the share-type name and replaces `_` with `-` (anchors §5.3) and does
+//! nothing else, so a name with a space or any other character outside `[a-z0-9.-]` gave a
+//! StorageClass the API server rejects, and two share types such as `Gold` and `gold` fought
+//! over one StorageClass. Here:
+//!
+//! * every name OpenShift handled gets exactly OpenShift's StorageClass name (drop-in);
+//! * any other name is repaired into a valid DNS-1123 subdomain (invalid characters become
+//!   `-`, empty or dangling dot-separated labels are dropped, the length is capped at 253) and
+//!   gets a short digest of the original name appended, so two different names do not end up
+//!   with the same repaired name;
+//! * a remaining collision (two share types, one StorageClass name) is detected: one share type
+//!   keeps the name, chosen by a fixed rule, and the others are reported as errors.
+//!
+//! Pure functions; no I/O.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::STORAGE_CLASS_PREFIX;
+
+/// Longest valid DNS-1123 subdomain (the rule for StorageClass names).
+pub const MAX_NAME_LEN: usize = 253;
+/// Hex digits of the digest appended to repaired names.
+const DIGEST_LEN: usize = 8;
+
+/// Why a share type gets no StorageClass.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error(
+        "Manila returned a share type with an empty name; it gets no StorageClass (give the share type a name in Manila)"
+    )]
+    Empty,
+    #[error(
+        "share types {share_type:?} and {kept:?} both map to StorageClass {storage_class}; it is used for {kept:?}, and {share_type:?} gets no StorageClass (rename one of the share types in Manila)"
+    )]
+    Collision {
+        share_type: String,
+        kept: String,
+        storage_class: String,
+    },
+}
+
+/// Whether `name` is a valid DNS-1123 subdomain (what the API server requires of a
+/// StorageClass name).
+pub fn is_dns1123_subdomain(name: &str) -> bool {
+    if name.is_empty() || name.len() > MAX_NAME_LEN {
+        return false;
+    }
+    name.split('.').all(|label| {
+        let bytes = label.as_bytes();
+        match (bytes.first(), bytes.last()) {
+            (Some(first), Some(last)) => {
+                first.is_ascii_alphanumeric()
+                    && last.is_ascii_alphanumeric()
+                    && bytes
+                        .iter()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            }
+            _ => false,
+        }
+    })
+}
+
+/// OpenShift's StorageClass name for a share type (anchors §5.3), valid or not.
+pub fn openshift_name(share_type: &str) -> String {
+    format!(
+        "{STORAGE_CLASS_PREFIX}{}",
+        share_type.to_lowercase().replace('_', "-")
+    )
+}
+
+/// FNV-1a over the original name: stable across versions and platforms, which a StorageClass
+/// name must be (a new name would mean a second class for the same share type).
+fn digest(share_type: &str) -> String {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in share_type.as_bytes() {
+        h ^= u32::from(*b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    format!("{h:08x}")
+}
+
+/// The StorageClass name of one share type. Never fails for a non-empty name.
+pub fn storage_class_name(share_type: &str) -> Result<String, NameError> {
+    if share_type.is_empty() {
+        return Err(NameError::Empty);
+    }
+    let compatible = openshift_name(share_type);
+    if is_dns1123_subdomain(&compatible) {
+        return Ok(compatible);
+    }
+    // Repair: keep [a-z0-9.-], everything else becomes '-'.
+    let mapped: String = share_type
+        .to_lowercase()
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '.' | '-' => c,
+            _ => '-',
+        })
+        .collect();
+    // Each dot-separated label must start and end with [a-z0-9]; the first one continues the
+    // prefix's label, so only its end matters.
+    let mut labels: Vec<&str> = Vec::new();
+    for (i, label) in mapped.split('.').enumerate() {
+        let trimmed = if i == 0 {
+            label.trim_end_matches('-')
+        } else {
+            label.trim_matches('-')
+        };
+        if !trimmed.is_empty() {
+            labels.push(trimmed);
+        }
+    }
+    let mut body = labels.join(".");
+    // Room for the prefix, '-' and the digest.
+    let room = MAX_NAME_LEN - STORAGE_CLASS_PREFIX.len() - 1 - DIGEST_LEN;
+    if body.len() > room {
+        body.truncate(room);
+    }
+    let body = body.trim_end_matches(['-', '.']);
+    let name = if body.is_empty() {
+        format!("{STORAGE_CLASS_PREFIX}{}", digest(share_type))
+    } else {
+        format!("{STORAGE_CLASS_PREFIX}{body}-{}", digest(share_type))
+    };
+    debug_assert!(is_dns1123_subdomain(&name), "{name}");
+    Ok(name)
+}
+
+/// StorageClass names for a set of share types: name → share type, and the share types that
+/// get none with the reason. When several share types map to one name, the one whose name
+/// already is the StorageClass suffix wins (then the smallest name), so the result does not
+/// depend on Manila's list order.
+pub fn storage_class_names<'a>(
+    share_types: impl IntoIterator<Item = &'a str>,
+) -> (BTreeMap<String, String>, Vec<(String, NameError)>) {
+    let unique: BTreeSet<&str> = share_types.into_iter().collect();
+    let mut claims: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for st in unique {
+        match storage_class_name(st) {
+            Ok(name) => claims.entry(name).or_default().push(st),
+            Err(e) => errors.push((st.to_string(), e)),
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (name, mut types) in claims {
+        let suffix = name.strip_prefix(STORAGE_CLASS_PREFIX).unwrap_or_default();
+        // BTreeSet order already sorts by name; an exact match moves to the front.
+        types.sort_by_key(|t| (*t != suffix, *t));
+        let mut it = types.into_iter();
+        let Some(kept) = it.next() else { continue };
+        for other in it {
+            errors.push((
+                other.to_string(),
+                NameError::Collision {
+                    share_type: other.to_string(),
+                    kept: kept.to_string(),
+                    storage_class: name.clone(),
+                },
+            ));
+        }
+        out.insert(name, kept.to_string());
+    }
+    (out, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn openshift_names_are_kept() {
+        for (st, sc) in [
+            ("default", "csi-manila-default"),
+            ("Gold_Fast", "csi-manila-gold-fast"),
+            ("ceph.nfs", "csi-manila-ceph.nfs"),
+            ("a__b", "csi-manila-a--b"),
+            ("_x", "csi-manila--x"),
+        ] {
+            assert_eq!(storage_class_name(st), Ok(sc.to_string()), "{st}");
+            assert_eq!(openshift_name(st), sc);
+        }
+    }
+
+    #[test]
+    fn invalid_names_are_repaired_with_a_digest() {
+        let n = storage_class_name("gold fast").unwrap();
+        assert!(n.starts_with("csi-manila-gold-fast-"), "{n}");
+        assert!(is_dns1123_subdomain(&n));
+        let dots = storage_class_name("a..b.").unwrap();
+        assert!(dots.starts_with("csi-manila-a.b-"), "{dots}");
+        let ending = storage_class_name("gold_").unwrap();
+        assert!(ending.starts_with("csi-manila-gold-"), "{ending}");
+        assert_ne!(ending, "csi-manila-gold-");
+        let unicode = storage_class_name("日本").unwrap();
+        assert_eq!(unicode.len(), "csi-manila-".len() + 8, "{unicode}");
+        let long = storage_class_name(&"x".repeat(400)).unwrap();
+        assert_eq!(long.len(), MAX_NAME_LEN);
+        assert!(is_dns1123_subdomain(&long));
+        // Stable: the same input gives the same name on every run and platform.
+        assert_eq!(
+            storage_class_name("gold fast"),
+            storage_class_name("gold fast")
+        );
+        assert_eq!(digest("a"), "e40c292c");
+    }
+
+    #[test]
+    fn empty_name_is_an_error() {
+        let e = storage_class_name("").unwrap_err();
+        assert!(e.to_string().contains("empty name"), "{e}");
+    }
+
+    #[test]
+    fn collisions_are_reported_and_decided_by_a_fixed_rule() {
+        let (names, errors) = storage_class_names(["Gold", "gold", "silver", "gold"]);
+        assert_eq!(
+            names.get("csi-manila-gold").map(String::as_str),
+            Some("gold")
+        );
+        assert_eq!(names.len(), 2);
+        assert_eq!(errors.len(), 1);
+        let msg = errors[0].1.to_string();
+        assert!(
+            msg.contains("\"Gold\"") && msg.contains("csi-manila-gold"),
+            "{msg}"
+        );
+        // Same result whatever the order.
+        let (again, _) = storage_class_names(["silver", "gold", "Gold"]);
+        assert_eq!(names, again);
+        let (names, errors) = storage_class_names(["A_B", "A-B"]);
+        assert_eq!(names.len(), 1);
+        assert_eq!(errors.len(), 1);
+    }
+
+    #[test]
+    fn validator_rejects_what_the_api_server_rejects() {
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "a..b",
+            "A",
+            "a b",
+            "a.",
+            ".a",
+            &"a".repeat(254),
+        ] {
+            assert!(!is_dns1123_subdomain(bad), "{bad:?}");
+        }
+        for good in ["a", "a-b", "a.b", "0", &"a".repeat(253)] {
+            assert!(is_dns1123_subdomain(good), "{good:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_name_gives_a_valid_name_or_a_clear_error(st in ".{0,300}") {
+            match storage_class_name(&st) {
+                Ok(name) => {
+                    prop_assert!(is_dns1123_subdomain(&name), "{name:?}");
+                    prop_assert!(name.starts_with(STORAGE_CLASS_PREFIX));
+                }
+                Err(e) => {
+                    prop_assert!(st.is_empty());
+                    prop_assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+
+        #[test]
+        fn a_set_of_names_never_collides_silently(
+            types in proptest::collection::vec("[a-zA-Z0-9_ .\\-]{0,12}", 0..12)
+        ) {
+            let (names, errors) = storage_class_names(types.iter().map(String::as_str));
+            let unique: BTreeSet<&String> = types.iter().collect();
+            // Every share type is either served by exactly one class or reported.
+            let served: BTreeSet<&String> = names.values().collect();
+            prop_assert_eq!(served.len(), names.len(), "one class per share type");
+            for t in &unique {
+                let reported = errors.iter().any(|(s, _)| s == *t);
+                prop_assert!(served.contains(t) != reported, "{:?}", t);
+            }
+            for (name, t) in &names {
+                prop_assert!(is_dns1123_subdomain(name));
+                prop_assert_eq!(storage_class_name(t), Ok(name.clone()));
+            }
+        }
+    }
+}
