@@ -17,7 +17,7 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::ApiResource;
 use openshift_api::common::ManagementState;
-use openshift_api::config::{APIServer, Infrastructure, Proxy};
+use openshift_api::config::Infrastructure;
 use openshift_api::operator::{ClusterCSIDriver, StorageClassState};
 use operator_kit::apply::{Applier, ApplyError};
 use operator_kit::cache::{Cache, CacheBuilder, Lookup};
@@ -136,7 +136,13 @@ pub struct Operator {
     metrics: Arc<Metrics>,
     log: LogControl,
     topology: TopologyState,
-    openstack: openstack::Session,
+    openstack: Arc<openstack::Session>,
+    /// An availability-zone listing running in the background (refreshes after the first,
+    /// so a slow or hung OpenStack never holds up the other steps).
+    listing: Option<(
+        String,
+        tokio::task::JoinHandle<Result<bool, crate::topology::TopologyError>>,
+    )>,
     last_operator_log_level: Option<LogLevel>,
 }
 
@@ -171,7 +177,8 @@ impl Operator {
             metrics,
             log,
             topology,
-            openstack: openstack::Session::new(),
+            openstack: Arc::new(openstack::Session::new()),
+            listing: None,
             last_operator_log_level: None,
         }
     }
@@ -222,7 +229,7 @@ impl Operator {
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(cr_obj) = self.get(
+        let Some(mut cr_obj) = self.get(
             "operator.openshift.io/v1",
             "ClusterCSIDriver",
             None,
@@ -293,9 +300,14 @@ impl Operator {
 
         // Config observer: Proxy and APIServer → spec.observedConfig (and the facts).
         match self.observe_config(&cr, &cr_obj).await {
-            Ok((proxy, serving)) => {
+            Ok((proxy, serving, written)) => {
                 facts.proxy = proxy;
                 facts.serving = serving;
+                // The status write that ends this reconcile must build on the CR we just
+                // wrote, or it would meet a 409 and cost a GET and a retry.
+                if let Some(written) = written {
+                    cr_obj = Arc::new(written);
+                }
                 board.set_condition(OperatorCondition::new(
                     conditions::types::CONFIG_OBSERVATION_DEGRADED,
                     conditions::FALSE,
@@ -402,14 +414,20 @@ impl Operator {
         &self,
         cr: &ClusterCSIDriver,
         cr_obj: &DynamicObject,
-    ) -> Result<(BTreeMap<String, String>, observed_config::ServingInfo), String> {
+    ) -> Result<
+        (
+            BTreeMap<String, String>,
+            observed_config::ServingInfo,
+            Option<DynamicObject>,
+        ),
+        String,
+    > {
         let proxy = self
             .get("config.openshift.io/v1", "Proxy", None, "cluster")
             .map(|p| serde_json::to_value(&*p).unwrap_or_default());
         let apiserver = self
             .get("config.openshift.io/v1", "APIServer", None, "cluster")
             .map(|a| serde_json::to_value(&*a).unwrap_or_default());
-        let _: Option<(Proxy, APIServer)> = None;
         let proxy_env =
             observed_config::observe_proxy(proxy.as_ref()).map_err(|e| e.to_string())?;
         let serving =
@@ -431,12 +449,14 @@ impl Operator {
                 self.client.clone(),
                 &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
             );
-            api.replace(CSI_DRIVER_NAME, &PostParams::default(), &obj)
+            let written = api
+                .replace(CSI_DRIVER_NAME, &PostParams::default(), &obj)
                 .await
                 .map_err(|e| format!("failed to write spec.observedConfig: {e}"))?;
             self.metrics.write("ClusterCSIDriver", WriteVerb::Update);
+            return Ok((proxy_env, serving, Some(written)));
         }
-        Ok((proxy_env, serving))
+        Ok((proxy_env, serving, None))
     }
 
     /// Generates and applies `cloud-conf`; returns it (for the hash annotations) and when the
@@ -510,22 +530,47 @@ impl Operator {
         });
         let fingerprint = fingerprint(credentials.as_ref(), ca.as_ref().map(|c| c.pem.as_str()));
         let now = Instant::now();
-        if self
-            .topology
-            .is_due(now, user_override.is_some(), &fingerprint)
+        // A finished background listing is recorded first (for the credentials it used).
+        if self.listing.as_ref().is_some_and(|(_, h)| h.is_finished())
+            && let Some((used, handle)) = self.listing.take()
         {
-            let outcome = self
-                .list_zones(credentials.as_ref(), ca.as_ref().map(|c| c.pem.as_bytes()))
-                .await;
-            if let Err(e) = &outcome {
-                self.metrics.error("openstack");
-                warn!(error = %e, "cannot list availability zones");
-            }
-            self.topology.record(now, &fingerprint, outcome);
+            let outcome = handle.await.unwrap_or_else(|e| {
+                Err(crate::topology::TopologyError::Lookup(format!(
+                    "the listing task failed: {e}"
+                )))
+            });
+            self.record_listing(now, &used, outcome);
         }
-        let requeue =
+        let due = self
+            .topology
+            .is_due(now, user_override.is_some(), &fingerprint);
+        let listing_current = self
+            .listing
+            .as_ref()
+            .is_some_and(|(used, _)| *used == fingerprint);
+        if due && !listing_current {
+            let task = list_zones(
+                self.openstack.clone(),
+                ns.to_string(),
+                credentials.clone(),
+                ca.as_ref().map(|c| c.pem.as_bytes().to_vec()),
+            );
+            if self.topology.decide(None).is_ok() {
+                // A value exists: refresh in the background and publish it when it is known.
+                self.listing = Some((fingerprint.clone(), tokio::spawn(task)));
+            } else {
+                // The first value: cloud-conf cannot be written without it.
+                let outcome = task.await;
+                self.record_listing(now, &fingerprint, outcome);
+            }
+        }
+        let requeue = if self.listing.is_some() {
+            // Come back soon to pick the background result up.
+            Some(Duration::from_millis(200))
+        } else {
             self.topology
-                .requeue_after(Instant::now(), user_override.is_some(), &fingerprint);
+                .requeue_after(Instant::now(), user_override.is_some(), &fingerprint)
+        };
         let value = self
             .topology
             .decide(user_override)
@@ -546,52 +591,17 @@ impl Operator {
         Ok((config::cloud_conf_configmap(ns, data), requeue, stale))
     }
 
-    async fn list_zones(
-        &self,
-        credentials: Option<&Secret>,
-        ca: Option<&[u8]>,
-    ) -> Result<bool, crate::topology::TopologyError> {
-        use crate::topology::TopologyError;
-        let secret_name = format!("{}/{}", self.opts.namespace, CREDENTIALS_SECRET);
-        let clouds = credentials
-            .and_then(|s| s.data.as_ref())
-            .and_then(|d| d.get("clouds.yaml"))
-            .ok_or_else(|| TopologyError::Lookup(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
-        let text = std::str::from_utf8(&clouds.0).map_err(|_| {
-            TopologyError::Lookup(format!(
-                "clouds.yaml in Secret {secret_name} is not UTF-8 text"
-            ))
-        })?;
-        let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
-            .map_err(|e| {
-                TopologyError::Lookup(format!("clouds.yaml in Secret {secret_name}: {e}"))
-            })?;
-        let options = openstack::ClientOptions {
-            ca_bundle: ca.map(<[u8]>::to_vec),
-            request_timeout: Duration::from_secs(30),
-            user_agent: USER_AGENT.to_string(),
-            ..openstack::ClientOptions::default()
-        };
-        let client = self
-            .openstack
-            .client(cloud, &options)
-            .map_err(|e| TopologyError::Lookup(e.to_string()))?;
-        let compute = client
-            .compute_availability_zones()
-            .await
-            .map_err(|e| TopologyError::Lookup(e.to_string()))?;
-        let volume = client
-            .volume_availability_zones()
-            .await
-            .map_err(|e| TopologyError::Lookup(e.to_string()))?;
-        let volume: Vec<VolumeZone> = volume
-            .into_iter()
-            .map(|name| VolumeZone {
-                name,
-                available: true,
-            })
-            .collect();
-        crate::topology::compute_enable_topology(&compute, &volume)
+    fn record_listing(
+        &mut self,
+        at: Instant,
+        fingerprint: &str,
+        outcome: Result<bool, crate::topology::TopologyError>,
+    ) {
+        if let Err(e) = &outcome {
+            self.metrics.error("openstack");
+            warn!(error = %e, "cannot list availability zones");
+        }
+        self.topology.record(at, fingerprint, outcome);
     }
 
     /// Applies one object; returns its live generation.
@@ -879,6 +889,55 @@ impl Operator {
             }
         }
     }
+}
+
+/// Lists compute and volume availability zones with the cluster's credentials and decides
+/// `enable_topology`; errors name the Secret or the OpenStack step, never a secret value.
+async fn list_zones(
+    session: Arc<openstack::Session>,
+    namespace: String,
+    credentials: Option<Secret>,
+    ca: Option<Vec<u8>>,
+) -> Result<bool, crate::topology::TopologyError> {
+    use crate::topology::TopologyError;
+    let secret_name = format!("{namespace}/{CREDENTIALS_SECRET}");
+    let clouds = credentials
+        .as_ref()
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get("clouds.yaml"))
+        .ok_or_else(|| TopologyError::Lookup(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
+    let text = std::str::from_utf8(&clouds.0).map_err(|_| {
+        TopologyError::Lookup(format!(
+            "clouds.yaml in Secret {secret_name} is not UTF-8 text"
+        ))
+    })?;
+    let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
+        .map_err(|e| TopologyError::Lookup(format!("clouds.yaml in Secret {secret_name}: {e}")))?;
+    let options = openstack::ClientOptions {
+        ca_bundle: ca,
+        request_timeout: Duration::from_secs(30),
+        user_agent: USER_AGENT.to_string(),
+        ..openstack::ClientOptions::default()
+    };
+    let client = session
+        .client(cloud, &options)
+        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let compute = client
+        .compute_availability_zones()
+        .await
+        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let volume = client
+        .volume_availability_zones()
+        .await
+        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let volume: Vec<VolumeZone> = volume
+        .into_iter()
+        .map(|name| VolumeZone {
+            name,
+            available: true,
+        })
+        .collect();
+    crate::topology::compute_enable_topology(&compute, &volume)
 }
 
 fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {

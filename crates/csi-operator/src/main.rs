@@ -8,6 +8,7 @@
 mod cinder;
 mod client;
 mod demo;
+mod manila;
 mod sim;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,9 @@ enum Command {
     /// The OpenStack Cinder CSI driver operator.
     #[command(name = "openstack-cinder", subcommand)]
     OpenStackCinder(CinderCommand),
+    /// The OpenStack Manila CSI driver operator.
+    #[command(name = "openstack-manila", subcommand)]
+    OpenStackManila(ManilaCommand),
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
     Render(RenderCommand),
@@ -45,10 +49,19 @@ enum CinderCommand {
 }
 
 #[derive(Subcommand)]
+enum ManilaCommand {
+    /// Run the operator until SIGTERM or Ctrl-C.
+    Start(manila::StartArgs),
+}
+
+#[derive(Subcommand)]
 enum RenderCommand {
     /// The Cinder driver's objects.
     #[command(name = "openstack-cinder")]
     OpenStackCinder(cinder::RenderArgs),
+    /// The Manila driver's objects, for the share types given.
+    #[command(name = "openstack-manila")]
+    OpenStackManila(manila::RenderArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -65,6 +78,13 @@ fn main() -> anyhow::Result<()> {
             }
             Command::OpenStackCinder(CinderCommand::Start(args)) => {
                 cinder::start(args, terminated()).await
+            }
+            Command::OpenStackManila(ManilaCommand::Start(args)) => {
+                manila::start(args, terminated()).await
+            }
+            Command::Render(RenderCommand::OpenStackManila(args)) => {
+                print!("{}", manila::render(&args)?);
+                Ok(())
             }
             Command::Demo(args) => demo::run(args, terminated()).await,
             Command::Render(RenderCommand::OpenStackCinder(args)) => {

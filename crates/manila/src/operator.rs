@@ -1,1 +1,1030 @@
-//! placeholder
+//! The Manila CSI driver operator at runtime: watches, detection, one reconcile in named steps,
+//! status.
+//!
+//! Until Manila has been found usable once, the reconcile writes one condition,
+//! `CSIControllerDisabled=True / PreConditionNotSatisfied`, and nothing else: no object, no
+//! Degraded condition, and the process stays up (anchors §5.1). After that every step runs on
+//! every reconcile and the driver is never torn down. OpenStack is asked only when a check is
+//! due (every `--share-type-refresh`, and at once when the credentials Secret changes); watch
+//! events on StorageClasses or CSIDrivers cost no OpenStack request (users file §1.15), and
+//! the Keystone token is reused until it expires.
+//!
+//! StorageClasses are created per share type, so their names are known only at run time: they
+//! are read from a second, smaller watch cache rebuilt when the set of names changes. Changes to
+//! them (an admin deleting one) are repaired at the next resync rather than at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::ApiResource;
+use openshift_api::common::ManagementState;
+use openshift_api::config::Infrastructure;
+use openshift_api::operator::ClusterCSIDriver;
+use operator_kit::apply::{Applier, ApplyError};
+use operator_kit::cache::{Cache, CacheBuilder, Lookup};
+use operator_kit::conditions::{self, OperatorCondition, reasons};
+use operator_kit::events::EventRecorder;
+use operator_kit::hooks::TopologyMode;
+use operator_kit::kinds;
+use operator_kit::logging::LogControl;
+use operator_kit::loglevel::LogLevel;
+use operator_kit::metrics::{Metrics, WriteVerb};
+use operator_kit::observed_config;
+use operator_kit::progressing;
+use operator_kit::runtime::Outcome;
+use operator_kit::status::{self, GenerationStatus, StatusBoard, StatusWriter};
+use tracing::{debug, info, warn};
+
+use crate::build::{self, Desired, Facts, FsGroupPolicy};
+use crate::detect::{self, Detection, Failure, Status};
+use crate::{
+    CLOUD_PROVIDER_CONFIGMAP, CONFIG_NAMESPACE, CONTROLLER_DEPLOYMENT_NAME, CSI_DRIVER_NAME,
+    DRIVER_CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET, NFS_DAEMONSET_NAME,
+    NODE_DAEMONSET_NAME, OPERATOR_CREDENTIALS_SECRET, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
+};
+
+/// Condition names, exactly as the Go operator's controllers are named (anchors §5.2).
+pub const DISABLED_CONDITION: &str = "CSIControllerDisabled";
+/// Reason of [`DISABLED_CONDITION`].
+pub const DISABLED_REASON: &str = "PreConditionNotSatisfied";
+const STARTER_PREFIX: &str = "StarterController";
+const CONTROLLER_PREFIX: &str = "OpenStackManilaDriverControllerServiceController";
+const NODE_PREFIX: &str = "OpenStackManilaDriverNodeServiceController";
+const NFS_PREFIX: &str = "NFSDriverNodeServiceController";
+const CP_STATIC_PREFIX: &str = "OpenStackManilaDriverControlPlaneStaticResourcesController";
+const GUEST_STATIC_PREFIX: &str = "OpenStackManilaDriverGuestStaticResourcesController";
+const RESOURCE_SYNC_PREFIX: &str = "ResourceSyncController";
+const SNAPSHOT_CLASS_PREFIX: &str = "VolumeSnapshotClassController";
+/// Ours: OpenShift applied the CSIDriver and the StorageClasses from the precondition and
+/// reported their errors in `StarterControllerDegraded`.
+const CSI_DRIVER_PREFIX: &str = "OpenStackManilaDriverCSIDriverController";
+const STORAGE_CLASS_PREFIX: &str = "ManilaStorageClassController";
+/// The operand name in ManagementStateDegraded messages.
+const OPERAND: &str = "ManilaCSIDriver";
+/// HTTP timeout of the OpenStack calls (anchors §5.1: raised to 120 s for slow Keystones).
+const OPENSTACK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How the operator is started.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Namespace of the operator: its lease and the `openstack-cloud-credentials` Secret.
+    pub operator_namespace: String,
+    /// Namespace of the driver's objects.
+    pub namespace: String,
+    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// How often share types are listed again.
+    pub share_type_refresh: Duration,
+    /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
+    pub cluster_id: Option<String>,
+    /// The raw `CSI_FSGROUP_POLICY` value.
+    pub fs_group_policy: Option<String>,
+}
+
+impl Options {
+    /// Standalone defaults with these images.
+    pub fn new(images: BTreeMap<String, String>) -> Self {
+        Self {
+            operator_namespace: crate::OPERATOR_NAMESPACE.into(),
+            namespace: crate::DRIVER_NAMESPACE.into(),
+            images,
+            share_type_refresh: detect::DEFAULT_REFRESH,
+            cluster_id: None,
+            fs_group_policy: None,
+        }
+    }
+}
+
+fn ar(api_version: &str, kind: &str) -> ApiResource {
+    // The table covers every kind used here; a miss is a programming error caught by tests.
+    kinds::api_resource(api_version, kind).unwrap_or_else(|_| ApiResource::erase::<ConfigMap>(&()))
+}
+
+/// What the operator watches: its CR, the cluster singletons, both of its namespaces, the
+/// installer's cloud config namespace, and each cluster-scoped object it writes (by name).
+pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::BuildError> {
+    let mut builder = CacheBuilder::new(
+        client,
+        [opts.operator_namespace.clone(), opts.namespace.clone()],
+    )
+    .cluster_object(
+        &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+        CSI_DRIVER_NAME,
+    )
+    .cluster_object(&ar("config.openshift.io/v1", "Infrastructure"), "cluster")
+    .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
+    .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
+    .in_namespace(&ar("v1", "ConfigMap"), CONFIG_NAMESPACE)
+    .cluster_object(
+        &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        crate::assets::VOLUME_SNAPSHOT_CLASS_CRD,
+    )
+    .cluster_object(
+        &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        crate::assets::SERVICE_MONITOR_CRD,
+    );
+    for kind in [("v1", "ConfigMap"), ("v1", "Secret")] {
+        builder = builder.namespaced(&ar(kind.0, kind.1));
+    }
+    for kind in [("apps/v1", "Deployment"), ("apps/v1", "DaemonSet")] {
+        builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.namespace);
+    }
+    let facts = placeholder_facts(opts);
+    let (objects, _) = build::everything(&facts, &[])?;
+    for d in objects {
+        builder = builder.object(&d.resource, &d.object);
+    }
+    Ok(builder)
+}
+
+/// Facts with every image set, for what does not depend on values (names, kinds).
+fn placeholder_facts(opts: &Options) -> Facts {
+    let mut images = opts.images.clone();
+    for name in crate::assets::IMAGE_PLACEHOLDERS {
+        images
+            .entry(name.to_string())
+            .or_insert_with(|| "placeholder".to_string());
+    }
+    Facts {
+        namespace: opts.namespace.clone(),
+        images,
+        cluster_id: "placeholder".into(),
+        ..Facts::default()
+    }
+}
+
+/// The watch cache and apply engine of the current set of StorageClass names.
+struct ClassCache {
+    names: BTreeSet<String>,
+    applier: Applier,
+}
+
+/// The state the operator keeps between reconciles.
+pub struct Operator {
+    client: Client,
+    opts: Options,
+    cache: Cache,
+    applier: Applier,
+    recorder: EventRecorder,
+    classes: Option<ClassCache>,
+    status: StatusWriter,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+    detection: Detection,
+    openstack: openstack::Session,
+    last_operator_log_level: Option<LogLevel>,
+}
+
+impl Operator {
+    pub fn new(
+        client: Client,
+        opts: Options,
+        cache: Cache,
+        metrics: Arc<Metrics>,
+        log: LogControl,
+    ) -> Self {
+        let cr_ref = ObjectReference {
+            api_version: Some("operator.openshift.io/v1".into()),
+            kind: Some("ClusterCSIDriver".into()),
+            name: Some(CSI_DRIVER_NAME.into()),
+            ..Default::default()
+        };
+        let recorder = EventRecorder::new(client.clone(), cr_ref, USER_AGENT, &hostname());
+        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
+        let status = StatusWriter::new(
+            client.clone(),
+            &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+            None,
+        );
+        let detection = Detection::new(opts.share_type_refresh);
+        Self {
+            client,
+            opts,
+            cache,
+            applier,
+            recorder,
+            classes: None,
+            status,
+            metrics,
+            log,
+            detection,
+            openstack: openstack::Session::new(),
+            last_operator_log_level: None,
+        }
+    }
+
+    fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        self.cache.get(&ar(api_version, kind), ns, name)
+    }
+
+    fn typed<K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned>(
+        &self,
+        api_version: &str,
+        kind: &str,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Option<K> {
+        let obj = self.get(api_version, kind, ns, name)?;
+        let value = serde_json::to_value(&*obj).ok()?;
+        match openshift_api::decode::from_value::<K>(value) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
+                None
+            }
+        }
+    }
+
+    fn config_map(&self, ns: &str, name: &str) -> Option<ConfigMap> {
+        self.typed("v1", "ConfigMap", Some(ns), name)
+    }
+
+    fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
+        self.typed("v1", "Secret", Some(ns), name)
+    }
+
+    /// One reconcile of `manila.csi.openstack.org`.
+    pub async fn reconcile(&mut self) -> Outcome {
+        let started = Instant::now();
+        let outcome = self.reconcile_inner().await;
+        let ok = matches!(outcome, Outcome::Done { .. });
+        self.metrics.reconciled(started.elapsed(), ok);
+        outcome
+    }
+
+    async fn reconcile_inner(&mut self) -> Outcome {
+        let Some(cr_obj) = self.get(
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            None,
+            CSI_DRIVER_NAME,
+        ) else {
+            debug!(
+                "ClusterCSIDriver {CSI_DRIVER_NAME} does not exist; nothing to do until it is created"
+            );
+            return Outcome::Done {
+                requeue_after: None,
+            };
+        };
+        let cr: ClusterCSIDriver = match serde_json::to_value(&*cr_obj)
+            .map_err(|e| e.to_string())
+            .and_then(|v| openshift_api::decode::from_value(v).map_err(|e| e.to_string()))
+        {
+            Ok(cr) => cr,
+            Err(e) => {
+                warn!(error = %e, "the ClusterCSIDriver cannot be read");
+                self.metrics.error("config");
+                return Outcome::Failed {
+                    requeue_after: None,
+                };
+            }
+        };
+        self.apply_operator_log_level(&cr);
+        let mut board = StatusBoard::new();
+        match cr.spec.operator.management_state() {
+            ManagementState::Managed => {}
+            // Unmanaged hands the driver to the administrator: no writes at all.
+            ManagementState::Unmanaged => {
+                return Outcome::Done {
+                    requeue_after: None,
+                };
+            }
+            ManagementState::Removed => {
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::MANAGEMENT_STATE_DEGRADED,
+                    conditions::TRUE,
+                    "Removed",
+                    format!("Removed is not supported for {OPERAND} operator"),
+                ));
+                return self.flush(&board, &cr_obj, false, None).await;
+            }
+            other => {
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::MANAGEMENT_STATE_DEGRADED,
+                    conditions::TRUE,
+                    "Unknown",
+                    format!(
+                        "Unsupported management state {:?} for {OPERAND} operator; set spec.managementState to Managed or Unmanaged",
+                        other.as_str()
+                    ),
+                ));
+                return self.flush(&board, &cr_obj, false, None).await;
+            }
+        }
+        board.set_condition(OperatorCondition::new(
+            conditions::types::MANAGEMENT_STATE_DEGRADED,
+            conditions::FALSE,
+            reasons::AS_EXPECTED,
+            "",
+        ));
+
+        self.detect().await;
+        let requeue = Some(self.detection.next_check_in(Instant::now()));
+        let (share_types, gone, error) = match self.detection.status() {
+            Status::Unknown => {
+                return Outcome::Failed {
+                    requeue_after: requeue,
+                };
+            }
+            Status::Disabled(failure) => {
+                // Nothing deployed, not Degraded: CSO reports the driver as disabled.
+                board.set_condition(OperatorCondition::new(
+                    DISABLED_CONDITION,
+                    conditions::TRUE,
+                    DISABLED_REASON,
+                    format!("Pre-condition not satisfied: {}", failure.message),
+                ));
+                return self.flush(&board, &cr_obj, false, requeue).await;
+            }
+            Status::Enabled {
+                share_types,
+                gone,
+                error,
+            } => (share_types, gone, error),
+        };
+        board.remove_condition(DISABLED_CONDITION);
+        board.set_condition(self.starter_condition(error.as_ref()));
+
+        let mut failed = false;
+        let mut facts = self.base_facts(&cr);
+        match self.observe_config(&cr, &cr_obj).await {
+            Ok((proxy, serving)) => {
+                facts.proxy = proxy;
+                facts.serving = serving;
+                board.set_condition(conditions::degraded(
+                    conditions::types::CONFIG_OBSERVATION_DEGRADED.trim_end_matches("Degraded"),
+                    None,
+                ));
+            }
+            Err(message) => {
+                failed = true;
+                board.set_condition(OperatorCondition::new(
+                    conditions::types::CONFIG_OBSERVATION_DEGRADED,
+                    conditions::TRUE,
+                    reasons::ERROR,
+                    message,
+                ));
+            }
+        }
+
+        // The Namespace is created when missing and otherwise left to its owner (CSO on
+        // OpenShift): the apply engine cannot update a Namespace read from the watch cache
+        // yet (the cached copy has no kind; reported to operator-kit).
+        let ns_exists = self
+            .get("v1", "Namespace", None, &self.opts.namespace)
+            .is_some();
+        let cp = build::control_plane_static(&facts).map(|objects| {
+            objects
+                .into_iter()
+                .filter(|d| !(ns_exists && d.resource.kind == "Namespace"))
+                .collect()
+        });
+        failed |= self.apply_group(&mut board, CP_STATIC_PREFIX, cp).await;
+        failed |= self.resource_sync_step(&mut board).await;
+        let guest = build::guest_static(&facts);
+        failed |= self
+            .apply_group(&mut board, GUEST_STATIC_PREFIX, guest)
+            .await;
+        failed |= self.csi_driver_step(&mut board, &mut facts).await;
+        failed |= self.controller_step(&mut board, &facts, &cr_obj).await;
+        failed |= self
+            .daemonset_step(
+                &mut board,
+                NODE_PREFIX,
+                NODE_DAEMONSET_NAME,
+                build::node_desired(&facts),
+                &cr_obj,
+            )
+            .await;
+        failed |= self
+            .daemonset_step(
+                &mut board,
+                NFS_PREFIX,
+                NFS_DAEMONSET_NAME,
+                build::nfs_desired(&facts),
+                &cr_obj,
+            )
+            .await;
+        failed |= self
+            .storage_class_step(&mut board, &share_types, &gone)
+            .await;
+        failed |= self.snapshot_class_step(&mut board, &facts).await;
+        self.flush(&board, &cr_obj, failed, requeue).await
+    }
+
+    /// `StarterControllerDegraded`: False while Manila answers; True with the reason when a
+    /// check after the driver was installed fails (the driver stays).
+    fn starter_condition(&self, error: Option<&Failure>) -> OperatorCondition {
+        match error {
+            None => conditions::degraded(STARTER_PREFIX, None),
+            Some(f) => OperatorCondition::new(
+                conditions::degraded_type(STARTER_PREFIX),
+                conditions::TRUE,
+                "ManilaUnavailable",
+                format!(
+                    "Manila cannot be used now: {}. The driver stays installed so that existing shares can still be mounted and unmounted, and the StorageClasses of the last successful listing are kept; the check is repeated every {} and when the credentials change",
+                    f.message,
+                    detect::go_duration(self.detection.refresh())
+                ),
+            ),
+        }
+    }
+
+    /// Runs the detection when it is due.
+    async fn detect(&mut self) {
+        let ns = self.opts.operator_namespace.clone();
+        let credentials = self.secret(&ns, OPERATOR_CREDENTIALS_SECRET);
+        let ca = self.ca_bundle(credentials.as_ref(), &ns);
+        let fp = fingerprint(credentials.as_ref(), ca.as_deref());
+        let now = Instant::now();
+        if !self.detection.is_due(now, &fp) {
+            return;
+        }
+        let result = self.list_share_types(credentials.as_ref(), ca, &ns).await;
+        match &result {
+            Ok(types) => info!(count = types.len(), "listed Manila share types"),
+            Err(f) => {
+                self.metrics.error("openstack");
+                info!(reason = %f.message, "Manila is not usable");
+            }
+        }
+        self.detection.record(now, &fp, result);
+    }
+
+    /// The cloud's CA: the credentials Secret's `cacert`, else `ca-bundle.pem` of the
+    /// CSO-synced cloud provider config in the operator namespace.
+    fn ca_bundle(&self, credentials: Option<&Secret>, ns: &str) -> Option<Vec<u8>> {
+        credentials
+            .and_then(|s| s.data.as_ref())
+            .and_then(|d| d.get("cacert"))
+            .map(|b| b.0.clone())
+            .filter(|b| !b.is_empty())
+            .or_else(|| {
+                self.config_map(ns, CLOUD_PROVIDER_CONFIGMAP)
+                    .and_then(|cm| cm.data)
+                    .and_then(|d| d.get("ca-bundle.pem").cloned())
+                    .filter(|s| !s.is_empty())
+                    .map(String::into_bytes)
+            })
+    }
+
+    async fn list_share_types(
+        &self,
+        credentials: Option<&Secret>,
+        ca: Option<Vec<u8>>,
+        ns: &str,
+    ) -> Result<Vec<String>, Failure> {
+        let secret_name = format!("{ns}/{OPERATOR_CREDENTIALS_SECRET}");
+        let Some(secret) = credentials else {
+            return Err(Failure::invalid_credentials(
+                &secret_name,
+                "the Secret does not exist",
+            ));
+        };
+        let clouds = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get("clouds.yaml"))
+            .ok_or_else(|| {
+                Failure::invalid_credentials(&secret_name, "it has no clouds.yaml key")
+            })?;
+        let text = std::str::from_utf8(&clouds.0).map_err(|_| {
+            Failure::invalid_credentials(&secret_name, "clouds.yaml is not UTF-8 text")
+        })?;
+        let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
+            .map_err(|e| Failure::invalid_credentials(&secret_name, e))?;
+        let options = openstack::ClientOptions {
+            ca_bundle: ca,
+            request_timeout: OPENSTACK_TIMEOUT,
+            user_agent: USER_AGENT.to_string(),
+            ..openstack::ClientOptions::default()
+        };
+        let client = self
+            .openstack
+            .client(cloud, &options)
+            .map_err(|e| Failure::from_openstack(&e))?;
+        if !client
+            .has_service(openstack::Service::SharedFileSystem)
+            .await
+            .map_err(|e| Failure::from_openstack(&e))?
+        {
+            return Err(Failure::no_manila_service());
+        }
+        let types = client
+            .share_types()
+            .await
+            .map_err(|e| Failure::from_openstack(&e))?;
+        Ok(types.into_iter().map(|t| t.name).collect())
+    }
+
+    fn apply_operator_log_level(&mut self, cr: &ClusterCSIDriver) {
+        let raw = cr
+            .spec
+            .operator
+            .operator_log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        let parsed = LogLevel::parse(&raw);
+        if parsed.unknown.is_some() {
+            warn!(value = %raw, "spec.operatorLogLevel is not one of Normal, Debug, Trace, TraceAll; using Normal");
+        }
+        if self.last_operator_log_level != Some(parsed.level) {
+            self.log.set_level(parsed.level.verbosity());
+            info!(level = ?parsed.level, "operator log level set");
+            self.last_operator_log_level = Some(parsed.level);
+        }
+    }
+
+    fn base_facts(&self, cr: &ClusterCSIDriver) -> Facts {
+        let infra: Option<Infrastructure> =
+            self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let topology = infra
+            .as_ref()
+            .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
+            .unwrap_or_default();
+        let cluster_id = infra
+            .as_ref()
+            .and_then(|i| i.infrastructure_name().map(str::to_string))
+            .or_else(|| self.opts.cluster_id.clone())
+            .unwrap_or_default();
+        let raw_level = cr
+            .spec
+            .operator
+            .log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        let ns = self.opts.namespace.as_str();
+        Facts {
+            namespace: self.opts.namespace.clone(),
+            images: self.opts.images.clone(),
+            cluster_id,
+            topology,
+            log_level: LogLevel::parse(&raw_level).level,
+            trusted_ca_bundle: self.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
+            driver_credentials: self.secret(ns, DRIVER_CREDENTIALS_SECRET),
+            metrics_cert: self.secret(ns, METRICS_SERVING_CERT_SECRET),
+            ..Facts::default()
+        }
+    }
+
+    /// Observes Proxy and APIServer; writes `spec.observedConfig` when it changed.
+    async fn observe_config(
+        &self,
+        cr: &ClusterCSIDriver,
+        cr_obj: &DynamicObject,
+    ) -> Result<(BTreeMap<String, String>, observed_config::ServingInfo), String> {
+        let proxy = self
+            .get("config.openshift.io/v1", "Proxy", None, "cluster")
+            .map(|p| serde_json::to_value(&*p).unwrap_or_default());
+        let apiserver = self
+            .get("config.openshift.io/v1", "APIServer", None, "cluster")
+            .map(|a| serde_json::to_value(&*a).unwrap_or_default());
+        let proxy_env =
+            observed_config::observe_proxy(proxy.as_ref()).map_err(|e| e.to_string())?;
+        let serving =
+            observed_config::observe_serving_info(apiserver.as_ref()).map_err(|e| e.to_string())?;
+        let wanted = observed_config::observed_config(&proxy_env, &serving);
+        let current = cr
+            .spec
+            .operator
+            .observed_config
+            .clone()
+            .unwrap_or(serde_json::Value::Null);
+        if current != wanted {
+            let mut obj = cr_obj.clone();
+            obj.metadata.managed_fields = None;
+            if let Some(spec) = obj.data.get_mut("spec").and_then(|s| s.as_object_mut()) {
+                spec.insert("observedConfig".into(), wanted);
+            }
+            let api: Api<DynamicObject> = Api::all_with(
+                self.client.clone(),
+                &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+            );
+            api.replace(CSI_DRIVER_NAME, &PostParams::default(), &obj)
+                .await
+                .map_err(|e| format!("failed to write spec.observedConfig: {e}"))?;
+            self.metrics.write("ClusterCSIDriver", WriteVerb::Update);
+        }
+        Ok((proxy_env, serving))
+    }
+
+    fn count_write(&self, kind: &str, applied: &operator_kit::apply::Applied) {
+        if applied.wrote() {
+            let verb = match applied.action {
+                operator_kit::apply::Action::Created => WriteVerb::Create,
+                _ => WriteVerb::Update,
+            };
+            self.metrics.write(kind, verb);
+        }
+    }
+
+    /// Applies one object with `applier`; returns its live generation.
+    async fn apply_with(
+        &self,
+        applier: &Applier,
+        d: &Desired,
+        expected_generation: Option<i64>,
+    ) -> Result<Option<i64>, String> {
+        match applier
+            .apply(&d.resource, &d.object, expected_generation)
+            .await
+        {
+            Ok(applied) => {
+                self.count_write(&d.resource.kind, &applied);
+                Ok(applied.generation)
+            }
+            Err(e) => {
+                self.metrics.error("apply");
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// A static-resources step: every object of the group, one Degraded condition.
+    async fn apply_group(
+        &self,
+        board: &mut StatusBoard,
+        prefix: &str,
+        objects: Result<Vec<Desired>, build::BuildError>,
+    ) -> bool {
+        let objects = match objects {
+            Ok(o) => o,
+            Err(e) => {
+                board.set_condition(conditions::degraded(prefix, Some(&e.to_string())));
+                return true;
+            }
+        };
+        let mut errors = Vec::new();
+        for d in &objects {
+            match self.applier.apply(&d.resource, &d.object, None).await {
+                Ok(applied) => self.count_write(&d.resource.kind, &applied),
+                // A missing monitoring stack is not a failure (anchors §8.6 fixed).
+                Err(ApplyError::KindNotServed { .. }) if d.requires_crd.is_some() => {
+                    debug!(asset = d.asset, "skipping: its CRD is not installed");
+                }
+                Err(e) => errors.push(format!("\"{}\" ({}): {e}", d.asset, d.resource.kind)),
+            }
+        }
+        if errors.is_empty() {
+            board.set_condition(conditions::degraded(prefix, None));
+            false
+        } else {
+            self.metrics.error("apply");
+            board.set_condition(conditions::degraded(prefix, Some(&errors.join("\n"))));
+            true
+        }
+    }
+
+    /// Copies `openshift-config/cloud-provider-config` into the driver namespace for the pods'
+    /// `cacert` volume; deletes the copy when the source is gone (anchors §5.2, §3.6).
+    async fn resource_sync_step(&self, board: &mut StatusBoard) -> bool {
+        let ns = self.opts.namespace.as_str();
+        let result = match self.config_map(CONFIG_NAMESPACE, CLOUD_PROVIDER_CONFIGMAP) {
+            Some(source) => match build::cloud_provider_config_copy(ns, &source) {
+                Ok(d) => self.apply_with(&self.applier, &d, None).await.map(|_| ()),
+                Err(e) => Err(e.to_string()),
+            },
+            None => self
+                .applier
+                .delete(&ar("v1", "ConfigMap"), Some(ns), CLOUD_PROVIDER_CONFIGMAP)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        };
+        self.post(board, RESOURCE_SYNC_PREFIX, result)
+    }
+
+    fn post(&self, board: &mut StatusBoard, prefix: &str, result: Result<(), String>) -> bool {
+        match result {
+            Ok(()) => {
+                board.set_condition(conditions::degraded(prefix, None));
+                false
+            }
+            Err(e) => {
+                board.set_condition(conditions::degraded(prefix, Some(&e)));
+                true
+            }
+        }
+    }
+
+    /// The one writer of the CSIDriver (anchors §8.3 fixed). An invalid `CSI_FSGROUP_POLICY`
+    /// is reported and leaves a live CSIDriver as it is.
+    async fn csi_driver_step(&self, board: &mut StatusBoard, facts: &mut Facts) -> bool {
+        let policy = FsGroupPolicy::parse(self.opts.fs_group_policy.as_deref());
+        facts.fs_group_policy = policy.clone().unwrap_or_default();
+        let desired = match build::csi_driver(facts) {
+            Ok(d) => d,
+            Err(e) => return self.post(board, CSI_DRIVER_PREFIX, Err(e.to_string())),
+        };
+        let exists = self
+            .get("storage.k8s.io/v1", "CSIDriver", None, CSI_DRIVER_NAME)
+            .is_some();
+        let result = match &policy {
+            Err(_) if exists => Ok(()),
+            _ => self
+                .apply_with(&self.applier, &desired, None)
+                .await
+                .map(|_| ()),
+        };
+        self.post(
+            board,
+            CSI_DRIVER_PREFIX,
+            result.and(policy.map(|_| ()).map_err(|e| e.to_string())),
+        )
+    }
+
+    async fn controller_step(
+        &self,
+        board: &mut StatusBoard,
+        facts: &Facts,
+        cr: &DynamicObject,
+    ) -> bool {
+        let ns = self.opts.namespace.as_str();
+        let desired = match build::controller_desired(facts) {
+            Ok(d) => d,
+            Err(e) => return self.post(board, CONTROLLER_PREFIX, Err(e.to_string())),
+        };
+        let expected =
+            status::last_generation(cr, "apps", "deployments", ns, CONTROLLER_DEPLOYMENT_NAME);
+        match self.apply_with(&self.applier, &desired, expected).await {
+            Ok(generation) => {
+                board.record_generation(GenerationStatus {
+                    group: "apps".into(),
+                    resource: "deployments".into(),
+                    namespace: ns.into(),
+                    name: CONTROLLER_DEPLOYMENT_NAME.into(),
+                    last_generation: generation.unwrap_or_default(),
+                    hash: String::new(),
+                });
+                let live: Option<Deployment> = self.typed(
+                    "apps/v1",
+                    "Deployment",
+                    Some(ns),
+                    CONTROLLER_DEPLOYMENT_NAME,
+                );
+                let previous = previous_conditions(cr);
+                let now = jiff::Timestamp::now();
+                match live.map(|d| {
+                    progressing::deployment_conditions(CONTROLLER_PREFIX, &d, &previous, now)
+                }) {
+                    Some(Ok(c)) => {
+                        for cond in c.into_vec() {
+                            board.set_condition(cond);
+                        }
+                        self.post(board, CONTROLLER_PREFIX, Ok(()))
+                    }
+                    Some(Err(_)) => self.post(
+                        board,
+                        CONTROLLER_PREFIX,
+                        Err("Deployment was progressing too long".into()),
+                    ),
+                    None => self.post(board, CONTROLLER_PREFIX, Ok(())),
+                }
+            }
+            Err(e) => self.post(board, CONTROLLER_PREFIX, Err(e)),
+        }
+    }
+
+    async fn daemonset_step(
+        &self,
+        board: &mut StatusBoard,
+        prefix: &str,
+        name: &str,
+        desired: Result<Desired, build::BuildError>,
+        cr: &DynamicObject,
+    ) -> bool {
+        let ns = self.opts.namespace.as_str();
+        let mut desired = match desired {
+            Ok(d) => d,
+            Err(e) => return self.post(board, prefix, Err(e.to_string())),
+        };
+        let live: Option<DaemonSet> = self.typed("apps/v1", "DaemonSet", Some(ns), name);
+        if let Some(stable) = progressing::stable_generation_annotation(live.as_ref()) {
+            desired
+                .object
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert("storage.openshift.io/stable-generation".into(), stable);
+        }
+        let expected = status::last_generation(cr, "apps", "daemonsets", ns, name);
+        match self.apply_with(&self.applier, &desired, expected).await {
+            Ok(generation) => {
+                board.record_generation(GenerationStatus {
+                    group: "apps".into(),
+                    resource: "daemonsets".into(),
+                    namespace: ns.into(),
+                    name: name.into(),
+                    last_generation: generation.unwrap_or_default(),
+                    hash: String::new(),
+                });
+                if let Some(ds) = self.typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), name) {
+                    for cond in progressing::daemonset_conditions(prefix, &ds).into_vec() {
+                        board.set_condition(cond);
+                    }
+                }
+                self.post(board, prefix, Ok(()))
+            }
+            Err(e) => self.post(board, prefix, Err(e)),
+        }
+    }
+
+    /// One StorageClass per share type. Classes of share types that disappeared are kept
+    /// (bound volumes need them) and named in the condition message, as are share types that
+    /// get no class because of a name collision.
+    async fn storage_class_step(
+        &mut self,
+        board: &mut StatusBoard,
+        share_types: &[String],
+        gone: &[String],
+    ) -> bool {
+        let ns = self.opts.namespace.clone();
+        let (names, name_errors) =
+            crate::names::storage_class_names(share_types.iter().map(String::as_str));
+        let wanted: BTreeSet<String> = names.keys().cloned().collect();
+        if self.classes.as_ref().is_none_or(|c| c.names != wanted) {
+            self.classes = Some(self.class_cache(wanted));
+        }
+        let mut errors = Vec::new();
+        if let Some(classes) = &self.classes {
+            for (name, share_type) in &names {
+                let result = match build::storage_class(&ns, name, share_type) {
+                    Ok(d) => self
+                        .apply_with(&classes.applier, &d, None)
+                        .await
+                        .map(|_| ()),
+                    Err(e) => Err(e.to_string()),
+                };
+                if let Err(e) = result {
+                    errors.push(format!(
+                        "StorageClass {name} for share type {share_type:?}: {e}"
+                    ));
+                }
+            }
+        }
+        let mut notes: Vec<String> = name_errors.iter().map(|(_, e)| e.to_string()).collect();
+        if !gone.is_empty() {
+            notes.push(format!(
+                "share types no longer offered by Manila: {}; their StorageClasses are kept because bound volumes need them (delete them yourself when no PersistentVolume uses them)",
+                gone.join(", ")
+            ));
+        }
+        if errors.is_empty() {
+            let mut c = conditions::degraded(STORAGE_CLASS_PREFIX, None);
+            c.message = notes.join("\n");
+            board.set_condition(c);
+            false
+        } else {
+            errors.extend(notes);
+            board.set_condition(conditions::degraded(
+                STORAGE_CLASS_PREFIX,
+                Some(&errors.join("\n")),
+            ));
+            true
+        }
+    }
+
+    fn class_cache(&self, names: BTreeSet<String>) -> ClassCache {
+        let sc = ar("storage.k8s.io/v1", "StorageClass");
+        let mut builder = CacheBuilder::new(self.client.clone(), Vec::<String>::new());
+        for name in &names {
+            builder = builder.cluster_object(&sc, name);
+        }
+        let cache = builder.start();
+        ClassCache {
+            names,
+            applier: Applier::new(self.client.clone(), cache, self.recorder.clone()),
+        }
+    }
+
+    /// Waits for the snapshot CRD rather than failing.
+    async fn snapshot_class_step(&self, board: &mut StatusBoard, facts: &Facts) -> bool {
+        let crd = ar("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+        let served = matches!(
+            self.cache
+                .lookup(&crd, None, crate::assets::VOLUME_SNAPSHOT_CLASS_CRD),
+            Lookup::Found(_)
+        );
+        if !served {
+            return self.post(board, SNAPSHOT_CLASS_PREFIX, Ok(()));
+        }
+        let result = match build::volume_snapshot_class(facts) {
+            Ok(d) => match self.applier.apply(&d.resource, &d.object, None).await {
+                Ok(applied) => {
+                    self.count_write("VolumeSnapshotClass", &applied);
+                    Ok(())
+                }
+                // The CRD was just created and its watch has not caught up: next time.
+                Err(ApplyError::KindNotServed { .. }) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        self.post(board, SNAPSHOT_CLASS_PREFIX, result)
+    }
+
+    async fn flush(
+        &self,
+        board: &StatusBoard,
+        cr: &DynamicObject,
+        failed: bool,
+        requeue_after: Option<Duration>,
+    ) -> Outcome {
+        match self.status.flush(board, cr).await {
+            Ok(_) if !failed => Outcome::Done { requeue_after },
+            Ok(_) => Outcome::Failed { requeue_after },
+            Err(e) => {
+                self.metrics.error("kube_api");
+                warn!(error = %e, "cannot write the ClusterCSIDriver status");
+                Outcome::Failed { requeue_after }
+            }
+        }
+    }
+}
+
+fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
+    cr.data
+        .get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// A digest of the credentials and CA: when it changes, Manila is checked again at once.
+fn fingerprint(credentials: Option<&Secret>, ca: Option<&[u8]>) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    match credentials.and_then(|s| s.data.as_ref()) {
+        Some(data) => {
+            for (k, v) in data {
+                ctx.update(k.as_bytes());
+                ctx.update(&[0]);
+                ctx.update(&v.0);
+                ctx.update(&[0]);
+            }
+        }
+        None => ctx.update(b"\x01absent"),
+    }
+    ctx.update(ca.unwrap_or_default());
+    ctx.finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn hostname() -> String {
+    std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| USER_AGENT.to_string())
+}
+
+/// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
+pub fn images_from_env() -> BTreeMap<String, String> {
+    crate::assets::IMAGE_PLACEHOLDERS
+        .iter()
+        .copied()
+        .chain(["OPERATOR_IMAGE_VERSION"])
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
+        .collect()
+}
+
+impl operator_kit::process::Reconciler for Operator {
+    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
+        Operator::reconcile(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    #[test]
+    fn fingerprint_changes_with_credentials_and_ca() {
+        let s = |v: &str| Secret {
+            data: Some(BTreeMap::from([(
+                "clouds.yaml".to_string(),
+                ByteString(v.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        };
+        let a = fingerprint(Some(&s("a")), None);
+        assert_eq!(a, fingerprint(Some(&s("a")), None));
+        assert_ne!(a, fingerprint(Some(&s("b")), None));
+        assert_ne!(a, fingerprint(Some(&s("a")), Some(b"ca")));
+        assert_ne!(fingerprint(None, None), fingerprint(Some(&s("")), None));
+    }
+}

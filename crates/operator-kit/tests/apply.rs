@@ -909,3 +909,25 @@ async fn user_deleting_an_object_gets_it_recreated() -> TestResult {
     assert_eq!(applied.action, Action::Created);
     Ok(())
 }
+
+/// Objects that existed before the operator started come from the caches' initial list, where
+/// (as on a real server) items carry no apiVersion/kind; updating them must still send a
+/// complete object.
+#[tokio::test]
+async fn objects_listed_at_start_can_be_updated() -> TestResult {
+    let (_sim, client) = start().await;
+    create_namespace(&client).await;
+    let cms: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &configmap_ar());
+    let mut old = configmap();
+    old.data["data"] = json!({"stale": "value"});
+    cms.create(&Default::default(), &old).await?;
+    let cache = cache_for(&client, &[]).await;
+    let applier = Applier::new(client.clone(), cache.clone(), recorder(&client));
+    let applied = applier.apply(&configmap_ar(), &configmap(), None).await?;
+    assert_eq!(applied.action, Action::Updated);
+    let live = cms
+        .get(configmap().metadata.name.as_deref().unwrap_or_default())
+        .await?;
+    assert!(live.data["data"].get("stale").is_none(), "{:?}", live.data);
+    Ok(())
+}

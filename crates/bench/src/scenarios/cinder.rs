@@ -195,7 +195,9 @@ impl VerbCounts {
                 .filter(|v| !order.contains(v)),
         );
         if verbs.is_empty() {
-            table.row(vec!["(none)".into()]);
+            let mut row = vec!["(no requests)".to_string()];
+            row.extend((0..=Target::ALL.len()).map(|_| "0".to_string()));
+            table.row(row);
         }
         for verb in verbs {
             let mut row = vec![verb.to_string()];
@@ -790,6 +792,7 @@ fn section(f: &Figures) -> Section {
             "Rotation",
             "Secret replaced → both hashes new, ms",
             "operand writes",
+            "OpenStack requests",
         ],
     );
     for (i, r) in f.rotations.iter().enumerate() {
@@ -1131,8 +1134,12 @@ mod tests {
         assert_eq!(counts.without_lease(&["get", "list"]), 0);
         assert_eq!(counts.without_lease(&["create", "update"]), 3);
         let table = counts.table("t");
+        assert!(table.rows.iter().all(|r| r.len() == table.header.len()));
         assert_eq!(table.rows[0][0], "get", "verbs in the usual order");
         assert_eq!(table.rows.len(), 4);
+        let empty = VerbCounts::default().table("t");
+        assert_eq!(empty.rows.len(), 1);
+        assert_eq!(empty.rows[0].len(), empty.header.len());
     }
 
     #[test]

@@ -75,6 +75,16 @@ pub enum ApplyError {
     },
 }
 
+/// Objects read from a list (a watch cache's initial state) carry no apiVersion/kind, as real
+/// servers omit them from list items; a write needs them.
+fn with_types<'a>(obj: &'a mut DynamicObject, ar: &ApiResource) -> &'a DynamicObject {
+    obj.types = Some(kube::core::TypeMeta {
+        api_version: ar.api_version.clone(),
+        kind: ar.kind.clone(),
+    });
+    obj
+}
+
 /// A 404 that means "no such resource" rather than "no such object": the status names no
 /// object. (A create in a missing namespace names the namespace, so it is not this.)
 pub fn is_kind_not_served(error: &kube::Error) -> bool {
@@ -162,7 +172,10 @@ impl Applier {
                     self.create(&api, ar, ns, &name, &obj, Action::Created)
                         .await
                 }
-                Plan::Update(obj) => match api.replace(&name, &PostParams::default(), &obj).await {
+                Plan::Update(mut obj) => match api
+                    .replace(&name, &PostParams::default(), with_types(&mut obj, ar))
+                    .await
+                {
                     Ok(written) => {
                         self.events.updated(ar, ns, &name).await;
                         Ok(self.remember(ar, ns, &name, written, Action::Updated))
@@ -277,7 +290,11 @@ impl Applier {
         obj: &DynamicObject,
         action: Action,
     ) -> Result<Applied, (&'static str, kube::Error)> {
-        match api.create(&PostParams::default(), obj).await {
+        let mut obj = obj.clone();
+        match api
+            .create(&PostParams::default(), with_types(&mut obj, ar))
+            .await
+        {
             Ok(written) => {
                 self.events.created(ar, ns, name).await;
                 Ok(self.remember(ar, ns, name, written, action))

@@ -1,0 +1,183 @@
+//! `csi-operator openstack-manila start` and `csi-operator render openstack-manila`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use kube::Api;
+use manila::build::{self, Facts, FsGroupPolicy};
+use manila::operator::{self, Operator, Options};
+use openshift_api::config::Infrastructure;
+use operator_kit::hooks::TopologyMode;
+use operator_kit::leader_timing::LeaderTiming;
+use operator_kit::logging::LogControl;
+use operator_kit::loglevel::LogLevel;
+use operator_kit::metrics::Metrics;
+use operator_kit::observed_config::ServingInfo;
+use operator_kit::process::{self, ProcessOptions};
+use operator_kit::runtime::LoopOptions;
+
+use crate::sim::parse_duration;
+
+#[derive(clap::Args)]
+pub struct StartArgs {
+    /// Kubeconfig to use; in a pod, leave it out to use the service account.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace of the operator: its lease and the openstack-cloud-credentials Secret.
+    #[arg(long, default_value = manila::OPERATOR_NAMESPACE)]
+    namespace: String,
+    /// Namespace of the driver's objects.
+    #[arg(long, default_value = manila::DRIVER_NAMESPACE)]
+    driver_namespace: String,
+    /// How often to list Manila share types again (new share types get their StorageClass
+    /// within one period; a credential change triggers a listing at once).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    share_type_refresh: Duration,
+    /// Where to serve Prometheus metrics (`/metrics`) and `/healthz`.
+    #[arg(long, default_value = "0.0.0.0:8081")]
+    metrics_listen: SocketAddr,
+    /// Cluster ID for `--cluster-id` when the cluster has no Infrastructure object.
+    #[arg(long)]
+    cluster_id: Option<String>,
+    /// The replica's identity in the lease (defaults to the pod name).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Reconcile at least this often even when nothing changes.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    resync: Duration,
+    /// Initial klog verbosity of the operator (the CR's operatorLogLevel takes over).
+    #[arg(short = 'v', long = "v", default_value_t = 2)]
+    verbosity: u8,
+}
+
+pub async fn start(
+    args: StartArgs,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let log = LogControl::init(args.verbosity);
+    let client = crate::client::client(args.kubeconfig.as_deref()).await?;
+    let opts = Options {
+        operator_namespace: args.namespace.clone(),
+        namespace: args.driver_namespace.clone(),
+        images: operator::images_from_env(),
+        share_type_refresh: args.share_type_refresh,
+        cluster_id: args.cluster_id.clone(),
+        fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
+    };
+    let timing = leader_timing(&client).await;
+    let cache = operator::watches(client.clone(), &opts)
+        .context("cannot prepare the watches")?
+        .start();
+    let metrics = Metrics::new("openstack_manila_csi_driver_operator");
+    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
+    let identity = args
+        .identity
+        .unwrap_or_else(|| format!("{}-{}", manila::USER_AGENT, std::process::id()));
+    let options = ProcessOptions {
+        namespace: args.namespace,
+        lock_name: manila::OPERATOR_LOCK_NAME.to_string(),
+        identity,
+        timing,
+        metrics_addr: Some(args.metrics_listen),
+        loop_options: LoopOptions {
+            resync: args.resync,
+            ..LoopOptions::default()
+        },
+    };
+    process::run(client, options, cache, metrics, op, shutdown).await?;
+    Ok(())
+}
+
+/// SingleReplica control planes get the longer lease; anything unreadable keeps the default.
+async fn leader_timing(client: &kube::Client) -> LeaderTiming {
+    let api: Api<Infrastructure> = Api::all(client.clone());
+    match api.get_opt("cluster").await {
+        Ok(Some(infra)) => LeaderTiming::for_control_plane(&TopologyMode::parse(
+            infra.control_plane_topology().as_str(),
+        )),
+        _ => LeaderTiming::DEFAULT,
+    }
+}
+
+#[derive(clap::Args)]
+pub struct RenderArgs {
+    /// Namespace of the driver.
+    #[arg(long, default_value = manila::DRIVER_NAMESPACE)]
+    namespace: String,
+    /// A Manila share type to make a StorageClass for; repeatable.
+    #[arg(long = "share-type")]
+    share_types: Vec<String>,
+    /// The cluster ID (Infrastructure status.infrastructureName).
+    #[arg(long, default_value = "cluster-id")]
+    cluster_id: String,
+    /// Control-plane topology: HighlyAvailable, SingleReplica, External, ...
+    #[arg(long, default_value = "HighlyAvailable")]
+    control_plane_topology: String,
+    /// Operand log level: Normal, Debug, Trace, TraceAll.
+    #[arg(long, default_value = "Normal")]
+    log_level: String,
+    /// The CSIDriver fsGroupPolicy (as CSI_FSGROUP_POLICY): None, File, ReadWriteOnceWithFSType.
+    #[arg(long, env = "CSI_FSGROUP_POLICY", default_value = "None")]
+    fs_group_policy: String,
+    /// An image, as NAME=IMAGE (e.g. NFS_DRIVER_IMAGE=quay.io/...); repeatable. Images not
+    /// given are taken from the environment variables of the same names.
+    #[arg(long = "image", value_parser = parse_pair)]
+    images: Vec<(String, String)>,
+    /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
+    #[arg(long = "proxy", value_parser = parse_pair)]
+    proxy: Vec<(String, String)>,
+}
+
+fn parse_pair(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
+    if k.is_empty() {
+        return Err(format!("{s:?}: the name before '=' is empty"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// Prints every object the operator would apply once Manila offers these share types.
+pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
+    let mut images: BTreeMap<String, String> = operator::images_from_env();
+    images.extend(args.images.iter().cloned());
+    let level = LogLevel::parse(&args.log_level);
+    if let Some(bad) = level.unknown {
+        anyhow::bail!("--log-level {bad:?} is not one of Normal, Debug, Trace, TraceAll");
+    }
+    if args.share_types.is_empty() {
+        anyhow::bail!(
+            "give at least one --share-type NAME: without share types the operator deploys nothing (Manila is disabled)"
+        );
+    }
+    let facts = Facts {
+        namespace: args.namespace.clone(),
+        images,
+        cluster_id: args.cluster_id.clone(),
+        topology: TopologyMode::parse(&args.control_plane_topology),
+        log_level: level.level,
+        proxy: args.proxy.iter().cloned().collect(),
+        serving: ServingInfo::intermediate(),
+        fs_group_policy: FsGroupPolicy::parse(Some(&args.fs_group_policy))?,
+        ..Facts::default()
+    };
+    let (objects, errors) =
+        build::everything(&facts, &args.share_types).context("cannot build the objects")?;
+    let mut out = String::new();
+    for e in errors {
+        out.push_str(&format!("# {e}\n"));
+    }
+    for d in objects {
+        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("managedFields");
+        }
+        out.push_str("---\n");
+        out.push_str(&operator_kit::assets::to_yaml(&value)?);
+    }
+    Ok(out)
+}

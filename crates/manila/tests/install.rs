@@ -1,0 +1,433 @@
+//! The Manila operator in-process against kube-sim and openstack-sim: silent and disabled
+//! without Manila; with Manila, every object and one StorageClass per share type, following
+//! share-type changes, credential rotations and outages; bad input reported, not crashing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use kube::Api;
+use kube::api::{DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use manila::operator::{self, Operator, Options};
+use openstack_sim::{Fault, SimService, SimShareType};
+use operator_kit::logging::LogControl;
+use operator_kit::metrics::Metrics;
+use operator_kit::process::{self, ProcessOptions};
+use operator_kit::runtime::LoopOptions;
+use testbed::{Settings, Testbed, wait_for};
+
+const CR: &str = "manila.csi.openstack.org";
+const NS: &str = "openshift-manila-csi-driver";
+const USER: &str =
+    "system:serviceaccount:openshift-cluster-csi-drivers:openstack-manila-csi-driver-operator";
+const DEADLINE: Duration = Duration::from_secs(20);
+
+fn images() -> BTreeMap<String, String> {
+    let mut images = testbed::example_images();
+    images.insert(
+        "NFS_DRIVER_IMAGE".into(),
+        "quay.io/example/csi-driver-nfs:v4.20".into(),
+    );
+    images
+}
+
+async fn start_operator(
+    bed: &Testbed,
+    refresh: Duration,
+    fs_group_policy: Option<&str>,
+) -> tokio::sync::oneshot::Sender<()> {
+    let client = testbed::client_for(&bed.kube, USER).await.expect("client");
+    let mut opts = Options::new(images());
+    opts.share_type_refresh = refresh;
+    opts.fs_group_policy = fs_group_policy.map(str::to_string);
+    let cache = operator::watches(client.clone(), &opts)
+        .expect("watches")
+        .start();
+    let metrics = Metrics::new("test");
+    let op = Operator::new(
+        client.clone(),
+        opts,
+        cache.clone(),
+        metrics.clone(),
+        LogControl::detached(),
+    );
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let options = ProcessOptions {
+        namespace: manila::OPERATOR_NAMESPACE.into(),
+        lock_name: manila::OPERATOR_LOCK_NAME.into(),
+        identity: "test".into(),
+        timing: operator_kit::leader_timing::LeaderTiming::DEFAULT,
+        metrics_addr: None,
+        loop_options: LoopOptions {
+            resync: Duration::from_secs(1),
+            ..LoopOptions::default()
+        },
+    };
+    tokio::spawn(async move {
+        let _ = process::run(client, options, cache, metrics, op, async move {
+            let _ = rx.await;
+        })
+        .await;
+    });
+    tx
+}
+
+fn settings(share_types: Option<&[&str]>) -> Settings {
+    let mut s = Settings {
+        cinder_cluster_csi_driver: false,
+        ..Settings::default()
+    };
+    s.openstack.share_types = share_types.map(|t| t.iter().map(|n| SimShareType::new(n)).collect());
+    s
+}
+
+/// What CSO and the cloud credential operator leave behind for a Manila install.
+async fn seed_manila(bed: &Testbed) {
+    bed.create_cluster_csi_driver(CR).await.expect("CR");
+    let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(NS.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace");
+    put_driver_credentials(bed, &bed.clouds_yaml()).await;
+}
+
+async fn put_driver_credentials(bed: &Testbed, clouds_yaml: &str) {
+    let api: Api<Secret> = Api::namespaced(bed.client.clone(), NS);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("manila-cloud-credentials".into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "clouds.yaml".to_string(),
+            ByteString(clouds_yaml.as_bytes().to_vec()),
+        )])),
+        ..Default::default()
+    };
+    api.patch(
+        "manila-cloud-credentials",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(&secret),
+    )
+    .await
+    .expect("manila-cloud-credentials");
+}
+
+async fn condition(bed: &Testbed, t: &str) -> Option<(String, String, String)> {
+    bed.conditions(CR).await.get(t).cloned()
+}
+
+async fn wait_condition(
+    bed: &Testbed,
+    t: &str,
+    pred: impl Fn(&(String, String, String)) -> bool,
+) -> (String, String, String) {
+    let found = wait_for(DEADLINE, || async {
+        condition(bed, t).await.filter(|c| pred(c))
+    })
+    .await;
+    match found {
+        Some(c) => c,
+        None => panic!(
+            "condition {t} never matched; conditions: {:#?}",
+            bed.conditions(CR).await
+        ),
+    }
+}
+
+async fn storage_class_names(bed: &Testbed) -> Vec<String> {
+    let api: Api<StorageClass> = Api::all(bed.client.clone());
+    api.list(&Default::default())
+        .await
+        .map(|l| {
+            l.items
+                .into_iter()
+                .filter_map(|s| s.metadata.name)
+                .filter(|n| n.starts_with("csi-manila-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn template_annotations(d: &Deployment) -> BTreeMap<String, String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.metadata.as_ref())
+        .and_then(|m| m.annotations.clone())
+        .unwrap_or_default()
+}
+
+/// Requests of the operator other than watches and its lease renewals.
+fn operator_requests(bed: &Testbed) -> Vec<String> {
+    bed.kube
+        .requests()
+        .into_iter()
+        .filter(|r| r.user.contains("openstack-manila") && r.verb != "watch")
+        .map(|r| format!("{} {} {}", r.verb, r.path, r.code))
+        .filter(|r| !r.starts_with("update /apis/coordination.k8s.io"))
+        .collect()
+}
+
+#[tokio::test]
+async fn without_manila_the_driver_is_disabled_and_the_operator_idles() {
+    let bed = Testbed::start(settings(None)).await.expect("testbed");
+    bed.create_cluster_csi_driver(CR).await.expect("CR");
+    let _stop = start_operator(&bed, Duration::from_secs(600), None).await;
+    let (_, reason, message) =
+        wait_condition(&bed, "CSIControllerDisabled", |c| c.0 == "True").await;
+    assert_eq!(reason, "PreConditionNotSatisfied");
+    assert!(
+        message.starts_with("Pre-condition not satisfied: ") && message.contains("sharev2"),
+        "{message}"
+    );
+    let conditions = bed.conditions(CR).await;
+    for (t, (status, reason, message)) in &conditions {
+        if t.ends_with("Degraded") {
+            assert_eq!(status, "False", "{t}: {reason}: {message}");
+        }
+    }
+    // Nothing deployed.
+    let deployments: Api<Deployment> = Api::namespaced(bed.client.clone(), NS);
+    assert!(
+        deployments
+            .get_opt("openstack-manila-csi-controllerplugin")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let drivers: Api<CSIDriver> = Api::all(bed.client.clone());
+    assert!(drivers.get_opt(CR).await.expect("get").is_none());
+    let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+    assert!(namespaces.get_opt(NS).await.expect("get").is_none());
+    assert!(storage_class_names(&bed).await.is_empty());
+    // Idle: several resyncs, no Kubernetes request but watches, no OpenStack request.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    bed.kube.clear_requests();
+    bed.openstack.clear_requests();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let requests = operator_requests(&bed);
+    assert!(
+        requests.is_empty(),
+        "idle operator made requests: {requests:#?}"
+    );
+    assert!(bed.openstack.requests().is_empty());
+}
+
+#[tokio::test]
+async fn with_manila_everything_is_deployed_and_follows_changes() {
+    let bed = Testbed::start(settings(Some(&["default", "Gold_Fast"])))
+        .await
+        .expect("testbed");
+    seed_manila(&bed).await;
+    let _stop = start_operator(&bed, Duration::from_secs(1), None).await;
+    for t in [
+        "OpenStackManilaDriverControllerServiceControllerAvailable",
+        "OpenStackManilaDriverNodeServiceControllerAvailable",
+        "NFSDriverNodeServiceControllerAvailable",
+    ] {
+        wait_condition(&bed, t, |c| c.0 == "True").await;
+    }
+    let conditions = bed.conditions(CR).await;
+    assert!(
+        !conditions.contains_key("CSIControllerDisabled"),
+        "{conditions:#?}"
+    );
+    for (t, (status, reason, message)) in &conditions {
+        if t.ends_with("Degraded") {
+            assert_eq!(status, "False", "{t}: {reason}: {message}");
+        }
+    }
+    let mut scs = storage_class_names(&bed).await;
+    scs.sort();
+    assert_eq!(scs, ["csi-manila-default", "csi-manila-gold-fast"]);
+    let sc_api: Api<StorageClass> = Api::all(bed.client.clone());
+    let gold = sc_api.get("csi-manila-gold-fast").await.expect("sc");
+    assert_eq!(gold.parameters.as_ref().unwrap()["type"], "Gold_Fast");
+    assert_eq!(gold.volume_binding_mode.as_deref(), Some("Immediate"));
+    let ds: Api<DaemonSet> = Api::namespaced(bed.client.clone(), NS);
+    for name in [
+        "openstack-manila-csi-nodeplugin",
+        "csi-nodeplugin-nfsplugin",
+    ] {
+        ds.get(name).await.expect(name);
+    }
+    let secrets: Api<Secret> = Api::namespaced(bed.client.clone(), NS);
+    secrets.get("csi-manila-secrets").await.expect("csi secret");
+    let drivers: Api<CSIDriver> = Api::all(bed.client.clone());
+    let driver = drivers.get(CR).await.expect("csidriver");
+    assert_eq!(driver.spec.fs_group_policy.as_deref(), Some("None"));
+
+    // The admin makes a Manila class the default: the operator keeps that choice.
+    sc_api
+        .patch(
+            "csi-manila-default",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+                "storageclass.kubernetes.io/is-default-class": "true"}}})),
+        )
+        .await
+        .expect("annotate");
+
+    // A share type added later appears within one refresh.
+    bed.openstack.add_share_type(SimShareType::new("silver"));
+    let appeared = wait_for(DEADLINE, || async {
+        storage_class_names(&bed)
+            .await
+            .contains(&"csi-manila-silver".to_string())
+            .then_some(())
+    })
+    .await;
+    assert!(appeared.is_some(), "{:?}", storage_class_names(&bed).await);
+
+    // A share type that disappears keeps its class and is named.
+    bed.openstack.remove_share_type("default");
+    let (_, _, message) = wait_condition(&bed, "ManilaStorageClassControllerDegraded", |c| {
+        c.2.contains("no longer offered") && c.2.contains("default")
+    })
+    .await;
+    assert!(message.contains("kept"), "{message}");
+    let default = sc_api.get("csi-manila-default").await.expect("kept");
+    assert_eq!(
+        default.metadata.annotations.unwrap_or_default()["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+
+    // Rotation: new password in Keystone, new Secrets. The pods roll and the next detection
+    // authenticates with the new password (the old tokens are revoked by the password change).
+    let deployments: Api<Deployment> = Api::namespaced(bed.client.clone(), NS);
+    let before = template_annotations(
+        &deployments
+            .get("openstack-manila-csi-controllerplugin")
+            .await
+            .expect("deployment"),
+    );
+    let issued = bed.openstack.token_issuances();
+    bed.openstack
+        .set_password(openstack_sim::DEFAULT_USER, "rotated-password");
+    let rotated = bed.openstack.clouds_yaml_password(
+        "openstack",
+        openstack_sim::DEFAULT_USER,
+        "rotated-password",
+    );
+    bed.put_credentials(&rotated, bed.openstack.ca_pem())
+        .await
+        .expect("rotate");
+    put_driver_credentials(&bed, &rotated).await;
+    let rolled = wait_for(DEADLINE, || async {
+        let d = deployments
+            .get("openstack-manila-csi-controllerplugin")
+            .await
+            .ok()?;
+        (template_annotations(&d) != before).then_some(())
+    })
+    .await;
+    assert!(rolled.is_some(), "the controller pods did not roll");
+    let node = ds.get("openstack-manila-csi-nodeplugin").await.expect("ds");
+    let key = operator_kit::hash::dependency_annotation_key(
+        operator_kit::hash::DependencyKind::Secret,
+        NS,
+        "manila-cloud-credentials",
+    );
+    assert!(
+        node.spec
+            .and_then(|s| s.template.metadata)
+            .and_then(|m| m.annotations)
+            .is_some_and(|a| a.contains_key(&key)),
+        "node pods carry the credentials hash"
+    );
+    let new_token = wait_for(DEADLINE, || async {
+        (bed.openstack.token_issuances() > issued).then_some(())
+    })
+    .await;
+    assert!(
+        new_token.is_some(),
+        "no authentication with the new credentials"
+    );
+    wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "False").await;
+
+    // Outage: the driver stays, the condition explains.
+    bed.openstack
+        .inject(Fault::status(503).on(SimService::Share));
+    let (_, reason, message) =
+        wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "True").await;
+    assert_eq!(reason, "ManilaUnavailable");
+    assert!(message.contains("stays installed"), "{message}");
+    assert!(condition(&bed, "CSIControllerDisabled").await.is_none());
+    deployments
+        .get("openstack-manila-csi-controllerplugin")
+        .await
+        .expect("the driver stays");
+    assert!(storage_class_names(&bed).await.len() >= 3);
+    bed.openstack.clear_faults();
+    wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "False").await;
+}
+
+#[tokio::test]
+async fn bad_input_is_reported_not_fatal() {
+    let bed = Testbed::start(settings(Some(&["default"])))
+        .await
+        .expect("testbed");
+    seed_manila(&bed).await;
+    let _stop = start_operator(&bed, Duration::from_secs(600), Some("Everything")).await;
+    let (_, _, message) = wait_condition(
+        &bed,
+        "OpenStackManilaDriverCSIDriverControllerDegraded",
+        |c| c.0 == "True",
+    )
+    .await;
+    assert!(
+        message.contains("CSI_FSGROUP_POLICY=\"Everything\""),
+        "{message}"
+    );
+    let drivers: Api<CSIDriver> = Api::all(bed.client.clone());
+    let driver = wait_for(DEADLINE, || async {
+        drivers.get_opt(CR).await.ok().flatten()
+    })
+    .await
+    .expect("created with the default policy");
+    assert_eq!(driver.spec.fs_group_policy.as_deref(), Some("None"));
+
+    // A management state the schema allows but the operator does not support.
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+        "clustercsidrivers",
+    );
+    let api: Api<DynamicObject> = Api::all_with(bed.client.clone(), &ar);
+    api.patch(
+        CR,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"managementState": "Removed"}})),
+    )
+    .await
+    .expect("patch");
+    let (_, _, message) = wait_condition(&bed, "ManagementStateDegraded", |c| c.0 == "True").await;
+    assert!(message.contains("Removed is not supported"), "{message}");
+
+    // Malformed credentials: reported as such, the driver stays.
+    api.patch(
+        CR,
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({"spec": {"managementState": "Managed"}})),
+    )
+    .await
+    .expect("patch");
+    bed.put_credentials("clouds: [not, a, map", None)
+        .await
+        .expect("bad credentials");
+    let (_, _, message) =
+        wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "True").await;
+    assert!(message.contains("openstack-cloud-credentials"), "{message}");
+    assert!(!message.contains("sim-password"), "no secret in messages");
+}
