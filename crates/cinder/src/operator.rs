@@ -616,13 +616,7 @@ impl Operator {
             .await
         {
             Ok(applied) => {
-                if applied.wrote() {
-                    let verb = match applied.action {
-                        operator_kit::apply::Action::Created => WriteVerb::Create,
-                        _ => WriteVerb::Update,
-                    };
-                    self.metrics.write(&d.resource.kind, verb);
-                }
+                self.metrics.applied(&d.resource.kind, applied.action);
                 Ok(applied.generation)
             }
             Err(e) => {
@@ -650,9 +644,7 @@ impl Operator {
         for d in &objects {
             match self.applier.apply(&d.resource, &d.object, None).await {
                 Ok(applied) => {
-                    if applied.wrote() {
-                        self.metrics.write(&d.resource.kind, WriteVerb::Update);
-                    }
+                    self.metrics.applied(&d.resource.kind, applied.action);
                 }
                 // A missing monitoring stack is not a failure (anchors §8.6 fixed).
                 Err(ApplyError::KindNotServed { .. }) if d.requires_crd.is_some() => {
@@ -849,9 +841,7 @@ impl Operator {
         let result = match build::volume_snapshot_class(facts) {
             Ok(d) => match self.applier.apply(&d.resource, &d.object, None).await {
                 Ok(applied) => {
-                    if applied.wrote() {
-                        self.metrics.write("VolumeSnapshotClass", WriteVerb::Update);
-                    }
+                    self.metrics.applied("VolumeSnapshotClass", applied.action);
                     Ok(())
                 }
                 // The CRD was just created and its watch has not caught up: next time.

@@ -132,6 +132,20 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts what one apply did (a re-creation is a delete and a create).
+    pub fn applied(&self, kind: &str, action: crate::apply::Action) {
+        use crate::apply::Action;
+        match action {
+            Action::Unchanged => {}
+            Action::Created => self.write(kind, WriteVerb::Create),
+            Action::Updated => self.write(kind, WriteVerb::Update),
+            Action::Recreated => {
+                self.write(kind, WriteVerb::Delete);
+                self.write(kind, WriteVerb::Create);
+            }
+        }
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::new();
