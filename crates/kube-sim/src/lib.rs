@@ -26,6 +26,7 @@ pub mod list_types;
 pub mod managed_fields;
 pub mod observe;
 pub mod patch;
+mod printers;
 pub mod resources;
 pub mod selector;
 mod server;

@@ -1,7 +1,8 @@
 //! Server-side printing: the `meta.k8s.io/v1` Table that `kubectl get` asks for.
 //!
 //! Custom resources get their CRD's `additionalPrinterColumns` (JSONPath limited to simple
-//! `.a.b` paths); every other kind gets the server's default columns, Name and Created At.
+//! `.a.b` paths); the built-in kinds with a printer in `printers` get its columns; every
+//! other kind gets the server's default columns, Name and Created At.
 
 use serde_json::{Value, json};
 
@@ -37,6 +38,12 @@ fn columns(rt: &ResourceType) -> Vec<Value> {
             }));
         }
     }
+    if let (false, Some(printer)) = (has_printer_columns, builtin_printer(rt)) {
+        for c in printer {
+            cols.push(json!({"name": c.name, "type": c.kind, "format": "", "description": "", "priority": 0}));
+        }
+        return cols;
+    }
     if !has_printer_columns {
         cols.push(json!({"name": "Created At", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
     }
@@ -64,7 +71,9 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
             cells.push(simple_json_path(obj, path).cloned().unwrap_or(Value::Null));
         }
     }
-    if !has_printer_columns {
+    if let (false, Some(printer)) = (has_printer_columns, builtin_printer(rt)) {
+        cells.extend(printer.iter().map(|c| (c.cell)(obj)));
+    } else if !has_printer_columns {
         cells.push(
             obj.pointer("/metadata/creationTimestamp")
                 .cloned()
@@ -76,6 +85,14 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
         "cells": cells,
         "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": metadata},
     })
+}
+
+fn builtin_printer(rt: &ResourceType) -> Option<Vec<crate::printers::Column>> {
+    if rt.is_custom() {
+        None
+    } else {
+        crate::printers::for_kind(&rt.group, &rt.kind)
+    }
 }
 
 /// `.status.phase` style paths only; anything fancier prints as empty.
@@ -133,7 +150,9 @@ mod tests {
     #[test]
     fn default_columns_are_name_and_created_at() {
         let c = Catalogue::builtin();
-        let rt = c.get("", "v1", "configmaps").expect("cm");
+        let rt = c
+            .get("coordination.k8s.io", "v1", "leases")
+            .expect("leases");
         let t = table(
             &rt,
             &[json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}})],
@@ -148,6 +167,28 @@ mod tests {
             "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
         ));
         assert!(!wants_table("application/json"));
+    }
+
+    #[test]
+    fn builtin_printers_give_the_kinds_columns() {
+        let c = Catalogue::builtin();
+        let rt = c.get("", "v1", "configmaps").expect("cm");
+        let t = table(
+            &rt,
+            &[
+                json!({"metadata": {"name": "a", "creationTimestamp": "2026-01-01T00:00:00Z"}, "data": {"x": "1", "y": "2"}}),
+            ],
+            "5",
+            None,
+        );
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .expect("cols")
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(names, vec!["Name", "Data", "Age"]);
+        assert_eq!(t["rows"][0]["cells"][1], json!(2));
     }
 
     #[test]

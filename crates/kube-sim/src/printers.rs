@@ -1,0 +1,361 @@
+//! The server's table printers for the built-in kinds operators and administrators look at
+//! most, so `kubectl get deploy,ds` shows READY / AVAILABLE as on a cluster.
+//!
+//! Column names and cell formats follow kube-apiserver's printers (pkg/printers/internalversion);
+//! the Age cell is a human duration computed by the server, as there.
+
+use serde_json::{Value, json};
+
+/// One column: its definition and how a cell is computed from an object.
+pub struct Column {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub cell: fn(&Value) -> Value,
+}
+
+fn str_at(obj: &Value, pointer: &str) -> String {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn int_at(obj: &Value, pointer: &str) -> i64 {
+    obj.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn age(obj: &Value) -> Value {
+    let created = str_at(obj, "/metadata/creationTimestamp");
+    let Ok(ts) = created.parse::<jiff::Timestamp>() else {
+        return json!("<unknown>");
+    };
+    let seconds = jiff::Timestamp::now().as_second() - ts.as_second();
+    json!(human_duration(seconds))
+}
+
+/// apimachinery's `duration.HumanDuration`.
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    let s = seconds.max(0);
+    let (m, h, d) = (s / 60, s / 3600, s / 86400);
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 {
+        if s % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", s % 60)
+        }
+    } else if m < 180 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 24 * 8 {
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
+    } else if h < 24 * 365 * 2 {
+        format!("{d}d")
+    } else {
+        let y = d / 365;
+        if y < 8 {
+            format!("{y}y{}d", d % 365)
+        } else {
+            format!("{y}y")
+        }
+    }
+}
+
+fn count(obj: &Value, field: &str) -> Value {
+    json!(
+        obj.get(field)
+            .and_then(Value::as_object)
+            .map_or(0, |m| m.len())
+    )
+}
+
+fn or_none(s: String) -> Value {
+    json!(if s.is_empty() {
+        "<none>".to_string()
+    } else {
+        s
+    })
+}
+
+fn node_selector(obj: &Value) -> Value {
+    let sel = obj
+        .pointer("/spec/template/spec/nodeSelector")
+        .and_then(Value::as_object);
+    or_none(
+        sel.map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default(),
+    )
+}
+
+const AGE: Column = Column {
+    name: "Age",
+    kind: "string",
+    cell: age,
+};
+
+/// The columns after Name for a built-in kind, or `None` for the default Name / Created At.
+pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
+    let cols = match (group, kind) {
+        ("apps", "Deployment") => vec![
+            Column {
+                name: "Ready",
+                kind: "string",
+                cell: |o| {
+                    json!(format!(
+                        "{}/{}",
+                        int_at(o, "/status/readyReplicas"),
+                        o.pointer("/spec/replicas")
+                            .and_then(Value::as_i64)
+                            .unwrap_or(1)
+                    ))
+                },
+            },
+            Column {
+                name: "Up-to-date",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/updatedReplicas")),
+            },
+            Column {
+                name: "Available",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/availableReplicas")),
+            },
+            AGE,
+        ],
+        ("apps", "DaemonSet") => vec![
+            Column {
+                name: "Desired",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/desiredNumberScheduled")),
+            },
+            Column {
+                name: "Current",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/currentNumberScheduled")),
+            },
+            Column {
+                name: "Ready",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/numberReady")),
+            },
+            Column {
+                name: "Up-to-date",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/updatedNumberScheduled")),
+            },
+            Column {
+                name: "Available",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/numberAvailable")),
+            },
+            Column {
+                name: "Node Selector",
+                kind: "string",
+                cell: node_selector,
+            },
+            AGE,
+        ],
+        ("", "ConfigMap") => vec![
+            Column {
+                name: "Data",
+                kind: "integer",
+                cell: |o| {
+                    json!(
+                        count(o, "data").as_u64().unwrap_or(0)
+                            + count(o, "binaryData").as_u64().unwrap_or(0)
+                    )
+                },
+            },
+            AGE,
+        ],
+        ("", "Secret") => vec![
+            Column {
+                name: "Type",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/type")),
+            },
+            Column {
+                name: "Data",
+                kind: "integer",
+                cell: |o| count(o, "data"),
+            },
+            AGE,
+        ],
+        ("", "Namespace") => vec![
+            Column {
+                name: "Status",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/status/phase")),
+            },
+            AGE,
+        ],
+        ("", "ServiceAccount") => vec![AGE],
+        ("", "Node") => vec![
+            Column {
+                name: "Status",
+                kind: "string",
+                cell: |o| {
+                    let ready = o
+                        .pointer("/status/conditions")
+                        .and_then(Value::as_array)
+                        .and_then(|cs| {
+                            cs.iter()
+                                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+                        })
+                        .and_then(|c| c.get("status").and_then(Value::as_str))
+                        == Some("True");
+                    json!(if ready { "Ready" } else { "NotReady" })
+                },
+            },
+            Column {
+                name: "Roles",
+                kind: "string",
+                cell: |o| {
+                    let roles: Vec<String> = o
+                        .pointer("/metadata/labels")
+                        .and_then(Value::as_object)
+                        .map(|l| {
+                            l.keys()
+                                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    or_none(roles.join(","))
+                },
+            },
+            AGE,
+            Column {
+                name: "Version",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/status/nodeInfo/kubeletVersion")),
+            },
+        ],
+        ("storage.k8s.io", "StorageClass") => {
+            vec![
+                Column {
+                    name: "Provisioner",
+                    kind: "string",
+                    cell: |o| {
+                        let default = o.pointer("/metadata/annotations/storageclass.kubernetes.io~1is-default-class").and_then(Value::as_str) == Some("true");
+                        let p = str_at(o, "/provisioner");
+                        json!(if default { format!("{p} (default)") } else { p })
+                    },
+                },
+                Column {
+                    name: "ReclaimPolicy",
+                    kind: "string",
+                    cell: |o| json!(str_at(o, "/reclaimPolicy")),
+                },
+                Column {
+                    name: "VolumeBindingMode",
+                    kind: "string",
+                    cell: |o| json!(str_at(o, "/volumeBindingMode")),
+                },
+                Column {
+                    name: "AllowVolumeExpansion",
+                    kind: "string",
+                    cell: |o| {
+                        json!(
+                            o.get("allowVolumeExpansion")
+                                .and_then(Value::as_bool)
+                                .unwrap_or(false)
+                                .to_string()
+                        )
+                    },
+                },
+                AGE,
+            ]
+        }
+        ("storage.k8s.io", "CSIDriver") => vec![
+            Column {
+                name: "AttachRequired",
+                kind: "boolean",
+                cell: |o| {
+                    json!(
+                        o.pointer("/spec/attachRequired")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(true)
+                    )
+                },
+            },
+            Column {
+                name: "PodInfoOnMount",
+                kind: "boolean",
+                cell: |o| {
+                    json!(
+                        o.pointer("/spec/podInfoOnMount")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false)
+                    )
+                },
+            },
+            Column {
+                name: "Modes",
+                kind: "string",
+                cell: |o| {
+                    let modes: Vec<&str> = o
+                        .pointer("/spec/volumeLifecycleModes")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    or_none(modes.join(","))
+                },
+            },
+            AGE,
+        ],
+        _ => return None,
+    };
+    Some(cols)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        for (s, want) in [
+            (5, "5s"),
+            (119, "119s"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600 + 60, "3h1m"),
+            (30 * 3600, "30h"),
+            (3 * 86400 + 3600, "3d1h"),
+            (400 * 86400, "400d"),
+            (-5, "<invalid>"),
+        ] {
+            assert_eq!(human_duration(s), want, "{s}s");
+        }
+    }
+
+    #[test]
+    fn deployment_cells() {
+        let cols = for_kind("apps", "Deployment").expect("printer");
+        let d = json!({"spec": {"replicas": 2}, "status": {"readyReplicas": 1, "updatedReplicas": 2, "availableReplicas": 1}});
+        let cells: Vec<Value> = cols.iter().take(3).map(|c| (c.cell)(&d)).collect();
+        assert_eq!(cells, vec![json!("1/2"), json!(2), json!(1)]);
+        assert!(for_kind("", "Pod").is_none());
+    }
+}
