@@ -5,7 +5,9 @@
 //! Benchmarks are not tests: nothing here asserts a timing. Run them in release builds:
 //! `cargo run --release -p bench -- all --write BENCHMARKS.md`.
 
+mod cluster;
 mod measure;
+mod operator_process;
 mod report;
 mod scenarios;
 mod sim_process;

@@ -116,10 +116,15 @@ impl Drop for SimProcess {
 
 /// `$CSI_OPERATOR_BIN`, else `csi-operator` next to this binary in the target directory. Under
 /// `cargo run`, it is (re)built first with the same profile, so the figures always describe the
-/// emulator's current source rather than a stale binary.
-fn locate_binary() -> anyhow::Result<PathBuf> {
+/// current source (of the emulator or of an operator) rather than a stale binary.
+pub(crate) fn locate_binary() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os(BIN_ENV) {
         return Ok(PathBuf::from(path));
+    }
+    // Scenarios start several processes; cargo needs to run only before the first.
+    static LOCATED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(bin) = LOCATED.get() {
+        return Ok(bin.clone());
     }
     let exe = std::env::current_exe().context("cannot find the bench binary's own path")?;
     let dir = exe.parent().context("the bench binary has no directory")?;
@@ -133,7 +138,7 @@ fn locate_binary() -> anyhow::Result<PathBuf> {
         } else {
             "release"
         };
-        eprintln!("building csi-operator ({profile}) for the emulator process");
+        eprintln!("building csi-operator ({profile})");
         let status = Command::new(cargo)
             .args([
                 "build",
@@ -154,5 +159,5 @@ fn locate_binary() -> anyhow::Result<PathBuf> {
         "{} not found: build it with `cargo build --release -p csi-operator` or set {BIN_ENV} to its path",
         bin.display()
     );
-    Ok(bin)
+    Ok(LOCATED.get_or_init(|| bin).clone())
 }

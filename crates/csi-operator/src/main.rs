@@ -37,8 +37,8 @@ enum Command {
     Render(RenderCommand),
     /// Run kube-sim, the Kubernetes API emulator, for kubectl and operators to talk to.
     Sim(sim::SimArgs),
-    /// Run the Cinder operator against emulated Kubernetes and OpenStack, show the install
-    /// converge, and keep the cluster up for kubectl.
+    /// Run the Cinder and Manila operators against emulated Kubernetes and OpenStack, show the
+    /// installs converge, and keep the cluster up for kubectl.
     Demo(demo::DemoArgs),
 }
 

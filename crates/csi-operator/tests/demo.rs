@@ -1,6 +1,7 @@
 //! End-to-end tests of `csi-operator demo`: the real binary, as a user or CI runs it, with
 //! `--exit-when-ready` so that it ends by itself (the binary bounds its own wait with
-//! `--timeout`, so a broken install fails the test instead of hanging it).
+//! `--timeout`, so a broken install fails the test instead of hanging it). Both ways: with
+//! Manila in openstack-sim (the default) and without (`--no-manila`).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -52,7 +53,7 @@ fn server_of(kubeconfig: &str) -> String {
 }
 
 #[test]
-fn demo_installs_the_driver_and_summarises_what_it_created() {
+fn demo_installs_both_drivers_and_summarises_what_they_created() {
     let kc = kubeconfig_path("summary");
     let kc_arg = kc.to_str().expect("utf-8 path");
     let (out, stdout, stderr) = demo(&[
@@ -112,6 +113,152 @@ fn demo_installs_the_driver_and_summarises_what_it_created() {
     );
     // Exiting by itself, it does not offer kubectl commands against a cluster that is gone.
     assert!(!stdout.contains("The cluster stays up"), "{stdout}");
+
+    // Manila: openstack-sim offers two share types; each gets its StorageClass, the second
+    // with a sanitized name.
+    assert!(
+        stderr.contains("openstack-sim offers Manila with share types default, CEPHFS_gold"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("ClusterCSIDriver manila.csi.openstack.org: installed, 2 share types"),
+        "{stdout}"
+    );
+    let manila_ns = "openshift-manila-csi-driver";
+    for row in [
+        &[
+            "Deployment",
+            manila_ns,
+            "openstack-manila-csi-controllerplugin",
+        ][..],
+        &["DaemonSet", manila_ns, "openstack-manila-csi-nodeplugin"],
+        &["DaemonSet", manila_ns, "csi-nodeplugin-nfsplugin"],
+        &["Secret", manila_ns, "csi-manila-secrets"],
+        &["CSIDriver", "-", "manila.csi.openstack.org"],
+        &["VolumeSnapshotClass", "-", "csi-manila-standard"],
+        &[
+            "StorageClass",
+            "-",
+            "csi-manila-default",
+            "(share",
+            "type",
+            "default)",
+        ],
+        &[
+            "StorageClass",
+            "-",
+            "csi-manila-cephfs-gold",
+            "(share",
+            "type",
+            "CEPHFS_gold)",
+        ],
+    ] {
+        assert!(has_row(&stdout, row), "no row {row:?} in:\n{stdout}");
+    }
+    for available in [
+        "OpenStackManilaDriverControllerServiceControllerAvailable",
+        "OpenStackManilaDriverNodeServiceControllerAvailable",
+        "NFSDriverNodeServiceControllerAvailable",
+    ] {
+        assert!(
+            has_row_prefix(&stdout, &[available, "True", "AsExpected"]),
+            "{available} is not shown True in:\n{stdout}"
+        );
+    }
+    assert!(!stdout.contains("CSIControllerDisabled"), "{stdout}");
+    // The live view tells the two drivers apart.
+    for tag in [" cinder  ", " manila  "] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.contains(" created ") && l.contains(tag)),
+            "no progress line for{tag}in:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn without_manila_the_demo_shows_the_disabled_path() {
+    let kc = kubeconfig_path("no-manila");
+    let (out, stdout, stderr) = demo(&[
+        "--exit-when-ready",
+        "--no-manila",
+        "--listen",
+        "127.0.0.1:0",
+        "--kubeconfig",
+        kc.to_str().expect("utf-8 path"),
+    ]);
+    assert!(
+        out.status.success(),
+        "demo failed ({:?})\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(stderr.contains("openstack-sim has no Manila"), "{stderr}");
+    // The live view gives the reason as it appears.
+    assert!(
+        stderr.lines().any(|l| l.contains(
+            " manila  CSIControllerDisabled = True (PreConditionNotSatisfied): Pre-condition not satisfied: "
+        ) && l.contains("sharev2")),
+        "no disabled line in:\n{stderr}"
+    );
+    assert!(
+        stdout.contains("the Manila CSI driver is disabled")
+            && stdout.contains(
+                "ClusterCSIDriver manila.csi.openstack.org: disabled, the driver is not deployed"
+            ),
+        "{stdout}"
+    );
+    assert!(
+        has_row_prefix(
+            &stdout,
+            &[
+                "CSIControllerDisabled",
+                "True",
+                "PreConditionNotSatisfied",
+                "Pre-condition",
+                "not",
+                "satisfied:"
+            ]
+        ),
+        "{stdout}"
+    );
+    // Nothing of Manila deployed: its operator created only its leader-election Lease.
+    assert!(stdout.contains("  created 1 object: Lease\n"), "{stdout}");
+    assert!(!stdout.contains("openshift-manila-csi-driver "), "{stdout}");
+    assert!(!stdout.contains("csi-manila-"), "{stdout}");
+    // Cinder is installed all the same.
+    assert!(
+        has_row(
+            &stdout,
+            &[
+                "Deployment",
+                "openshift-cluster-csi-drivers",
+                "openstack-cinder-csi-driver-controller"
+            ]
+        ),
+        "{stdout}"
+    );
+    assert!(
+        has_row_prefix(
+            &stdout,
+            &[
+                "OpenStackCinderDriverNodeServiceControllerAvailable",
+                "True",
+                "AsExpected"
+            ]
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn share_types_cannot_be_given_without_manila() {
+    let (out, _, stderr) = demo(&["--exit-when-ready", "--no-manila", "--share-type", "gold"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--no-manila") && stderr.contains("--share-type"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -53,6 +53,8 @@ pub const DISABLED_CONDITION: &str = "CSIControllerDisabled";
 /// Reason of [`DISABLED_CONDITION`].
 pub const DISABLED_REASON: &str = "PreConditionNotSatisfied";
 const STARTER_PREFIX: &str = "StarterController";
+/// Whether Manila answered the last check after the driver was installed.
+pub const SERVICE_REACHABLE: &str = "ManilaServiceReachable";
 const CONTROLLER_PREFIX: &str = "OpenStackManilaDriverControllerServiceController";
 const NODE_PREFIX: &str = "OpenStackManilaDriverNodeServiceController";
 const NFS_PREFIX: &str = "NFSDriverNodeServiceController";
@@ -64,6 +66,9 @@ const SNAPSHOT_CLASS_PREFIX: &str = "VolumeSnapshotClassController";
 /// reported their errors in `StarterControllerDegraded`.
 const CSI_DRIVER_PREFIX: &str = "OpenStackManilaDriverCSIDriverController";
 const STORAGE_CLASS_PREFIX: &str = "ManilaStorageClassController";
+/// Ours: OpenShift's LoggingSyncer only emitted a warning Event for an unknown log level; here
+/// the value and its fix are shown on the CR (named after that controller).
+const LOGGING_PREFIX: &str = "LoggingSyncer";
 /// The operand name in ManagementStateDegraded messages.
 const OPERAND: &str = "ManilaCSIDriver";
 /// HTTP timeout of the OpenStack calls (anchors §5.1: raised to 120 s for slow Keystones).
@@ -328,6 +333,7 @@ impl Operator {
             reasons::AS_EXPECTED,
             "",
         ));
+        board.set_condition(log_level_condition(&cr));
 
         self.detect().await;
         let requeue = Some(self.detection.next_check_in(Instant::now()));
@@ -354,7 +360,9 @@ impl Operator {
             } => (share_types, gone, error),
         };
         board.remove_condition(DISABLED_CONDITION);
-        board.set_condition(self.starter_condition(error.as_ref()));
+        for c in self.starter_conditions(error.as_ref()) {
+            board.set_condition(c);
+        }
 
         let mut failed = false;
         let mut facts = self.base_facts(&cr);
@@ -423,14 +431,22 @@ impl Operator {
         self.flush(&board, &cr_obj, failed, requeue).await
     }
 
-    /// `StarterControllerDegraded`: False while Manila answers; True with the reason when a
-    /// check after the driver was installed fails (the driver stays).
-    fn starter_condition(&self, error: Option<&Failure>) -> OperatorCondition {
-        match error {
-            None => conditions::degraded(STARTER_PREFIX, None),
-            Some(f) => OperatorCondition::new(
-                conditions::degraded_type(STARTER_PREFIX),
+    /// Whether Manila answered the last check, once the driver is installed:
+    /// `ManilaServiceReachable` True, or False with what failed. Deliberately not a `*Degraded`
+    /// or `*Available` type: the Cluster Storage Operator unions those into
+    /// `ClusterOperator/storage`, and a cloud-side Manila problem must not degrade the whole
+    /// cluster (users file §3.3). `StarterControllerDegraded` stays False.
+    fn starter_conditions(&self, error: Option<&Failure>) -> [OperatorCondition; 2] {
+        let reachable = match error {
+            None => OperatorCondition::new(
+                SERVICE_REACHABLE,
                 conditions::TRUE,
+                reasons::AS_EXPECTED,
+                "Manila answered the last check",
+            ),
+            Some(f) => OperatorCondition::new(
+                SERVICE_REACHABLE,
+                conditions::FALSE,
                 "ManilaUnavailable",
                 format!(
                     "Manila cannot be used now: {}. The driver stays installed so that existing shares can still be mounted and unmounted, and the StorageClasses of the last successful listing are kept; the check is repeated every {} and when the credentials change",
@@ -438,7 +454,8 @@ impl Operator {
                     detect::go_duration(self.detection.refresh())
                 ),
             ),
-        }
+        };
+        [conditions::degraded(STARTER_PREFIX, None), reachable]
     }
 
     /// Runs the detection when it is due.
@@ -955,6 +972,41 @@ impl Operator {
     }
 }
 
+/// `LoggingSyncerDegraded`: True when `spec.operatorLogLevel` or `spec.logLevel` holds a value
+/// the operator does not know (possible only with a CRD that lacks the enum). Both fall back
+/// to `Normal`, so nothing breaks, but a typo must not pass silently.
+pub fn log_level_condition(cr: &ClusterCSIDriver) -> OperatorCondition {
+    let fields = [
+        (
+            "spec.operatorLogLevel",
+            "the operator",
+            &cr.spec.operator.operator_log_level,
+        ),
+        ("spec.logLevel", "the driver", &cr.spec.operator.log_level),
+    ];
+    let problems: Vec<String> = fields
+        .iter()
+        .filter_map(|(field, who, value)| {
+            let raw = value.as_ref().map(|l| l.as_str().to_string())?;
+            LogLevel::parse(&raw).unknown.map(|bad| {
+                format!(
+                    "{field} {bad:?} is not one of Normal, Debug, Trace, TraceAll; {who} logs at Normal until it is corrected"
+                )
+            })
+        })
+        .collect();
+    if problems.is_empty() {
+        conditions::degraded(LOGGING_PREFIX, None)
+    } else {
+        OperatorCondition::new(
+            conditions::degraded_type(LOGGING_PREFIX),
+            conditions::TRUE,
+            "InvalidLogLevel",
+            problems.join("; "),
+        )
+    }
+}
+
 fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
     cr.data
         .get("status")
@@ -1011,6 +1063,34 @@ impl operator_kit::process::Reconciler for Operator {
 mod tests {
     use super::*;
     use k8s_openapi::ByteString;
+
+    #[test]
+    fn unknown_log_levels_are_a_readable_condition() {
+        let cr = |spec: serde_json::Value| -> ClusterCSIDriver {
+            openshift_api::decode::from_value(serde_json::json!({
+                "apiVersion": "operator.openshift.io/v1",
+                "kind": "ClusterCSIDriver",
+                "metadata": {"name": CSI_DRIVER_NAME},
+                "spec": spec,
+            }))
+            .expect("decodes")
+        };
+        let ok = log_level_condition(&cr(serde_json::json!({
+            "managementState": "Managed", "logLevel": "Debug", "operatorLogLevel": ""})));
+        assert_eq!(ok.type_, "LoggingSyncerDegraded");
+        assert_eq!(ok.status, "False");
+        let bad = log_level_condition(&cr(serde_json::json!({
+            "managementState": "Managed", "logLevel": "Loud", "operatorLogLevel": "Chatty"})));
+        assert_eq!(bad.status, "True");
+        assert_eq!(bad.reason, "InvalidLogLevel");
+        for text in [
+            "spec.operatorLogLevel \"Chatty\"",
+            "spec.logLevel \"Loud\"",
+            "Normal, Debug, Trace, TraceAll",
+        ] {
+            assert!(bad.message.contains(text), "{}", bad.message);
+        }
+    }
 
     #[test]
     fn fingerprint_changes_with_credentials_and_ca() {

@@ -361,7 +361,7 @@ async fn with_manila_everything_is_deployed_and_follows_changes() {
     bed.openstack
         .inject(Fault::status(503).on(SimService::Share));
     let (_, reason, message) =
-        wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "True").await;
+        wait_condition(&bed, "ManilaServiceReachable", |c| c.0 == "False").await;
     assert_eq!(reason, "ManilaUnavailable");
     assert!(message.contains("stays installed"), "{message}");
     assert!(condition(&bed, "CSIControllerDisabled").await.is_none());
@@ -370,8 +370,15 @@ async fn with_manila_everything_is_deployed_and_follows_changes() {
         .await
         .expect("the driver stays");
     assert!(storage_class_names(&bed).await.len() >= 3);
+    assert_eq!(
+        condition(&bed, "StarterControllerDegraded")
+            .await
+            .map(|c| c.0),
+        Some("False".to_string()),
+        "a Manila outage does not degrade the cluster"
+    );
     bed.openstack.clear_faults();
-    wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "False").await;
+    wait_condition(&bed, "ManilaServiceReachable", |c| c.0 == "True").await;
 }
 
 #[tokio::test]
@@ -426,8 +433,7 @@ async fn bad_input_is_reported_not_fatal() {
     bed.put_credentials("clouds: [not, a, map", None)
         .await
         .expect("bad credentials");
-    let (_, _, message) =
-        wait_condition(&bed, "StarterControllerDegraded", |c| c.0 == "True").await;
+    let (_, _, message) = wait_condition(&bed, "ManilaServiceReachable", |c| c.0 == "False").await;
     assert!(message.contains("openstack-cloud-credentials"), "{message}");
     assert!(!message.contains("sim-password"), "no secret in messages");
 }

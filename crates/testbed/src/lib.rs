@@ -4,8 +4,10 @@
 //! `Testbed::start` runs kube-sim and openstack-sim on loopback and seeds what the installer
 //! and the Cluster Storage Operator would have left behind for a driver operator: the OpenShift
 //! CRDs, Nodes, the `cluster` singletons (Infrastructure, Proxy, APIServer), the user cloud
-//! config, the credentials Secret pointing at openstack-sim, and the ClusterCSIDriver. This is
-//! emulator-side code: product crates never depend on it.
+//! config, the credentials Secret pointing at openstack-sim, and the ClusterCSIDriver(s): Cinder's
+//! by default, Manila's (with its namespace and driver credentials) when asked. Whether the cloud
+//! offers Manila, and which share types, is openstack-sim's setting. This is emulator-side
+//! code: product crates never depend on it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,6 +29,14 @@ pub const DRIVER_NAMESPACE: &str = "openshift-cluster-csi-drivers";
 pub const CONFIG_NAMESPACE: &str = "openshift-config";
 /// The credentials Secret the CredentialsRequest produces.
 pub const CREDENTIALS_SECRET: &str = "openstack-cloud-credentials";
+/// The Cinder ClusterCSIDriver.
+pub const CINDER_CLUSTER_CSI_DRIVER: &str = "cinder.csi.openstack.org";
+/// The Manila ClusterCSIDriver.
+pub const MANILA_CLUSTER_CSI_DRIVER: &str = "manila.csi.openstack.org";
+/// The namespace of the Manila driver (CSO creates it whether or not the cloud has Manila).
+pub const MANILA_NAMESPACE: &str = "openshift-manila-csi-driver";
+/// The Secret the Manila driver pods mount (the cloud credential operator mints it).
+pub const MANILA_CREDENTIALS_SECRET: &str = "manila-cloud-credentials";
 
 /// How to seed the cluster.
 #[derive(Debug, Clone)]
@@ -48,6 +58,11 @@ pub struct Settings {
     pub proxy: BTreeMap<String, String>,
     /// Create the ClusterCSIDriver `cinder.csi.openstack.org` (as CSO would).
     pub cinder_cluster_csi_driver: bool,
+    /// Seed what CSO and the cloud credential operator leave for the Manila operator: the
+    /// namespace `openshift-manila-csi-driver`, the `manila-cloud-credentials` Secret in it and
+    /// the ClusterCSIDriver `manila.csi.openstack.org`. CSO does this on every OpenStack
+    /// cluster; whether Manila exists is `openstack.share_types`.
+    pub manila_cluster_csi_driver: bool,
 }
 
 impl Default for Settings {
@@ -63,6 +78,7 @@ impl Default for Settings {
             cloud_provider_config: Some("[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n\n[BlockStorage]\nignore-volume-az = yes\n".into()),
             proxy: BTreeMap::new(),
             cinder_cluster_csi_driver: true,
+            manila_cluster_csi_driver: false,
         }
     }
 }
@@ -190,10 +206,46 @@ impl Testbed {
         self.put_credentials(&self.clouds_yaml(), self.openstack.ca_pem())
             .await?;
         if s.cinder_cluster_csi_driver {
-            self.create_cluster_csi_driver("cinder.csi.openstack.org")
+            self.create_cluster_csi_driver(CINDER_CLUSTER_CSI_DRIVER)
                 .await?;
         }
+        if s.manila_cluster_csi_driver {
+            self.seed_manila().await?;
+        }
         Ok(())
+    }
+
+    /// The Manila namespace as CSO creates it (privileged pod security: the node plugins
+    /// mount host paths), the driver's credentials, and the ClusterCSIDriver.
+    async fn seed_manila(&self) -> Result<(), TestbedError> {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let labels = [
+            "pod-security.kubernetes.io/enforce",
+            "pod-security.kubernetes.io/audit",
+            "pod-security.kubernetes.io/warn",
+        ]
+        .iter()
+        .map(|k| (k.to_string(), "privileged".to_string()))
+        .collect();
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(MANILA_NAMESPACE.into()),
+                labels: Some(labels),
+                annotations: Some(BTreeMap::from([(
+                    "openshift.io/node-selector".to_string(),
+                    String::new(),
+                )])),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .map_err(seed_err(format!("namespace {MANILA_NAMESPACE}")))?;
+        self.put_manila_credentials(&self.clouds_yaml()).await?;
+        self.create_cluster_csi_driver(MANILA_CLUSTER_CSI_DRIVER)
+            .await
     }
 
     async fn seed_nodes(&self, s: &Settings) -> Result<(), TestbedError> {
@@ -323,34 +375,18 @@ impl Testbed {
         if let Some(ca) = cacert {
             data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
         }
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(CREDENTIALS_SECRET.into()),
-                ..Default::default()
-            },
-            data: Some(data),
-            type_: Some("Opaque".into()),
-            ..Default::default()
-        };
-        match api
-            .get_opt(CREDENTIALS_SECRET)
-            .await
-            .map_err(seed_err("credentials"))?
-        {
-            None => api
-                .create(&PostParams::default(), &secret)
-                .await
-                .map(|_| ()),
-            Some(_) => api
-                .patch(
-                    CREDENTIALS_SECRET,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"data": secret.data})),
-                )
-                .await
-                .map(|_| ()),
-        }
-        .map_err(seed_err("credentials Secret"))
+        put_secret(&api, CREDENTIALS_SECRET, data).await
+    }
+
+    /// Creates or replaces `openshift-manila-csi-driver/manila-cloud-credentials` (a rotation
+    /// when it exists).
+    pub async fn put_manila_credentials(&self, clouds_yaml: &str) -> Result<(), TestbedError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), MANILA_NAMESPACE);
+        let data = BTreeMap::from([(
+            "clouds.yaml".to_string(),
+            ByteString(clouds_yaml.as_bytes().to_vec()),
+        )]);
+        put_secret(&api, MANILA_CREDENTIALS_SECRET, data).await
     }
 
     /// Creates a ClusterCSIDriver as CSO does: Managed, Normal log levels.
@@ -402,6 +438,39 @@ impl Testbed {
     }
 }
 
+/// Creates the Secret, or replaces its data when it exists.
+async fn put_secret(
+    api: &Api<Secret>,
+    name: &str,
+    data: BTreeMap<String, ByteString>,
+) -> Result<(), TestbedError> {
+    let what = format!("Secret {name}");
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some(data),
+        type_: Some("Opaque".into()),
+        ..Default::default()
+    };
+    match api.get_opt(name).await.map_err(seed_err(what.clone()))? {
+        None => api
+            .create(&PostParams::default(), &secret)
+            .await
+            .map(|_| ()),
+        Some(_) => api
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": secret.data})),
+            )
+            .await
+            .map(|_| ()),
+    }
+    .map_err(seed_err(what))
+}
+
 /// Image environment for the operators: every placeholder image pointing at an example registry.
 pub fn example_images() -> BTreeMap<String, String> {
     [
@@ -431,6 +500,21 @@ pub fn example_images() -> BTreeMap<String, String> {
     .collect()
 }
 
+/// Image environment for the Manila operator: [`example_images`] with the NFS driver image and
+/// a driver image of its own.
+pub fn manila_example_images() -> BTreeMap<String, String> {
+    let mut images = example_images();
+    images.insert(
+        "DRIVER_IMAGE".into(),
+        "quay.io/example/manila-driver:v4.20".into(),
+    );
+    images.insert(
+        "NFS_DRIVER_IMAGE".into(),
+        "quay.io/example/csi-driver-nfs:v4.20".into(),
+    );
+    images
+}
+
 /// Polls `check` every 50 ms until it returns `Some` or `deadline` passes.
 pub async fn wait_for<T, F, Fut>(deadline: Duration, mut check: F) -> Option<T>
 where
@@ -446,5 +530,73 @@ where
             return None;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn exists(bed: &Testbed) -> (bool, bool, bool) {
+        let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+        let secrets: Api<Secret> = Api::namespaced(bed.client.clone(), MANILA_NAMESPACE);
+        let ns = namespaces
+            .get_opt(MANILA_NAMESPACE)
+            .await
+            .expect("get namespace")
+            .is_some();
+        let secret = ns
+            && secrets
+                .get_opt(MANILA_CREDENTIALS_SECRET)
+                .await
+                .expect("get secret")
+                .is_some();
+        let cr = bed
+            .kube
+            .cluster()
+            .store
+            .get(
+                &kube_sim::resources::GroupResource::new(
+                    "operator.openshift.io",
+                    "clustercsidrivers",
+                ),
+                "",
+                MANILA_CLUSTER_CSI_DRIVER,
+            )
+            .is_some();
+        (ns, secret, cr)
+    }
+
+    #[tokio::test]
+    async fn manila_is_seeded_only_when_asked() {
+        let plain = Testbed::start(Settings::default()).await.expect("testbed");
+        assert_eq!(exists(&plain).await, (false, false, false));
+
+        let bed = Testbed::start(Settings {
+            manila_cluster_csi_driver: true,
+            ..Settings::default()
+        })
+        .await
+        .expect("testbed");
+        assert_eq!(exists(&bed).await, (true, true, true));
+        let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+        let ns = namespaces.get(MANILA_NAMESPACE).await.expect("namespace");
+        assert_eq!(
+            ns.metadata.labels.unwrap_or_default()["pod-security.kubernetes.io/enforce"],
+            "privileged"
+        );
+        // A second put rotates the Secret in place.
+        bed.put_manila_credentials("clouds: {}\n")
+            .await
+            .expect("rotate");
+        let secrets: Api<Secret> = Api::namespaced(bed.client.clone(), MANILA_NAMESPACE);
+        let secret = secrets
+            .get(MANILA_CREDENTIALS_SECRET)
+            .await
+            .expect("secret");
+        assert_eq!(
+            secret.data.unwrap_or_default()["clouds.yaml"].0,
+            b"clouds: {}\n"
+        );
     }
 }

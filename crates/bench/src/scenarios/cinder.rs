@@ -10,24 +10,24 @@
 //! PASS/OVER, never enforced) and owns every process and file it starts or writes.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube_sim::RequestRecord;
 use testbed::{Settings, Testbed};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::Options;
-use crate::measure::{self, Memory, mib, ms, percentile, run_bounded};
+use crate::cluster::{
+    Target, Unrelated, VerbCounts, describe, query_suffix, seed_unrelated, verdict, written_objects,
+};
+use crate::measure::{Memory, mib, ms, percentile};
+use crate::operator_process::{OperatorCommand, OperatorProcess};
 use crate::report::{Section, Table};
 
 pub const NAME: &str = "cinder-operator";
@@ -39,15 +39,13 @@ const OPERATOR_USER: &str =
 const CR_NAME: &str = "cinder.csi.openstack.org";
 const CONTROLLER: &str = "openstack-cinder-csi-driver-controller";
 const NODE: &str = "openstack-cinder-csi-driver-node";
-const METRIC_RECONCILES: &str = "openstack_cinder_csi_driver_operator_reconciles_total";
+const METRIC_PREFIX: &str = "openstack_cinder_csi_driver_operator";
 const DEP_PREFIX: &str = "operator.openshift.io/dep-";
 /// Set to print every request the operator made during install and to run the operator at
 /// `--v 4` (for finding out why a figure is what it is).
 const TRACE_ENV: &str = "BENCH_CINDER_TRACE";
 /// The operator's Event source (`cinder::USER_AGENT`).
 const EVENT_COMPONENT: &str = "openstack-cinder-csi-driver-operator";
-/// Overrides where the `csi-operator` binary is found (as for `kube-sim-scale`).
-const BIN_ENV: &str = "CSI_OPERATOR_BIN";
 
 /// The operator's resync period in this scenario, and the idle window it is watched for.
 const RESYNC: Duration = Duration::from_secs(2);
@@ -55,13 +53,10 @@ const IDLE_WINDOW: Duration = Duration::from_secs(10);
 /// No operator write for this long ends the install (and each rotation) window.
 const QUIET: Duration = Duration::from_secs(2);
 /// Bounds on waiting, so a stuck operator fails the run instead of hanging it.
-const READY_LIMIT: Duration = Duration::from_secs(60);
 const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
 const ROTATION_LIMIT: Duration = Duration::from_secs(30);
-const SEED_LIMIT: Duration = Duration::from_secs(600);
 /// How often the rotation loop reads the pod templates: the resolution of that figure.
 const ROTATION_POLL: Duration = Duration::from_millis(5);
-const CONCURRENCY: usize = 32;
 
 /// DESIGN §7.
 const BUDGET_INSTALL: Duration = Duration::from_millis(100);
@@ -97,119 +92,6 @@ impl Scale {
             config_maps: full.config_maps / 10,
             rotations: 3,
         }
-    }
-}
-
-/// What a request of the operator was for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Target {
-    /// An object the operator deploys (RBAC, Deployment, ConfigMap, StorageClass, ...).
-    Operand,
-    /// Its own ClusterCSIDriver (status, observedConfig).
-    Cr,
-    Event,
-    /// Leader election.
-    Lease,
-}
-
-impl Target {
-    const ALL: [Target; 4] = [Target::Operand, Target::Cr, Target::Event, Target::Lease];
-
-    fn of(r: &RequestRecord) -> Target {
-        match r.resource.as_str() {
-            "coordination.k8s.io/leases" => Target::Lease,
-            "/events" | "events.k8s.io/events" => Target::Event,
-            "operator.openshift.io/clustercsidrivers" => Target::Cr,
-            _ => Target::Operand,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Target::Operand => "operand objects",
-            Target::Cr => "ClusterCSIDriver",
-            Target::Event => "Events",
-            Target::Lease => "Lease",
-        }
-    }
-}
-
-/// Requests counted by verb and by what they were for.
-#[derive(Debug, Default, Clone)]
-struct VerbCounts {
-    counts: BTreeMap<String, BTreeMap<Target, usize>>,
-}
-
-impl VerbCounts {
-    fn of(records: &[RequestRecord]) -> Self {
-        let mut counts: BTreeMap<String, BTreeMap<Target, usize>> = BTreeMap::new();
-        for r in records {
-            *counts
-                .entry(r.verb.clone())
-                .or_default()
-                .entry(Target::of(r))
-                .or_default() += 1;
-        }
-        VerbCounts { counts }
-    }
-
-    fn get(&self, verb: &str, target: Option<Target>) -> usize {
-        self.counts.get(verb).map_or(0, |by| match target {
-            Some(t) => by.get(&t).copied().unwrap_or(0),
-            None => by.values().sum(),
-        })
-    }
-
-    /// Requests of `verbs` for anything but leader election.
-    fn without_lease(&self, verbs: &[&str]) -> usize {
-        verbs
-            .iter()
-            .map(|v| self.get(v, None) - self.get(v, Some(Target::Lease)))
-            .sum()
-    }
-
-    fn table(&self, title: &str) -> Table {
-        let mut header = vec!["Verb"];
-        header.extend(Target::ALL.iter().map(|t| t.label()));
-        header.push("all");
-        let mut table = Table::new(title, &header);
-        let order = [
-            "get",
-            "list",
-            "watch",
-            "create",
-            "update",
-            "patch",
-            "delete",
-            "deletecollection",
-        ];
-        let mut verbs: Vec<&str> = order
-            .iter()
-            .copied()
-            .filter(|v| self.counts.contains_key(*v))
-            .collect();
-        verbs.extend(
-            self.counts
-                .keys()
-                .map(String::as_str)
-                .filter(|v| !order.contains(v)),
-        );
-        if verbs.is_empty() {
-            let mut row = vec!["(no requests)".to_string()];
-            row.extend((0..=Target::ALL.len()).map(|_| "0".to_string()));
-            table.row(row);
-        }
-        for verb in verbs {
-            let mut row = vec![verb.to_string()];
-            row.extend(
-                Target::ALL
-                    .iter()
-                    .map(|t| self.get(verb, Some(*t)).to_string()),
-            );
-            row.push(self.get(verb, None).to_string());
-            table.row(row);
-        }
-        table
     }
 }
 
@@ -266,21 +148,38 @@ pub async fn run(options: Options) -> anyhow::Result<Section> {
     })
     .await
     .context("cannot start the testbed")?;
-    seed_unrelated(&bed.client, scale).await?;
-    let mut operator = OperatorProcess::start(&bed)?;
+    seed_unrelated(
+        &bed.client,
+        Unrelated {
+            namespaces: scale.namespaces,
+            secrets: scale.secrets,
+            config_maps: scale.config_maps,
+        },
+    )
+    .await?;
+    let mut operator = OperatorProcess::start(
+        &bed,
+        OperatorCommand {
+            subcommand: "openstack-cinder",
+            user: OPERATOR_USER,
+            metric_prefix: METRIC_PREFIX,
+            args: vec![
+                "--namespace".into(),
+                testbed::DRIVER_NAMESPACE.into(),
+                "--resync".into(),
+                format!("{}s", RESYNC.as_secs()),
+            ],
+            env: testbed::example_images(),
+            trace: std::env::var_os(TRACE_ENV).is_some(),
+        },
+    )?;
     eprintln!(
         "  operator (pid {}) started; metrics at {}",
         operator.pid(),
-        operator.metrics
+        operator.metrics_addr()
     );
     let figures = measure_all(&bed, &mut operator, scale).await;
-    match figures {
-        Ok(f) => Ok(section(&f)),
-        Err(e) => Err(e.context(format!(
-            "the operator's log ends with:\n{}",
-            operator.log_tail()
-        ))),
-    }
+    operator.explain(figures).map(|f| section(&f))
 }
 
 async fn measure_all(
@@ -312,122 +211,6 @@ async fn measure_all(
     })
 }
 
-/// About 1 KiB of printable filler, like a CA bundle or a small config file.
-fn filler(i: usize) -> String {
-    let line = format!("{i:08}-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\n");
-    line.repeat(1024 / line.len() + 1)
-}
-
-/// Secrets and ConfigMaps the operator has no business with, in namespaces of their own: its
-/// memory must not grow with them (DESIGN §3, scoped watches).
-async fn seed_unrelated(client: &Client, scale: Scale) -> anyhow::Result<()> {
-    eprintln!(
-        "  creating {} Secrets and {} ConfigMaps in {} other namespaces",
-        scale.secrets, scale.config_maps, scale.namespaces
-    );
-    let namespace_of = move |i: usize| format!("unrelated-{}", i % scale.namespaces);
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    run_bounded(scale.namespaces, CONCURRENCY, SEED_LIMIT, |i| {
-        let api = namespaces.clone();
-        async move {
-            let ns = Namespace {
-                metadata: ObjectMeta {
-                    name: Some(namespace_of(i)),
-                    ..Default::default()
-                },
-                ..Default::default()
-            };
-            api.create(&PostParams::default(), &ns)
-                .await
-                .with_context(|| format!("creating namespace {}", namespace_of(i)))?;
-            Ok(())
-        }
-    })
-    .await?;
-    run_bounded(scale.secrets, CONCURRENCY, SEED_LIMIT, |i| {
-        let api: Api<Secret> = Api::namespaced(client.clone(), &namespace_of(i));
-        async move {
-            let secret = Secret {
-                metadata: ObjectMeta {
-                    name: Some(format!("secret-{i}")),
-                    ..Default::default()
-                },
-                type_: Some("Opaque".into()),
-                data: Some(BTreeMap::from([
-                    (
-                        "password".to_string(),
-                        ByteString(format!("{i:032x}").into_bytes()),
-                    ),
-                    ("ca.crt".to_string(), ByteString(filler(i).into_bytes())),
-                ])),
-                ..Default::default()
-            };
-            api.create(&PostParams::default(), &secret)
-                .await
-                .with_context(|| format!("creating secret-{i}"))?;
-            Ok(())
-        }
-    })
-    .await?;
-    run_bounded(scale.config_maps, CONCURRENCY, SEED_LIMIT, |i| {
-        let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace_of(i));
-        async move {
-            let cm = ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some(format!("config-{i}")),
-                    ..Default::default()
-                },
-                data: Some(BTreeMap::from([("config.yaml".to_string(), filler(i))])),
-                ..Default::default()
-            };
-            api.create(&PostParams::default(), &cm)
-                .await
-                .with_context(|| format!("creating config-{i}"))?;
-            Ok(())
-        }
-    })
-    .await?;
-    Ok(())
-}
-
-fn operator_requests(bed: &Testbed) -> Vec<RequestRecord> {
-    bed.kube
-        .requests()
-        .into_iter()
-        .filter(|r| r.user == OPERATOR_USER)
-        .collect()
-}
-
-/// Writes other than leader election: what "the operator is still working" means.
-fn working_writes(records: &[RequestRecord]) -> usize {
-    records
-        .iter()
-        .filter(|r| r.is_write() && Target::of(r) != Target::Lease)
-        .count()
-}
-
-/// Waits until the operator has made no write (leader election aside) for [`QUIET`].
-async fn wait_quiet(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Result<()> {
-    let deadline = Instant::now() + CONVERGE_LIMIT;
-    let mut seen = usize::MAX;
-    let mut since = Instant::now();
-    loop {
-        operator.check_alive()?;
-        let writes = working_writes(&operator_requests(bed));
-        if writes != seen {
-            seen = writes;
-            since = Instant::now();
-        } else if since.elapsed() >= QUIET {
-            return Ok(());
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the operator kept writing for {CONVERGE_LIMIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn install(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Result<Install> {
     bed.kube.clear_requests();
     bed.create_cluster_csi_driver(CR_NAME)
@@ -450,7 +233,7 @@ async fn install(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Resul
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    wait_quiet(bed, operator).await?;
+    operator.wait_quiet(bed, QUIET).await?;
 
     let log = bed.kube.requests();
     let created = log
@@ -462,10 +245,7 @@ async fn install(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Resul
         })
         .context("kube-sim's request log has no create of the ClusterCSIDriver")?
         .at_ms;
-    let ours: Vec<RequestRecord> = log
-        .into_iter()
-        .filter(|r| r.user == OPERATOR_USER)
-        .collect();
+    let ours: Vec<RequestRecord> = log.into_iter().filter(|r| operator.is_ours(r)).collect();
     if std::env::var_os(TRACE_ENV).is_some() {
         for r in &ours {
             eprintln!(
@@ -494,7 +274,7 @@ async fn install(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Resul
         .map(|r| r.at_ms)
         .max()
         .unwrap_or(last);
-    let writes_per_object = written_objects(&bed.client).await?;
+    let writes_per_object = written_objects(&bed.client, EVENT_COMPONENT).await?;
     let evented: usize = writes_per_object.values().sum();
     let unattributed = operand.len().saturating_sub(evented);
     let failed = ours
@@ -513,57 +293,20 @@ async fn install(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Resul
     })
 }
 
-/// Which object each operand write was for, counted per object. kube-sim's request log does
-/// not name the object of a create (the name is in the body), so this reads the write Events
-/// the apply engine records ("Created <Kind.group/name -n ns> because it was missing", as
-/// library-go words them); the caller cross-checks their number with the log.
-async fn written_objects(client: &Client) -> anyhow::Result<BTreeMap<String, usize>> {
-    let events = Api::<Event>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .context("cannot list Events")?;
-    let mut per_object = BTreeMap::new();
-    for e in events.items {
-        let ours = e.reporting_component.as_deref() == Some(EVENT_COMPONENT)
-            || e.source.as_ref().and_then(|s| s.component.as_deref()) == Some(EVENT_COMPONENT);
-        if let (true, Some(object)) = (ours, e.message.as_deref().and_then(write_event_object)) {
-            *per_object.entry(object.to_string()).or_insert(0) += 1;
-        }
-    }
-    Ok(per_object)
-}
-
-/// The object a write Event's message names, or `None` for any other message.
-fn write_event_object(message: &str) -> Option<&str> {
-    let rest = ["Created ", "Updated ", "Deleted "]
-        .iter()
-        .find_map(|verb| message.strip_prefix(verb))?;
-    let object = rest.split(" because").next()?.trim();
-    (!object.is_empty()).then_some(object)
-}
-
 async fn idle(bed: &Testbed, operator: &mut OperatorProcess) -> anyhow::Result<Idle> {
     bed.kube.clear_requests();
     tokio::time::sleep(IDLE_WINDOW).await;
     operator.check_alive()?;
-    let ours = operator_requests(bed);
+    let ours = operator.requests(bed);
     let unexpected = ours
         .iter()
         .filter(|r| r.verb != "watch" && Target::of(r) != Target::Lease)
-        .map(|r| format!("{} {}{}", r.verb, r.path, query_suffix(&r.query)))
+        .map(describe)
         .collect();
     Ok(Idle {
         requests: VerbCounts::of(&ours),
         unexpected,
     })
-}
-
-fn query_suffix(query: &str) -> String {
-    if query.is_empty() {
-        String::new()
-    } else {
-        format!("?{query}")
-    }
 }
 
 /// The `operator.openshift.io/dep-…` annotations of a pod template.
@@ -667,8 +410,9 @@ async fn rotate(
         }
         tokio::time::sleep(ROTATION_POLL).await;
     };
-    wait_quiet(bed, operator).await?;
-    let operand_writes = operator_requests(bed)
+    operator.wait_quiet(bed, QUIET).await?;
+    let operand_writes = operator
+        .requests(bed)
         .iter()
         .filter(|r| r.is_write() && Target::of(r) == Target::Operand)
         .count();
@@ -686,10 +430,6 @@ fn openstack_requests(bed: &Testbed) -> Vec<String> {
         .iter()
         .map(|r| format!("{} {} → {}", r.method, r.path, r.status))
         .collect()
-}
-
-fn verdict(ok: bool) -> String {
-    if ok { "PASS" } else { "OVER" }.to_string()
 }
 
 fn section(f: &Figures) -> Section {
@@ -908,239 +648,9 @@ fn section(f: &Figures) -> Section {
     }
 }
 
-/// The operator as a child process, killed (with its kubeconfig and log removed) on drop so it
-/// never outlives the scenario.
-struct OperatorProcess {
-    child: Child,
-    metrics: std::net::SocketAddr,
-    kubeconfig: PathBuf,
-    log: PathBuf,
-    /// Tracing runs keep the operator's log for reading afterwards.
-    keep_log: bool,
-}
-
-impl OperatorProcess {
-    fn start(bed: &Testbed) -> anyhow::Result<Self> {
-        let bin = locate_binary()?;
-        let tmp = std::env::temp_dir();
-        let pid = std::process::id();
-        let kubeconfig = tmp.join(format!("bench-cinder-{pid}.kubeconfig"));
-        let log = tmp.join(format!("bench-cinder-{pid}.log"));
-        std::fs::write(&kubeconfig, bed.kube.kubeconfig(OPERATOR_USER))
-            .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
-        let log_file = std::fs::File::create(&log)
-            .with_context(|| format!("cannot create {}", log.display()))?;
-        let metrics = free_port()?;
-        let tracing = std::env::var_os(TRACE_ENV).is_some();
-        let child = Command::new(&bin)
-            .args(["openstack-cinder", "start", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .args(["--namespace", testbed::DRIVER_NAMESPACE, "--metrics-listen"])
-            .arg(metrics.to_string())
-            .args(["--resync", &format!("{}s", RESYNC.as_secs())])
-            .args(["--v", if tracing { "4" } else { "2" }])
-            .envs(testbed::example_images())
-            // The log is read back as plain text when the scenario fails.
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
-            .with_context(|| format!("cannot start {}", bin.display()))?;
-        Ok(OperatorProcess {
-            child,
-            metrics,
-            kubeconfig,
-            log,
-            keep_log: tracing,
-        })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn memory(&self) -> anyhow::Result<Memory> {
-        measure::memory(self.pid())
-    }
-
-    fn check_alive(&mut self) -> anyhow::Result<()> {
-        match self.child.try_wait()? {
-            None => Ok(()),
-            Some(status) => anyhow::bail!("the operator exited ({status})"),
-        }
-    }
-
-    /// Waits for the first reconcile, which runs once the operator leads and its watch caches
-    /// are synced.
-    async fn wait_ready(&mut self) -> anyhow::Result<()> {
-        let deadline = Instant::now() + READY_LIMIT;
-        loop {
-            self.check_alive()?;
-            if let Ok(page) = http_get(self.metrics, "/metrics").await
-                && reconciles(&page) > 0
-            {
-                return Ok(());
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the operator did not reconcile within {READY_LIMIT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(&self.log) {
-            let _ = f.read_to_string(&mut text);
-        }
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-}
-
-impl Drop for OperatorProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.kubeconfig);
-        if self.keep_log {
-            eprintln!("  the operator's log is kept in {}", self.log.display());
-        } else {
-            let _ = std::fs::remove_file(&self.log);
-        }
-    }
-}
-
-/// A loopback port nobody listens on right now, for the operator's metrics endpoint.
-fn free_port() -> anyhow::Result<std::net::SocketAddr> {
-    let listener =
-        std::net::TcpListener::bind("127.0.0.1:0").context("cannot find a free loopback port")?;
-    Ok(listener.local_addr()?)
-}
-
-/// A bare HTTP/1.0 GET: enough for the metrics page, with no HTTP client dependency.
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await?;
-        stream
-            .write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
-            .await?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await?;
-        anyhow::Ok(response)
-    };
-    let response = tokio::time::timeout(Duration::from_secs(5), exchange)
-        .await
-        .context("metrics endpoint did not answer")??;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .context("malformed HTTP response")?;
-    anyhow::ensure!(
-        head.lines().next().is_some_and(|l| l.contains(" 200 ")),
-        "metrics endpoint answered {}",
-        head.lines().next().unwrap_or_default()
-    );
-    Ok(body.to_string())
-}
-
-/// The sum of the reconcile counters on a Prometheus text page.
-fn reconciles(page: &str) -> u64 {
-    page.lines()
-        .filter(|l| l.starts_with(METRIC_RECONCILES))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .sum()
-}
-
-/// `$CSI_OPERATOR_BIN`, else `csi-operator` next to this binary, (re)built first under
-/// `cargo run` with the same profile so the figures describe the operator's current source.
-fn locate_binary() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os(BIN_ENV) {
-        return Ok(PathBuf::from(path));
-    }
-    let exe = std::env::current_exe().context("cannot find the bench binary's own path")?;
-    let dir = exe.parent().context("the bench binary has no directory")?;
-    let bin = dir.join("csi-operator");
-    if let (Some(cargo), Some(manifest_dir)) = (
-        std::env::var_os("CARGO"),
-        std::env::var_os("CARGO_MANIFEST_DIR"),
-    ) {
-        let profile = if cfg!(debug_assertions) {
-            "dev"
-        } else {
-            "release"
-        };
-        eprintln!("building csi-operator ({profile}) for the operator process");
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "csi-operator",
-                "--profile",
-                profile,
-                "--manifest-path",
-            ])
-            .arg(PathBuf::from(manifest_dir).join("Cargo.toml"))
-            .status()
-            .context("cannot run cargo to build csi-operator")?;
-        anyhow::ensure!(status.success(), "building csi-operator failed ({status})");
-    }
-    anyhow::ensure!(
-        bin.is_file(),
-        "{} not found: build it with `cargo build --release -p csi-operator` or set {BIN_ENV} to its path",
-        bin.display()
-    );
-    Ok(bin)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn record(verb: &str, resource: &str) -> RequestRecord {
-        RequestRecord {
-            at_ms: 0,
-            verb: verb.into(),
-            method: String::new(),
-            path: String::new(),
-            query: String::new(),
-            user: OPERATOR_USER.into(),
-            user_agent: String::new(),
-            resource: resource.into(),
-            subresource: String::new(),
-            namespace: String::new(),
-            name: String::new(),
-            code: 200,
-        }
-    }
-
-    #[test]
-    fn requests_are_split_by_what_they_were_for() {
-        let counts = VerbCounts::of(&[
-            record("get", "coordination.k8s.io/leases"),
-            record("update", "coordination.k8s.io/leases"),
-            record("create", "/events"),
-            record("update", "operator.openshift.io/clustercsidrivers"),
-            record("create", "apps/deployments"),
-            record("watch", "/secrets"),
-        ]);
-        assert_eq!(counts.get("update", None), 2);
-        assert_eq!(counts.get("update", Some(Target::Lease)), 1);
-        assert_eq!(counts.get("create", Some(Target::Operand)), 1);
-        assert_eq!(counts.get("create", Some(Target::Event)), 1);
-        assert_eq!(counts.without_lease(&["get", "list"]), 0);
-        assert_eq!(counts.without_lease(&["create", "update"]), 3);
-        let table = counts.table("t");
-        assert!(table.rows.iter().all(|r| r.len() == table.header.len()));
-        assert_eq!(table.rows[0][0], "get", "verbs in the usual order");
-        assert_eq!(table.rows.len(), 4);
-        let empty = VerbCounts::default().table("t");
-        assert_eq!(empty.rows.len(), 1);
-        assert_eq!(empty.rows[0].len(), empty.header.len());
-    }
 
     #[test]
     fn only_dependency_hashes_are_compared() {
@@ -1154,35 +664,5 @@ mod tests {
         let hashes = dep_hashes(Some(&annotations));
         assert_eq!(hashes.len(), 1);
         assert!(dep_hashes(None).is_empty());
-    }
-
-    #[test]
-    fn write_events_name_their_object() {
-        assert_eq!(
-            write_event_object("Created ConfigMap/cloud-conf -n ns because it was missing"),
-            Some("ConfigMap/cloud-conf -n ns")
-        );
-        assert_eq!(
-            write_event_object("Updated Deployment.apps/x -n ns because it changed"),
-            Some("Deployment.apps/x -n ns")
-        );
-        assert_eq!(
-            write_event_object("Deleted StorageClass.storage.k8s.io/sc"),
-            Some("StorageClass.storage.k8s.io/sc")
-        );
-        assert_eq!(
-            write_event_object("Operator log level changed to Debug"),
-            None
-        );
-        assert_eq!(write_event_object("Created  because"), None);
-    }
-
-    #[test]
-    fn reconcile_counters_are_summed_from_the_metrics_page() {
-        let page = format!(
-            "# HELP x\n{METRIC_RECONCILES}{{result=\"success\"}} 3\n{METRIC_RECONCILES}{{result=\"error\"}} 1\nother_total 9\n"
-        );
-        assert_eq!(reconciles(&page), 4);
-        assert_eq!(reconciles("# EOF\n"), 0);
     }
 }

@@ -5,6 +5,7 @@
 
 mod cinder;
 mod kube_sim_scale;
+mod manila;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,5 +36,9 @@ pub const ALL: &[Scenario] = &[
     Scenario {
         name: cinder::NAME,
         run: |options| Box::pin(cinder::run(options)),
+    },
+    Scenario {
+        name: manila::NAME,
+        run: |options| Box::pin(manila::run(options)),
     },
 ];

@@ -1,6 +1,7 @@
 //! Shared harness of the end-to-end tests: a testbed (kube-sim + openstack-sim seeded as an
-//! OpenShift-on-OpenStack cluster) and the real `csi-operator` binary started against it as a
-//! child process, with its own kubeconfig user so its requests can be told from the test's.
+//! OpenShift-on-OpenStack cluster) and the real `csi-operator` binary (the Cinder or the Manila
+//! operator) started against it as a child process, with its own kubeconfig user so its
+//! requests can be told from the test's.
 //!
 //! The child is killed when its guard is dropped, also when a test panics; its output goes to a
 //! file whose tail is printed on failure. Every wait polls with a generous deadline: the tests
@@ -14,10 +15,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, PodSpec, Secret};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube_sim::RequestRecord;
 use serde_json::Value;
@@ -66,6 +68,42 @@ impl OperatorProcess {
     /// Runs the binary against `bed` as [`OPERATOR_USER`], with the example images and a
     /// short resync.
     pub fn start(bed: &Testbed) -> Self {
+        Self::spawn(
+            bed,
+            OPERATOR_USER,
+            &[
+                "openstack-cinder",
+                "start",
+                "--namespace",
+                NS,
+                "--topology-refresh",
+                "10m",
+            ],
+            testbed::example_images(),
+        )
+    }
+
+    /// Runs `csi-operator openstack-manila start` against `bed` as [`MANILA_OPERATOR_USER`],
+    /// with the example images, a short resync and `--share-type-refresh share_type_refresh`.
+    pub fn start_manila(bed: &Testbed, share_type_refresh: &str) -> Self {
+        Self::spawn(
+            bed,
+            MANILA_OPERATOR_USER,
+            &[
+                "openstack-manila",
+                "start",
+                "--namespace",
+                NS,
+                "--share-type-refresh",
+                share_type_refresh,
+            ],
+            manila_images(),
+        )
+    }
+
+    /// Runs the binary with `args` (subcommand first) as `user`, plus the flags every
+    /// end-to-end test shares: any free metrics port, a short resync, a fixed identity.
+    fn spawn(bed: &Testbed, user: &str, args: &[&str], images: BTreeMap<String, String>) -> Self {
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let stem = format!(
             "csi-operator-e2e-{}-{}-{n}",
@@ -75,25 +113,22 @@ impl OperatorProcess {
         let dir = std::env::temp_dir();
         let kubeconfig = dir.join(format!("{stem}.kubeconfig"));
         let log = dir.join(format!("{stem}.log"));
-        std::fs::write(&kubeconfig, bed.kube.kubeconfig(OPERATOR_USER)).expect("kubeconfig");
+        std::fs::write(&kubeconfig, bed.kube.kubeconfig(user)).expect("kubeconfig");
         let out = std::fs::File::create(&log).expect("log file");
         let err = out.try_clone().expect("log file");
         let child = Command::new(env!("CARGO_BIN_EXE_csi-operator"))
-            .args(["openstack-cinder", "start", "--kubeconfig"])
+            .args(args)
+            .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args([
-                "--namespace",
-                NS,
                 "--metrics-listen",
                 "127.0.0.1:0",
-                "--topology-refresh",
-                "10m",
                 "--resync",
                 "2s",
                 "--identity",
                 "e2e",
             ])
-            .envs(testbed::example_images())
+            .envs(images)
             .env_remove("POD_NAME")
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())
@@ -204,9 +239,14 @@ fn cr_api(bed: &Testbed) -> Api<DynamicObject> {
 
 /// Merge-patches the ClusterCSIDriver's `spec` as the admin.
 pub async fn patch_cr_spec(bed: &Testbed, spec: Value) {
+    patch_cr_spec_of(bed, CR, spec).await
+}
+
+/// Merge-patches the `spec` of ClusterCSIDriver `cr` as the admin.
+pub async fn patch_cr_spec_of(bed: &Testbed, cr: &str, spec: Value) {
     cr_api(bed)
         .patch(
-            CR,
+            cr,
             &PatchParams::default(),
             &Patch::Merge(serde_json::json!({ "spec": spec })),
         )
@@ -347,4 +387,209 @@ pub async fn event_messages(bed: &Testbed) -> Vec<String> {
         .await
         .map(|l| l.items.into_iter().filter_map(|e| e.message).collect())
         .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Manila operator.
+
+/// The Manila operator's identity in kube-sim's request log (its service account in OpenShift,
+/// anchors §3.3).
+pub const MANILA_OPERATOR_USER: &str =
+    "system:serviceaccount:openshift-cluster-csi-drivers:manila-csi-driver-operator";
+pub const MANILA_CR: &str = "manila.csi.openstack.org";
+/// The namespace of the Manila driver's objects.
+pub const MANILA_NS: &str = "openshift-manila-csi-driver";
+/// The Secret the Manila driver pods mount (CredentialsRequest `manila-csi-drivers`).
+pub const MANILA_CREDENTIALS: &str = "manila-cloud-credentials";
+pub const MANILA_CONTROLLER: &str = "openstack-manila-csi-controllerplugin";
+pub const MANILA_NODE: &str = "openstack-manila-csi-nodeplugin";
+pub const MANILA_NFS_NODE: &str = "csi-nodeplugin-nfsplugin";
+
+/// The example images plus the NFS driver image the Manila operator also needs.
+pub fn manila_images() -> BTreeMap<String, String> {
+    let mut images = testbed::example_images();
+    images.insert(
+        "NFS_DRIVER_IMAGE".into(),
+        "quay.io/example/csi-driver-nfs:v4.20".into(),
+    );
+    images
+}
+
+/// Testbed settings for Manila: openstack-sim offers `share_types` (`None`: no Manila at all)
+/// and no Cinder ClusterCSIDriver is created (no Cinder operator runs in these tests).
+pub fn manila_settings(share_types: Option<&[&str]>) -> Settings {
+    let mut s = Settings {
+        cinder_cluster_csi_driver: false,
+        ..Settings::default()
+    };
+    s.openstack.share_types = share_types.map(|names| {
+        names
+            .iter()
+            .map(|n| openstack_sim::SimShareType::new(n))
+            .collect()
+    });
+    s
+}
+
+/// What CSO and the cloud credential operator leave behind for the Manila operator, whether or
+/// not the cloud has Manila: the ClusterCSIDriver, the driver namespace (CSO's asset, anchors
+/// §3.3) and `manila-cloud-credentials` in it (CredentialsRequest `manila-csi-drivers`, §3.5).
+/// Each object is created only when missing, so a testbed that already seeds it is fine.
+pub async fn seed_manila(bed: &Testbed) {
+    if cr_api(bed)
+        .get_opt(MANILA_CR)
+        .await
+        .expect("get ClusterCSIDriver")
+        .is_none()
+    {
+        bed.create_cluster_csi_driver(MANILA_CR)
+            .await
+            .expect("Manila ClusterCSIDriver");
+    }
+    let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+    if namespaces
+        .get_opt(MANILA_NS)
+        .await
+        .expect("get Namespace")
+        .is_none()
+    {
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {
+                "name": MANILA_NS,
+                "annotations": {
+                    "openshift.io/node-selector": "",
+                    "workload.openshift.io/allowed": "management",
+                },
+                "labels": {
+                    "pod-security.kubernetes.io/enforce": "privileged",
+                    "pod-security.kubernetes.io/audit": "privileged",
+                    "pod-security.kubernetes.io/warn": "privileged",
+                },
+            },
+        }))
+        .expect("Namespace");
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create the Manila namespace");
+    }
+    put_manila_credentials(bed, &bed.clouds_yaml()).await;
+}
+
+/// Creates or replaces `openshift-manila-csi-driver/manila-cloud-credentials` (as the cloud
+/// credential operator does on a rotation).
+pub async fn put_manila_credentials(bed: &Testbed, clouds_yaml: &str) {
+    let api: Api<Secret> = Api::namespaced(bed.client.clone(), MANILA_NS);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(MANILA_CREDENTIALS.into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "clouds.yaml".to_string(),
+            ByteString(clouds_yaml.as_bytes().to_vec()),
+        )])),
+        type_: Some("Opaque".into()),
+        ..Default::default()
+    };
+    api.patch(
+        MANILA_CREDENTIALS,
+        &PatchParams::apply("cloud-credential-operator").force(),
+        &Patch::Apply(&secret),
+    )
+    .await
+    .expect("manila-cloud-credentials");
+}
+
+/// Waits until condition `type_` of ClusterCSIDriver `cr` has `status`; returns its
+/// (reason, message).
+pub async fn wait_condition_of(
+    bed: &Testbed,
+    cr: &str,
+    type_: &str,
+    status: &str,
+) -> (String, String) {
+    eventually(&format!("{cr}: {type_}={status}"), || async {
+        let c = bed.conditions(cr).await;
+        match c.get(type_) {
+            Some((s, reason, message)) if s == status => Ok((reason.clone(), message.clone())),
+            _ => Err(format!("{c:#?}")),
+        }
+    })
+    .await
+}
+
+/// Waits until the three Manila driver services are Available, every `*Degraded` is False and
+/// `CSIControllerDisabled` is gone.
+pub async fn wait_manila_available(bed: &Testbed) -> Conditions {
+    eventually(
+        "the Manila ClusterCSIDriver to become Available",
+        || async {
+            let c = bed.conditions(MANILA_CR).await;
+            let ok = |t: &str| c.get(t).is_some_and(|(s, _, _)| s == "True");
+            let degraded = c
+                .iter()
+                .any(|(t, (s, _, _))| t.ends_with("Degraded") && s != "False");
+            if ok("OpenStackManilaDriverControllerServiceControllerAvailable")
+                && ok("OpenStackManilaDriverNodeServiceControllerAvailable")
+                && ok("NFSDriverNodeServiceControllerAvailable")
+                && !degraded
+                && !c.contains_key("CSIControllerDisabled")
+            {
+                Ok(c)
+            } else {
+                Err(format!("{c:#?}"))
+            }
+        },
+    )
+    .await
+}
+
+/// Requests made by the kube-sim user `user`.
+pub fn requests_of(bed: &Testbed, user: &str) -> Vec<RequestRecord> {
+    bed.kube
+        .requests()
+        .into_iter()
+        .filter(|r| r.user == user)
+        .collect()
+}
+
+/// [`wait_quiet`] for the process running as `user`.
+pub async fn wait_quiet_as(bed: &Testbed, user: &str) {
+    eventually("the operator to stop writing", || async {
+        bed.kube.clear_requests();
+        tokio::time::sleep(RESYNC * 2).await;
+        let writes: Vec<String> = requests_of(bed, user)
+            .iter()
+            .filter(|r| is_write(r) && !is_lease(r))
+            .map(describe)
+            .collect();
+        if writes.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{writes:#?}"))
+        }
+    })
+    .await
+}
+
+/// Whether `api_version`/`kind` `name` (in `namespace`, if namespaced) exists, read as the
+/// admin through discovery-free dynamic access.
+pub async fn exists(
+    bed: &Testbed,
+    api_version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: Option<&str>,
+    name: &str,
+) -> bool {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(bed.client.clone(), ns, &ar),
+        None => Api::all_with(bed.client.clone(), &ar),
+    };
+    matches!(api.get_opt(name).await, Ok(Some(_)))
 }
