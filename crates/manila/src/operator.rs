@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
 use kube::Client;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::DynamicObject;
 use kube::core::ApiResource;
 use openshift_api::common::ManagementState;
 use openshift_api::config::Infrastructure;
@@ -28,13 +28,13 @@ use openshift_api::operator::ClusterCSIDriver;
 use operator_kit::apply::{Applier, ApplyError};
 use operator_kit::cache::{Cache, CacheBuilder, Lookup};
 use operator_kit::conditions::{self, OperatorCondition, reasons};
+use operator_kit::config_observer;
 use operator_kit::events::EventRecorder;
 use operator_kit::hooks::TopologyMode;
 use operator_kit::kinds;
 use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::{Metrics, WriteVerb};
-use operator_kit::observed_config;
 use operator_kit::progressing;
 use operator_kit::runtime::Outcome;
 use operator_kit::status::{self, GenerationStatus, StatusBoard, StatusWriter};
@@ -269,7 +269,7 @@ impl Operator {
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(cr_obj) = self.get(
+        let Some(mut cr_obj) = self.get(
             "operator.openshift.io/v1",
             "ClusterCSIDriver",
             None,
@@ -366,10 +366,16 @@ impl Operator {
 
         let mut failed = false;
         let mut facts = self.base_facts(&cr);
-        match self.observe_config(&cr, &cr_obj).await {
-            Ok((proxy, serving)) => {
-                facts.proxy = proxy;
-                facts.serving = serving;
+        match config_observer::observe(&self.client, &self.cache, &cr_obj).await {
+            Ok(observed) => {
+                facts.proxy = observed.proxy;
+                facts.serving = observed.serving;
+                // The status write that ends this reconcile must build on the CR just written,
+                // or it would meet a 409 and cost a GET and a retry.
+                if let Some(written) = observed.written {
+                    self.metrics.write("ClusterCSIDriver", WriteVerb::Update);
+                    cr_obj = Arc::new(written);
+                }
                 board.set_condition(conditions::degraded(
                     conditions::types::CONFIG_OBSERVATION_DEGRADED.trim_end_matches("Degraded"),
                     None,
@@ -595,47 +601,6 @@ impl Operator {
             metrics_cert: self.secret(ns, METRICS_SERVING_CERT_SECRET),
             ..Facts::default()
         }
-    }
-
-    /// Observes Proxy and APIServer; writes `spec.observedConfig` when it changed.
-    async fn observe_config(
-        &self,
-        cr: &ClusterCSIDriver,
-        cr_obj: &DynamicObject,
-    ) -> Result<(BTreeMap<String, String>, observed_config::ServingInfo), String> {
-        let proxy = self
-            .get("config.openshift.io/v1", "Proxy", None, "cluster")
-            .map(|p| serde_json::to_value(&*p).unwrap_or_default());
-        let apiserver = self
-            .get("config.openshift.io/v1", "APIServer", None, "cluster")
-            .map(|a| serde_json::to_value(&*a).unwrap_or_default());
-        let proxy_env =
-            observed_config::observe_proxy(proxy.as_ref()).map_err(|e| e.to_string())?;
-        let serving =
-            observed_config::observe_serving_info(apiserver.as_ref()).map_err(|e| e.to_string())?;
-        let wanted = observed_config::observed_config(&proxy_env, &serving);
-        let current = cr
-            .spec
-            .operator
-            .observed_config
-            .clone()
-            .unwrap_or(serde_json::Value::Null);
-        if current != wanted {
-            let mut obj = cr_obj.clone();
-            obj.metadata.managed_fields = None;
-            if let Some(spec) = obj.data.get_mut("spec").and_then(|s| s.as_object_mut()) {
-                spec.insert("observedConfig".into(), wanted);
-            }
-            let api: Api<DynamicObject> = Api::all_with(
-                self.client.clone(),
-                &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
-            );
-            api.replace(CSI_DRIVER_NAME, &PostParams::default(), &obj)
-                .await
-                .map_err(|e| format!("failed to write spec.observedConfig: {e}"))?;
-            self.metrics.write("ClusterCSIDriver", WriteVerb::Update);
-        }
-        Ok((proxy_env, serving))
     }
 
     fn count_write(&self, kind: &str, applied: &operator_kit::apply::Applied) {

@@ -10,6 +10,7 @@ pub mod apply;
 pub mod assets;
 pub mod cache;
 pub mod conditions;
+pub mod config_observer;
 pub mod events;
 pub mod hash;
 pub mod hooks;

@@ -1,0 +1,97 @@
+//! The config-observer step every driver operator runs: Proxy and APIServer (from the watch
+//! caches) become the CR's `spec.observedConfig`, written only when it changed, and the proxy
+//! env and TLS settings the other steps inject.
+//!
+//! The write returns the CR as the server stored it, so the status write that ends the same
+//! reconcile builds on the new resourceVersion instead of meeting a 409.
+
+use std::collections::BTreeMap;
+
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::Value;
+
+use crate::cache::Cache;
+use crate::kinds;
+use crate::observed_config::{self, ServingInfo};
+
+/// What the observer found, and the CR if it had to write it.
+#[derive(Debug)]
+pub struct Observed {
+    pub proxy: BTreeMap<String, String>,
+    pub serving: ServingInfo,
+    /// The CR after the `spec.observedConfig` write, when there was one.
+    pub written: Option<DynamicObject>,
+}
+
+fn cached(cache: &Cache, kind: &str) -> Option<Value> {
+    let ar = kinds::api_resource("config.openshift.io/v1", kind).ok()?;
+    cache
+        .get(&ar, None, "cluster")
+        .and_then(|o| serde_json::to_value(&*o).ok())
+}
+
+/// Observes Proxy and APIServer `cluster` and keeps the CR's `spec.observedConfig` in step.
+/// Errors are condition messages (`ConfigObservationDegraded`).
+pub async fn observe(
+    client: &Client,
+    cache: &Cache,
+    cr: &DynamicObject,
+) -> Result<Observed, String> {
+    let proxy = observed_config::observe_proxy(cached(cache, "Proxy").as_ref())
+        .map_err(|e| e.to_string())?;
+    let serving = observed_config::observe_serving_info(cached(cache, "APIServer").as_ref())
+        .map_err(|e| e.to_string())?;
+    let wanted = observed_config::observed_config(&proxy, &serving);
+    let current = cr
+        .data
+        .get("spec")
+        .and_then(|s| s.get("observedConfig"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    if current == wanted {
+        return Ok(Observed {
+            proxy,
+            serving,
+            written: None,
+        });
+    }
+    let mut obj = cr.clone();
+    obj.metadata.managed_fields = None;
+    match obj.data.get_mut("spec").and_then(Value::as_object_mut) {
+        Some(spec) => {
+            spec.insert("observedConfig".into(), wanted);
+        }
+        None => {
+            return Err(
+                "the operator's custom resource has no spec; it must be recreated".to_string(),
+            );
+        }
+    }
+    let api_version = cr
+        .types
+        .as_ref()
+        .map(|t| t.api_version.clone())
+        .unwrap_or_else(|| "operator.openshift.io/v1".into());
+    let kind = cr
+        .types
+        .as_ref()
+        .map(|t| t.kind.clone())
+        .unwrap_or_else(|| "ClusterCSIDriver".into());
+    let ar = kinds::api_resource(&api_version, &kind).map_err(|e| e.to_string())?;
+    obj.types = Some(kube::core::TypeMeta {
+        api_version: ar.api_version.clone(),
+        kind: ar.kind.clone(),
+    });
+    let name = cr.metadata.name.clone().unwrap_or_default();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let written = api
+        .replace(&name, &PostParams::default(), &obj)
+        .await
+        .map_err(|e| format!("failed to write spec.observedConfig: {e}"))?;
+    Ok(Observed {
+        proxy,
+        serving,
+        written: Some(written),
+    })
+}
