@@ -194,7 +194,7 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
         namespace: args.namespace.clone(),
         images,
         cluster_id: args.cluster_id.clone(),
-        topology: TopologyMode::parse(&args.control_plane_topology),
+        topology: crate::flags::topology(&args.control_plane_topology)?,
         log_level: level.level,
         proxy: args.proxy.iter().cloned().collect(),
         serving: ServingInfo::intermediate(),

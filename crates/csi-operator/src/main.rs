@@ -8,6 +8,7 @@
 mod cinder;
 mod client;
 mod demo;
+mod flags;
 mod manila;
 mod sim;
 
