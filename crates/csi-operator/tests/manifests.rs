@@ -1,0 +1,803 @@
+//! Tests of the install manifests in `manifests/openshift/`: the files the cluster version
+//! operator (and `csi-operator demo`) applies to install the Cluster Storage Operator.
+//!
+//! They check that every file holds exactly one object of a kind we know, with the names and
+//! namespaces OpenShift uses (anchors §2.2, §2.3, §3.1, §3.3, §3.5, §4.2, §4.7); that applying
+//! them in file order to a kube-sim testbed succeeds; that the sidecar ClusterRoles grant what
+//! the upstream sidecars need and that every `openshift-csi-*` role the driver assets bind to
+//! exists; and that the RBAC is least privilege (no wildcards; Secrets only in the two driver
+//! namespaces). These tests must not edit the manifests or reach any network but loopback.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::Value;
+
+const CSO_NS: &str = "openshift-cluster-storage-operator";
+const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
+const MANILA_NS: &str = "openshift-manila-csi-driver";
+const CCO_NS: &str = "openshift-cloud-credential-operator";
+
+/// One manifest file: its name and its single object.
+struct Manifest {
+    file: String,
+    obj: Value,
+}
+
+impl Manifest {
+    fn kind(&self) -> &str {
+        self.obj["kind"].as_str().unwrap_or("")
+    }
+    fn name(&self) -> &str {
+        self.obj["metadata"]["name"].as_str().unwrap_or("")
+    }
+    fn namespace(&self) -> Option<&str> {
+        self.obj["metadata"]["namespace"].as_str()
+    }
+}
+
+fn manifest_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/openshift")
+}
+
+/// `(apiVersion, plural, namespaced)` of every kind the install manifests may hold.
+fn known_kinds() -> BTreeMap<&'static str, (&'static str, &'static str, bool)> {
+    BTreeMap::from([
+        ("Namespace", ("v1", "namespaces", false)),
+        ("ServiceAccount", ("v1", "serviceaccounts", true)),
+        (
+            "CredentialsRequest",
+            (
+                "cloudcredential.openshift.io/v1",
+                "credentialsrequests",
+                true,
+            ),
+        ),
+        ("Storage", ("operator.openshift.io/v1", "storages", false)),
+        (
+            "ClusterOperator",
+            ("config.openshift.io/v1", "clusteroperators", false),
+        ),
+        (
+            "ClusterRole",
+            ("rbac.authorization.k8s.io/v1", "clusterroles", false),
+        ),
+        (
+            "ClusterRoleBinding",
+            ("rbac.authorization.k8s.io/v1", "clusterrolebindings", false),
+        ),
+        ("Role", ("rbac.authorization.k8s.io/v1", "roles", true)),
+        (
+            "RoleBinding",
+            ("rbac.authorization.k8s.io/v1", "rolebindings", true),
+        ),
+        (
+            "NetworkPolicy",
+            ("networking.k8s.io/v1", "networkpolicies", true),
+        ),
+        ("Deployment", ("apps/v1", "deployments", true)),
+    ])
+}
+
+/// Every file, in the order the cluster version operator applies them (by file name).
+fn load() -> Vec<Manifest> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(manifest_dir())
+        .expect("manifests/openshift exists")
+        .map(|e| e.expect("readable entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no manifests found");
+    files
+        .into_iter()
+        .map(|path| {
+            let file = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("utf-8 file name")
+                .to_owned();
+            assert!(
+                file.ends_with(".yaml"),
+                "{file}: only .yaml files belong here"
+            );
+            let text = std::fs::read_to_string(&path).expect("readable file");
+            let mut docs = operator_kit::assets::parse_values(&file, &text)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(docs.len(), 1, "{file}: exactly one object per file");
+            Manifest {
+                file,
+                obj: docs.remove(0),
+            }
+        })
+        .collect()
+}
+
+fn typed<T: k8s_openapi::serde::de::DeserializeOwned>(m: &Manifest) -> T {
+    serde_json::from_value(m.obj.clone())
+        .unwrap_or_else(|e| panic!("{}: not a valid {}: {e}", m.file, m.kind()))
+}
+
+fn find<'a>(all: &'a [Manifest], kind: &str, ns: Option<&str>, name: &str) -> &'a Manifest {
+    all.iter()
+        .find(|m| m.kind() == kind && m.namespace() == ns && m.name() == name)
+        .unwrap_or_else(|| panic!("missing {kind} {ns:?}/{name}"))
+}
+
+#[test]
+fn every_file_is_one_object_of_a_known_kind() {
+    let kinds = known_kinds();
+    for m in load() {
+        let Some((api_version, _, namespaced)) = kinds.get(m.kind()) else {
+            panic!("{}: unknown kind {:?}", m.file, m.kind());
+        };
+        assert_eq!(m.obj["apiVersion"], *api_version, "{}", m.file);
+        assert!(!m.name().is_empty(), "{}: no metadata.name", m.file);
+        assert_eq!(
+            m.namespace().is_some(),
+            *namespaced,
+            "{}: namespace set iff the kind is namespaced",
+            m.file
+        );
+        assert!(
+            m.file.starts_with("0000_50_cluster-storage-operator_"),
+            "{}: CVO-style numeric prefix",
+            m.file
+        );
+        // Typed parses catch misspelled structure that a JSON value would accept.
+        match m.kind() {
+            "Namespace" => drop(typed::<Namespace>(&m)),
+            "ServiceAccount" => drop(typed::<ServiceAccount>(&m)),
+            "ClusterRole" => drop(typed::<ClusterRole>(&m)),
+            "ClusterRoleBinding" => drop(typed::<ClusterRoleBinding>(&m)),
+            "Role" => drop(typed::<Role>(&m)),
+            "RoleBinding" => drop(typed::<RoleBinding>(&m)),
+            "NetworkPolicy" => drop(typed::<NetworkPolicy>(&m)),
+            "Deployment" => drop(typed::<Deployment>(&m)),
+            "CredentialsRequest" => drop(typed::<openshift_api::CredentialsRequest>(&m)),
+            "Storage" => drop(typed::<openshift_api::Storage>(&m)),
+            "ClusterOperator" => drop(typed::<openshift_api::ClusterOperator>(&m)),
+            other => panic!("{}: no typed check for {other}", m.file),
+        }
+        assert_eq!(
+            m.obj["metadata"]["annotations"]["capability.openshift.io/name"]
+                .as_str()
+                .map(|c| c.starts_with("Storage")),
+            Some(true),
+            "{}: belongs to the Storage capability",
+            m.file
+        );
+    }
+}
+
+#[test]
+fn names_and_namespaces_are_openshifts() {
+    let all = load();
+    let got: BTreeSet<(String, String, String)> = all
+        .iter()
+        .map(|m| {
+            (
+                m.kind().to_owned(),
+                m.namespace().unwrap_or("").to_owned(),
+                m.name().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), all.len(), "no object appears twice");
+    let want = [
+        ("Namespace", "", CSO_NS),
+        ("Namespace", "", DRIVERS_NS),
+        ("Namespace", "", MANILA_NS),
+        (
+            "CredentialsRequest",
+            CCO_NS,
+            "openstack-cinder-csi-driver-operator",
+        ),
+        ("CredentialsRequest", CCO_NS, "manila-csi-driver-operator"),
+        ("CredentialsRequest", CCO_NS, "manila-csi-drivers"),
+        ("Storage", "", "cluster"),
+        ("ClusterOperator", "", "storage"),
+        ("ClusterRole", "", "openshift-csi-main-attacher-role"),
+        ("ClusterRole", "", "openshift-csi-main-provisioner-role"),
+        ("ClusterRole", "", "openshift-csi-main-resizer-role"),
+        ("ClusterRole", "", "openshift-csi-main-snapshotter-role"),
+        (
+            "ClusterRole",
+            "",
+            "openshift-csi-resizer-storageclass-reader-role",
+        ),
+        (
+            "ClusterRole",
+            "",
+            "openshift-csi-provisioner-volumesnapshot-reader-role",
+        ),
+        ("ServiceAccount", CSO_NS, "cluster-storage-operator"),
+        ("ClusterRoleBinding", "", "cluster-storage-operator-role"),
+        ("Deployment", CSO_NS, "cluster-storage-operator"),
+        ("NetworkPolicy", DRIVERS_NS, "default-deny"),
+        ("NetworkPolicy", DRIVERS_NS, "allow-egress-to-api-server"),
+        ("NetworkPolicy", DRIVERS_NS, "allow-to-dns"),
+        ("NetworkPolicy", DRIVERS_NS, "allow-all-egress"),
+        (
+            "NetworkPolicy",
+            DRIVERS_NS,
+            "allow-ingress-to-metrics-range",
+        ),
+        (
+            "NetworkPolicy",
+            DRIVERS_NS,
+            "allow-ingress-to-operator-metrics-range",
+        ),
+        ("NetworkPolicy", CSO_NS, "default-deny"),
+        ("NetworkPolicy", CSO_NS, "allow-egress-to-api-server"),
+        ("NetworkPolicy", CSO_NS, "allow-to-dns"),
+        ("NetworkPolicy", CSO_NS, "allow-ingress-to-operator-metrics"),
+    ];
+    for (kind, ns, name) in want {
+        assert!(
+            got.contains(&(kind.into(), ns.into(), name.into())),
+            "missing {kind} {ns}/{name}"
+        );
+    }
+}
+
+#[test]
+fn order_is_dependencies_first() {
+    let all = load();
+    let position = |pred: &dyn Fn(&Manifest) -> bool| all.iter().position(pred);
+    for (i, m) in all.iter().enumerate() {
+        if let Some(ns) = m.namespace()
+            && let Some(p) = position(&|n| n.kind() == "Namespace" && n.name() == ns)
+        {
+            assert!(p < i, "{}: its namespace comes later", m.file);
+        }
+        if m.kind().ends_with("Binding") {
+            let role_kind = m.obj["roleRef"]["kind"].as_str().unwrap_or("");
+            let role = m.obj["roleRef"]["name"].as_str().unwrap_or("");
+            if let Some(p) = position(&|n| n.kind() == role_kind && n.name() == role) {
+                assert!(p < i, "{}: its role comes later", m.file);
+            }
+        }
+    }
+    // The operator starts last, when everything it relies on exists.
+    assert_eq!(all.last().map(|m| m.kind()), Some("Deployment"));
+    // Bindings point at roles that exist (here, or for the CSO's own, nowhere else).
+    for m in all.iter().filter(|m| m.kind().ends_with("Binding")) {
+        let role = m.obj["roleRef"]["name"].as_str().unwrap_or("");
+        assert!(
+            all.iter()
+                .any(|r| r.kind().ends_with("Role") && r.name() == role),
+            "{}: roleRef {role} is not shipped",
+            m.file
+        );
+    }
+}
+
+#[test]
+fn namespaces_carry_the_anchor_labels_and_annotations() {
+    let all = load();
+    for ns in [DRIVERS_NS, MANILA_NS] {
+        let m = find(&all, "Namespace", None, ns);
+        for mode in ["enforce", "audit", "warn"] {
+            assert_eq!(
+                m.obj["metadata"]["labels"][format!("pod-security.kubernetes.io/{mode}")],
+                "privileged",
+                "{ns}: node plugins run privileged"
+            );
+        }
+    }
+    let drivers = find(&all, "Namespace", None, DRIVERS_NS);
+    assert_eq!(
+        drivers.obj["metadata"]["labels"]["openshift.io/cluster-monitoring"],
+        "true"
+    );
+    let manila = find(&all, "Namespace", None, MANILA_NS);
+    assert_eq!(
+        manila.obj["metadata"]["annotations"]["openshift.io/node-selector"],
+        ""
+    );
+    assert_eq!(
+        manila.obj["metadata"]["annotations"]["workload.openshift.io/allowed"],
+        "management"
+    );
+}
+
+#[test]
+fn credentials_requests_target_the_anchor_secrets() {
+    let all = load();
+    for (name, secret_ns, secret) in [
+        (
+            "openstack-cinder-csi-driver-operator",
+            DRIVERS_NS,
+            "openstack-cloud-credentials",
+        ),
+        (
+            "manila-csi-driver-operator",
+            DRIVERS_NS,
+            "manila-cloud-credentials",
+        ),
+        ("manila-csi-drivers", MANILA_NS, "manila-cloud-credentials"),
+    ] {
+        let m = find(&all, "CredentialsRequest", Some(CCO_NS), name);
+        assert_eq!(m.obj["spec"]["secretRef"]["name"], secret, "{name}");
+        assert_eq!(m.obj["spec"]["secretRef"]["namespace"], secret_ns, "{name}");
+        assert_eq!(
+            m.obj["spec"]["providerSpec"]["kind"],
+            "OpenStackProviderSpec"
+        );
+        assert_eq!(
+            m.obj["spec"]["providerSpec"]["apiVersion"],
+            "cloudcredential.openshift.io/v1"
+        );
+        assert_eq!(
+            m.obj["metadata"]["annotations"]["capability.openshift.io/name"],
+            "Storage+CloudCredential"
+        );
+    }
+}
+
+#[test]
+fn storage_cr_is_create_only_and_managed() {
+    let all = load();
+    let m = find(&all, "Storage", None, "cluster");
+    assert_eq!(
+        m.obj["metadata"]["annotations"]["release.openshift.io/create-only"],
+        "true"
+    );
+    assert_eq!(m.obj["spec"]["managementState"], "Managed");
+    assert_eq!(m.obj["spec"]["logLevel"], "Normal");
+    assert_eq!(m.obj["spec"]["operatorLogLevel"], "Normal");
+    let co = find(&all, "ClusterOperator", None, "storage");
+    assert_eq!(co.obj["status"]["versions"][0]["name"], "operator");
+}
+
+#[test]
+fn deployment_runs_the_cso_with_every_image() {
+    let all = load();
+    let d: Deployment = typed(find(
+        &all,
+        "Deployment",
+        Some(CSO_NS),
+        "cluster-storage-operator",
+    ));
+    let spec = d.spec.expect("spec");
+    assert_eq!(spec.replicas, Some(1));
+    let pod = spec.template.spec.expect("pod spec");
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        Some("cluster-storage-operator")
+    );
+    assert_eq!(pod.containers.len(), 1);
+    let c = &pod.containers[0];
+    assert_eq!(
+        c.command.as_deref(),
+        Some(
+            &[
+                "csi-operator".to_string(),
+                "cluster-storage".into(),
+                "start".into()
+            ][..]
+        )
+    );
+    let env: BTreeMap<String, Option<String>> = c
+        .env
+        .iter()
+        .flatten()
+        .map(|e| (e.name.clone(), e.value.clone()))
+        .collect();
+    for name in [
+        "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
+        "OPENSTACK_CINDER_DRIVER_IMAGE",
+        "MANILA_DRIVER_OPERATOR_IMAGE",
+        "MANILA_DRIVER_IMAGE",
+        "MANILA_NFS_DRIVER_IMAGE",
+        "PROVISIONER_IMAGE",
+        "ATTACHER_IMAGE",
+        "RESIZER_IMAGE",
+        "SNAPSHOTTER_IMAGE",
+        "NODE_DRIVER_REGISTRAR_IMAGE",
+        "LIVENESS_PROBE_IMAGE",
+        "KUBE_RBAC_PROXY_IMAGE",
+        "TOOLS_IMAGE",
+        "OPERATOR_IMAGE_VERSION",
+    ] {
+        assert!(
+            env.get(name)
+                .is_some_and(|v| v.as_deref().is_some_and(|v| !v.is_empty())),
+            "env {name} missing or empty"
+        );
+    }
+    let resources = c.resources.as_ref().expect("resources");
+    let requests = resources.requests.as_ref().expect("requests");
+    assert_eq!(requests["cpu"].0, "10m");
+    assert_eq!(requests["memory"].0, "20Mi");
+    assert!(resources.limits.is_none(), "no limits (anchors §6.1)");
+    // Its labels must match the policies that let it reach the API server and DNS.
+    let labels = spec
+        .template
+        .metadata
+        .and_then(|m| m.labels)
+        .unwrap_or_default();
+    for policy in ["api-server", "dns"] {
+        assert_eq!(
+            labels
+                .get(&format!("openshift.storage.network-policy.{policy}"))
+                .map(String::as_str),
+            Some("allow"),
+            "pod label for {policy}"
+        );
+    }
+}
+
+#[test]
+fn network_policies_open_the_anchor_ports() {
+    let all = load();
+    let ports = |ns: &str, name: &str| -> Vec<(i32, Option<i32>)> {
+        let p: NetworkPolicy = typed(find(&all, "NetworkPolicy", Some(ns), name));
+        let spec = p.spec.expect("spec");
+        spec.ingress
+            .iter()
+            .flatten()
+            .flat_map(|r| r.ports.iter().flatten())
+            .chain(
+                spec.egress
+                    .iter()
+                    .flatten()
+                    .flat_map(|r| r.ports.iter().flatten()),
+            )
+            .filter_map(|p| match &p.port {
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n)) => {
+                    Some((*n, p.end_port))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        ports(DRIVERS_NS, "allow-ingress-to-metrics-range"),
+        [(9201, Some(9223))]
+    );
+    assert_eq!(
+        ports(DRIVERS_NS, "allow-egress-to-api-server"),
+        [(6443, None)]
+    );
+    assert!(ports(DRIVERS_NS, "allow-to-dns").contains(&(5353, None)));
+    assert_eq!(
+        ports(DRIVERS_NS, "allow-ingress-to-operator-metrics-range"),
+        [(8443, Some(8445))]
+    );
+}
+
+// ---- RBAC -------------------------------------------------------------------------------------
+
+/// `(kind, namespace, name, rules)` of a Role or ClusterRole.
+type RoleRules = (String, Option<String>, String, Vec<PolicyRule>);
+
+/// Every Role and ClusterRole.
+fn roles(all: &[Manifest]) -> Vec<RoleRules> {
+    all.iter()
+        .filter(|m| m.kind() == "Role" || m.kind() == "ClusterRole")
+        .map(|m| {
+            let rules = serde_json::from_value::<Vec<PolicyRule>>(m.obj["rules"].clone())
+                .unwrap_or_else(|e| panic!("{}: rules: {e}", m.file));
+            (
+                m.kind().to_owned(),
+                m.namespace().map(str::to_owned),
+                m.name().to_owned(),
+                rules,
+            )
+        })
+        .collect()
+}
+
+/// What breaks least privilege in these roles: wildcards anywhere, and Secrets granted
+/// cluster-wide or in a namespace other than the two driver namespaces.
+fn least_privilege_violations(roles: &[RoleRules]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (kind, ns, name, rules) in roles {
+        for rule in rules {
+            let groups = rule.api_groups.iter().flatten();
+            let resources = rule.resources.iter().flatten();
+            for v in rule.verbs.iter().chain(resources.clone()).chain(groups) {
+                if v.contains('*') {
+                    out.push(format!("{kind} {name}: wildcard {v:?}"));
+                }
+            }
+            if rule.non_resource_urls.is_some() {
+                out.push(format!("{kind} {name}: nonResourceURLs"));
+            }
+            let core = rule.api_groups.iter().flatten().any(|g| g.is_empty());
+            if core && resources.clone().any(|r| r == "secrets") {
+                let allowed =
+                    kind == "Role" && matches!(ns.as_deref(), Some(DRIVERS_NS) | Some(MANILA_NS));
+                if !allowed {
+                    out.push(format!("{kind} {ns:?}/{name}: grants Secrets"));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rbac_is_least_privilege() {
+    let all = load();
+    let v = least_privilege_violations(&roles(&all));
+    assert!(v.is_empty(), "{v:#?}");
+}
+
+#[test]
+fn least_privilege_check_catches_wildcards_and_stray_secrets() {
+    let rule = |groups: &[&str], resources: &[&str], verbs: &[&str]| PolicyRule {
+        api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
+        resources: Some(resources.iter().map(|s| s.to_string()).collect()),
+        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    let bad = vec![
+        (
+            "ClusterRole".into(),
+            None,
+            "a".into(),
+            vec![rule(&["apps"], &["deployments"], &["*"])],
+        ),
+        (
+            "ClusterRole".into(),
+            None,
+            "b".into(),
+            vec![rule(&["*"], &["pods"], &["get"])],
+        ),
+        (
+            "ClusterRole".into(),
+            None,
+            "c".into(),
+            vec![rule(&[""], &["*"], &["get"])],
+        ),
+        (
+            "ClusterRole".into(),
+            None,
+            "d".into(),
+            vec![rule(&[""], &["secrets"], &["get"])],
+        ),
+        (
+            "Role".into(),
+            Some(CSO_NS.into()),
+            "e".into(),
+            vec![rule(&[""], &["secrets"], &["get"])],
+        ),
+    ];
+    assert_eq!(least_privilege_violations(&bad).len(), 5);
+    let ok = vec![(
+        "Role".into(),
+        Some(MANILA_NS.into()),
+        "f".into(),
+        vec![rule(&[""], &["secrets"], &["get"])],
+    )];
+    assert!(least_privilege_violations(&ok).is_empty());
+}
+
+/// Whether some rule of `rules` grants `verb` on `group/resource`.
+fn grants(rules: &[PolicyRule], group: &str, resource: &str, verb: &str) -> bool {
+    rules.iter().any(|r| {
+        r.api_groups.iter().flatten().any(|g| g == group)
+            && r.resources.iter().flatten().any(|x| x == resource)
+            && r.verbs.iter().any(|v| v == verb)
+    })
+}
+
+/// `(apiGroup, resource, verb)`.
+type Perm = (&'static str, &'static str, &'static str);
+
+#[test]
+fn sidecar_roles_grant_what_the_upstream_sidecars_need() {
+    let all = load();
+    let by_name: BTreeMap<String, Vec<PolicyRule>> = roles(&all)
+        .into_iter()
+        .filter(|(k, ..)| k == "ClusterRole")
+        .map(|(_, _, n, r)| (n, r))
+        .collect();
+    let need: &[(&str, &[Perm])] = &[
+        (
+            "openshift-csi-main-attacher-role",
+            &[
+                ("", "persistentvolumes", "patch"),
+                ("storage.k8s.io", "csinodes", "watch"),
+                ("storage.k8s.io", "volumeattachments", "patch"),
+                ("storage.k8s.io", "volumeattachments/status", "patch"),
+            ],
+        ),
+        (
+            "openshift-csi-main-provisioner-role",
+            &[
+                ("", "persistentvolumes", "create"),
+                ("", "persistentvolumes", "delete"),
+                ("", "persistentvolumeclaims", "update"),
+                ("", "events", "create"),
+                ("storage.k8s.io", "storageclasses", "watch"),
+                ("storage.k8s.io", "csinodes", "watch"),
+                ("", "nodes", "watch"),
+            ],
+        ),
+        (
+            "openshift-csi-provisioner-volumesnapshot-reader-role",
+            &[
+                ("snapshot.storage.k8s.io", "volumesnapshots", "get"),
+                ("snapshot.storage.k8s.io", "volumesnapshotcontents", "get"),
+            ],
+        ),
+        (
+            "openshift-csi-main-resizer-role",
+            &[
+                ("", "persistentvolumes", "patch"),
+                ("", "persistentvolumeclaims", "watch"),
+                ("", "persistentvolumeclaims/status", "patch"),
+                ("", "events", "create"),
+            ],
+        ),
+        (
+            "openshift-csi-resizer-storageclass-reader-role",
+            &[("storage.k8s.io", "storageclasses", "get")],
+        ),
+        (
+            "openshift-csi-main-snapshotter-role",
+            &[
+                ("snapshot.storage.k8s.io", "volumesnapshotclasses", "watch"),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    "create",
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents/status",
+                    "update",
+                ),
+                ("", "events", "patch"),
+            ],
+        ),
+    ];
+    for (role, perms) in need {
+        let rules = by_name
+            .get(*role)
+            .unwrap_or_else(|| panic!("{role} not shipped"));
+        for (g, r, v) in *perms {
+            assert!(grants(rules, g, r, v), "{role} must grant {v} on {g}/{r}");
+        }
+    }
+}
+
+/// ClusterRole names bound, and cluster-scoped RBAC objects created, by the driver assets.
+fn driver_asset_rbac() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
+    let mut bound = BTreeSet::new();
+    let mut cluster_roles = BTreeSet::new();
+    let mut cluster_bindings = BTreeSet::new();
+    for crate_name in ["cinder", "manila"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../{crate_name}/assets"));
+        for entry in std::fs::read_dir(&dir).expect("driver assets exist") {
+            let path = entry.expect("entry").path();
+            let text = std::fs::read_to_string(&path).expect("readable asset");
+            let file = path.display().to_string();
+            for doc in operator_kit::assets::parse_values(&file, &text).expect("asset parses") {
+                let name = doc["metadata"]["name"].as_str().unwrap_or("").to_owned();
+                match doc["kind"].as_str() {
+                    Some("ClusterRole") => {
+                        cluster_roles.insert(name);
+                    }
+                    Some("ClusterRoleBinding") => {
+                        cluster_bindings.insert(name);
+                        if let Some(r) = doc["roleRef"]["name"].as_str() {
+                            bound.insert(r.to_owned());
+                        }
+                    }
+                    Some("RoleBinding") if doc["roleRef"]["kind"] == "ClusterRole" => {
+                        if let Some(r) = doc["roleRef"]["name"].as_str() {
+                            bound.insert(r.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    (bound, cluster_roles, cluster_bindings)
+}
+
+#[test]
+fn every_shared_role_the_drivers_bind_is_shipped_and_bindable() {
+    let all = load();
+    let (bound, cluster_roles, cluster_bindings) = driver_asset_rbac();
+    let union = roles(&all)
+        .into_iter()
+        .find(|(_, _, n, _)| n == "csi-driver-operator-union-role")
+        .expect("union role")
+        .3;
+    let named = |resource: &str, verb: &str| -> BTreeSet<String> {
+        union
+            .iter()
+            .filter(|r| {
+                r.resources.iter().flatten().any(|x| x == resource)
+                    && r.verbs.iter().any(|v| v == verb)
+            })
+            .flat_map(|r| r.resource_names.iter().flatten().cloned())
+            .collect()
+    };
+    let bindable = named("clusterroles", "bind");
+    for role in bound.iter().filter(|r| r.starts_with("openshift-csi-")) {
+        assert!(
+            all.iter()
+                .any(|m| m.kind() == "ClusterRole" && m.name() == role),
+            "driver assets bind {role}, which the manifests do not ship"
+        );
+        assert!(bindable.contains(role), "union role lacks bind on {role}");
+    }
+    // The driver operators may keep their own cluster-scoped RBAC in shape (update/delete are
+    // limited by name, so a renamed asset would silently lose that right).
+    let updatable_roles = named("clusterroles", "update");
+    for r in &cluster_roles {
+        assert!(
+            updatable_roles.contains(r),
+            "union role cannot update ClusterRole {r}"
+        );
+    }
+    let updatable_bindings = named("clusterrolebindings", "update");
+    for b in &cluster_bindings {
+        assert!(
+            updatable_bindings.contains(b),
+            "union role cannot update ClusterRoleBinding {b}"
+        );
+    }
+}
+
+// ---- Apply to kube-sim ------------------------------------------------------------------------
+
+fn api_for(client: &kube::Client, m: &Manifest) -> Api<DynamicObject> {
+    let (api_version, plural, namespaced) = known_kinds()[m.kind()];
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, m.kind()), plural);
+    match (namespaced, m.namespace()) {
+        (true, Some(ns)) => Api::namespaced_with(client.clone(), ns, &ar),
+        _ => Api::all_with(client.clone(), &ar),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applying_every_manifest_in_order_succeeds() {
+    let bed = testbed::Testbed::start(testbed::Settings::default())
+        .await
+        .expect("testbed starts");
+    // The cloud credential operator's namespace is the CCO's manifest, not ours.
+    let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+    let cco: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CCO_NS}}))
+    .expect("namespace");
+    namespaces
+        .create(&PostParams::default(), &cco)
+        .await
+        .expect("CCO namespace");
+
+    let all = load();
+    for m in &all {
+        let api = api_for(&bed.client, m);
+        let obj: DynamicObject = serde_json::from_value(m.obj.clone()).expect("dynamic object");
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(_) => {}
+            // The testbed (like an installer) made some namespaces already; the CVO skips them.
+            Err(kube::Error::Api(e)) if e.code == 409 && m.kind() == "Namespace" => {}
+            Err(e) => panic!("{}: apply failed: {e}", m.file),
+        }
+    }
+    for m in &all {
+        let got = api_for(&bed.client, m)
+            .get(m.name())
+            .await
+            .unwrap_or_else(|e| panic!("{}: not readable after apply: {e}", m.file));
+        if m.kind() == "Storage" {
+            assert_eq!(got.data["spec"]["managementState"], "Managed");
+        }
+    }
+}
