@@ -183,42 +183,6 @@ impl Operator {
         }
     }
 
-    fn get(
-        &self,
-        api_version: &str,
-        kind: &str,
-        ns: Option<&str>,
-        name: &str,
-    ) -> Option<Arc<DynamicObject>> {
-        self.cache.get(&ar(api_version, kind), ns, name)
-    }
-
-    fn typed<K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned>(
-        &self,
-        api_version: &str,
-        kind: &str,
-        ns: Option<&str>,
-        name: &str,
-    ) -> Option<K> {
-        let obj = self.get(api_version, kind, ns, name)?;
-        let value = serde_json::to_value(&*obj).ok()?;
-        match openshift_api::decode::from_value::<K>(value) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
-                None
-            }
-        }
-    }
-
-    fn config_map(&self, ns: &str, name: &str) -> Option<ConfigMap> {
-        self.typed("v1", "ConfigMap", Some(ns), name)
-    }
-
-    fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
-        self.typed("v1", "Secret", Some(ns), name)
-    }
-
     /// One reconcile of `cinder.csi.openstack.org`.
     pub async fn reconcile(&mut self) -> Outcome {
         let started = Instant::now();
@@ -229,7 +193,7 @@ impl Operator {
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(mut cr_obj) = self.get(
+        let Some(mut cr_obj) = self.cache.get_kind(
             "operator.openshift.io/v1",
             "ClusterCSIDriver",
             None,
@@ -379,7 +343,8 @@ impl Operator {
 
     fn base_facts(&self, cr: &ClusterCSIDriver) -> Facts {
         let infra: Option<Infrastructure> =
-            self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+            self.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
         let topology = infra
             .as_ref()
             .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
@@ -403,9 +368,9 @@ impl Operator {
             cluster_id,
             topology,
             log_level: LogLevel::parse(&raw_level).level,
-            trusted_ca_bundle: self.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
-            credentials: self.secret(ns, CREDENTIALS_SECRET),
-            metrics_cert: self.secret(ns, METRICS_SERVING_CERT_SECRET),
+            trusted_ca_bundle: self.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
+            credentials: self.cache.secret(ns, CREDENTIALS_SECRET),
+            metrics_cert: self.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
             ..Facts::default()
         }
     }
@@ -438,7 +403,7 @@ impl Operator {
                 self.metrics.error("config");
                 board.set_condition(conditions::degraded(CONFIG_SYNC_PREFIX, Some(&message)));
                 // Keep rolling out what exists: the live cloud-conf still describes the cloud.
-                (self.config_map(&ns, CLOUD_CONF_CONFIGMAP), requeue)
+                (self.cache.config_map(&ns, CLOUD_CONF_CONFIGMAP), requeue)
             }
         }
     }
@@ -450,9 +415,12 @@ impl Operator {
         &mut self,
         ns: &str,
     ) -> Result<(ConfigMap, Option<Duration>, Option<String>), (String, Option<Duration>)> {
-        let user = self.config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
+        let user = self
+            .cache
+            .config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
         let infra: Option<Infrastructure> =
-            self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+            self.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
         let cloud_ref = infra
             .as_ref()
             .and_then(|i| i.spec.cloud_config.as_ref())
@@ -463,11 +431,14 @@ impl Operator {
         let infra_cm = cloud_ref
             .as_ref()
             .filter(|r| !r.name.is_empty())
-            .and_then(|r| self.config_map(config::USER_CONFIG_NAMESPACE, &r.name));
+            .and_then(|r| {
+                self.cache
+                    .config_map(config::USER_CONFIG_NAMESPACE, &r.name)
+            });
         let source = config::select_source(user.as_ref(), cloud_ref.as_ref(), infra_cm.as_ref())
             .map_err(|e| (e.to_string(), None))?;
-        let credentials = self.secret(ns, CREDENTIALS_SECRET);
-        let synced = self.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
+        let credentials = self.cache.secret(ns, CREDENTIALS_SECRET);
+        let synced = self.cache.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
         let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
             .map_err(|e| (e.to_string(), None))?;
         let origin = source
@@ -643,7 +614,7 @@ impl Operator {
                     last_generation: generation.unwrap_or_default(),
                     hash: String::new(),
                 });
-                let live: Option<Deployment> = self.typed(
+                let live: Option<Deployment> = self.cache.typed(
                     "apps/v1",
                     "Deployment",
                     Some(ns),
@@ -691,7 +662,8 @@ impl Operator {
             }
         };
         let live: Option<DaemonSet> =
-            self.typed("apps/v1", "DaemonSet", Some(ns), NODE_DAEMONSET_NAME);
+            self.cache
+                .typed("apps/v1", "DaemonSet", Some(ns), NODE_DAEMONSET_NAME);
         if let Some(stable) = progressing::stable_generation_annotation(live.as_ref()) {
             let annotations = desired
                 .object
@@ -711,9 +683,12 @@ impl Operator {
                     last_generation: generation.unwrap_or_default(),
                     hash: String::new(),
                 });
-                if let Some(ds) =
-                    self.typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), NODE_DAEMONSET_NAME)
-                {
+                if let Some(ds) = self.cache.typed::<DaemonSet>(
+                    "apps/v1",
+                    "DaemonSet",
+                    Some(ns),
+                    NODE_DAEMONSET_NAME,
+                ) {
                     for cond in progressing::daemonset_conditions(NODE_PREFIX, &ds).into_vec() {
                         board.set_condition(cond);
                     }

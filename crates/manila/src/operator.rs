@@ -223,42 +223,6 @@ impl Operator {
         }
     }
 
-    fn get(
-        &self,
-        api_version: &str,
-        kind: &str,
-        ns: Option<&str>,
-        name: &str,
-    ) -> Option<Arc<DynamicObject>> {
-        self.cache.get(&ar(api_version, kind), ns, name)
-    }
-
-    fn typed<K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned>(
-        &self,
-        api_version: &str,
-        kind: &str,
-        ns: Option<&str>,
-        name: &str,
-    ) -> Option<K> {
-        let obj = self.get(api_version, kind, ns, name)?;
-        let value = serde_json::to_value(&*obj).ok()?;
-        match openshift_api::decode::from_value::<K>(value) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
-                None
-            }
-        }
-    }
-
-    fn config_map(&self, ns: &str, name: &str) -> Option<ConfigMap> {
-        self.typed("v1", "ConfigMap", Some(ns), name)
-    }
-
-    fn secret(&self, ns: &str, name: &str) -> Option<Secret> {
-        self.typed("v1", "Secret", Some(ns), name)
-    }
-
     /// One reconcile of `manila.csi.openstack.org`.
     pub async fn reconcile(&mut self) -> Outcome {
         let started = Instant::now();
@@ -269,7 +233,7 @@ impl Operator {
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(mut cr_obj) = self.get(
+        let Some(mut cr_obj) = self.cache.get_kind(
             "operator.openshift.io/v1",
             "ClusterCSIDriver",
             None,
@@ -396,7 +360,8 @@ impl Operator {
         // OpenShift): the apply engine cannot update a Namespace read from the watch cache
         // yet (the cached copy has no kind; reported to operator-kit).
         let ns_exists = self
-            .get("v1", "Namespace", None, &self.opts.namespace)
+            .cache
+            .get_kind("v1", "Namespace", None, &self.opts.namespace)
             .is_some();
         let cp = build::control_plane_static(&facts).map(|objects| {
             objects
@@ -467,7 +432,7 @@ impl Operator {
     /// Runs the detection when it is due.
     async fn detect(&mut self) {
         let ns = self.opts.operator_namespace.clone();
-        let credentials = self.secret(&ns, OPERATOR_CREDENTIALS_SECRET);
+        let credentials = self.cache.secret(&ns, OPERATOR_CREDENTIALS_SECRET);
         let ca = self.ca_bundle(credentials.as_ref(), &ns);
         let fp = fingerprint(credentials.as_ref(), ca.as_deref());
         let now = Instant::now();
@@ -494,7 +459,8 @@ impl Operator {
             .map(|b| b.0.clone())
             .filter(|b| !b.is_empty())
             .or_else(|| {
-                self.config_map(ns, CLOUD_PROVIDER_CONFIGMAP)
+                self.cache
+                    .config_map(ns, CLOUD_PROVIDER_CONFIGMAP)
                     .and_then(|cm| cm.data)
                     .and_then(|d| d.get("ca-bundle.pem").cloned())
                     .filter(|s| !s.is_empty())
@@ -572,7 +538,8 @@ impl Operator {
 
     fn base_facts(&self, cr: &ClusterCSIDriver) -> Facts {
         let infra: Option<Infrastructure> =
-            self.typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+            self.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
         let topology = infra
             .as_ref()
             .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
@@ -596,9 +563,9 @@ impl Operator {
             cluster_id,
             topology,
             log_level: LogLevel::parse(&raw_level).level,
-            trusted_ca_bundle: self.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
-            driver_credentials: self.secret(ns, DRIVER_CREDENTIALS_SECRET),
-            metrics_cert: self.secret(ns, METRICS_SERVING_CERT_SECRET),
+            trusted_ca_bundle: self.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
+            driver_credentials: self.cache.secret(ns, DRIVER_CREDENTIALS_SECRET),
+            metrics_cert: self.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
             ..Facts::default()
         }
     }
@@ -674,7 +641,10 @@ impl Operator {
     /// `cacert` volume; deletes the copy when the source is gone (anchors §5.2, §3.6).
     async fn resource_sync_step(&self, board: &mut StatusBoard) -> bool {
         let ns = self.opts.namespace.as_str();
-        let result = match self.config_map(CONFIG_NAMESPACE, CLOUD_PROVIDER_CONFIGMAP) {
+        let result = match self
+            .cache
+            .config_map(CONFIG_NAMESPACE, CLOUD_PROVIDER_CONFIGMAP)
+        {
             Some(source) => match build::cloud_provider_config_copy(ns, &source) {
                 Ok(d) => self.apply_with(&self.applier, &d, None).await.map(|_| ()),
                 Err(e) => Err(e.to_string()),
@@ -712,7 +682,8 @@ impl Operator {
             Err(e) => return self.post(board, CSI_DRIVER_PREFIX, Err(e.to_string())),
         };
         let exists = self
-            .get("storage.k8s.io/v1", "CSIDriver", None, CSI_DRIVER_NAME)
+            .cache
+            .get_kind("storage.k8s.io/v1", "CSIDriver", None, CSI_DRIVER_NAME)
             .is_some();
         let result = match &policy {
             Err(_) if exists => Ok(()),
@@ -751,7 +722,7 @@ impl Operator {
                     last_generation: generation.unwrap_or_default(),
                     hash: String::new(),
                 });
-                let live: Option<Deployment> = self.typed(
+                let live: Option<Deployment> = self.cache.typed(
                     "apps/v1",
                     "Deployment",
                     Some(ns),
@@ -793,7 +764,7 @@ impl Operator {
             Ok(d) => d,
             Err(e) => return self.post(board, prefix, Err(e.to_string())),
         };
-        let live: Option<DaemonSet> = self.typed("apps/v1", "DaemonSet", Some(ns), name);
+        let live: Option<DaemonSet> = self.cache.typed("apps/v1", "DaemonSet", Some(ns), name);
         if let Some(stable) = progressing::stable_generation_annotation(live.as_ref()) {
             desired
                 .object
@@ -813,7 +784,10 @@ impl Operator {
                     last_generation: generation.unwrap_or_default(),
                     hash: String::new(),
                 });
-                if let Some(ds) = self.typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), name) {
+                if let Some(ds) =
+                    self.cache
+                        .typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), name)
+                {
                     for cond in progressing::daemonset_conditions(prefix, &ds).into_vec() {
                         board.set_condition(cond);
                     }

@@ -298,6 +298,62 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// The cached object of a kind known to [`crate::kinds`].
+    pub fn get_kind(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        let ar = crate::kinds::api_resource(api_version, kind).ok()?;
+        self.get(&ar, namespace, name)
+    }
+
+    /// The cached object decoded as `K`. An object that does not decode (a malformed object
+    /// written by someone else) is treated as absent and logged, never a panic.
+    pub fn typed<K: serde::de::DeserializeOwned>(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<K> {
+        let obj = self.get_kind(api_version, kind, namespace, name)?;
+        let mut value = serde_json::to_value(&*obj).ok()?;
+        // List items carry no apiVersion/kind; typed decoders of built-ins do not need them,
+        // but resources that check them do.
+        if let Some(o) = value.as_object_mut() {
+            o.entry("apiVersion").or_insert_with(|| api_version.into());
+            o.entry("kind").or_insert_with(|| kind.into());
+        }
+        match serde_json::from_value::<K>(value) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                tracing::warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
+                None
+            }
+        }
+    }
+
+    /// A cached ConfigMap.
+    pub fn config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<k8s_openapi::api::core::v1::ConfigMap> {
+        self.typed("v1", "ConfigMap", Some(namespace), name)
+    }
+
+    /// A cached Secret.
+    pub fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<k8s_openapi::api::core::v1::Secret> {
+        self.typed("v1", "Secret", Some(namespace), name)
+    }
+
     /// The cached object, if a synced watch covers it and it exists.
     pub fn get(
         &self,
