@@ -9,10 +9,6 @@ use anyhow::Context;
 use cinder::build::{self, Facts};
 use cinder::operator::{self, Operator, Options};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::Api;
-use openshift_api::config::Infrastructure;
-use operator_kit::hooks::TopologyMode;
-use operator_kit::leader_timing::LeaderTiming;
 use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::Metrics;
@@ -63,7 +59,7 @@ pub async fn start(
         topology_refresh: args.topology_refresh,
         cluster_id: args.cluster_id.clone(),
     };
-    let timing = leader_timing(&client).await;
+    let timing = crate::client::leader_timing(&client).await;
     let cache = operator::watches(client.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
@@ -85,18 +81,6 @@ pub async fn start(
     };
     process::run(client, options, cache, metrics, op, shutdown).await?;
     Ok(())
-}
-
-/// SingleReplica control planes get the longer lease (anchors §4.1); anything unreadable
-/// (plain Kubernetes has no Infrastructure) keeps the default.
-async fn leader_timing(client: &kube::Client) -> LeaderTiming {
-    let api: Api<Infrastructure> = Api::all(client.clone());
-    match api.get_opt("cluster").await {
-        Ok(Some(infra)) => LeaderTiming::for_control_plane(&TopologyMode::parse(
-            infra.control_plane_topology().as_str(),
-        )),
-        _ => LeaderTiming::DEFAULT,
-    }
 }
 
 #[derive(clap::Args)]

@@ -25,3 +25,17 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
     };
     Client::try_from(config).context("cannot build a Kubernetes client")
 }
+
+/// The operator's own lease timing: SingleReplica control planes get the longer lease
+/// (anchors §4.1); anything unreadable (plain Kubernetes has no Infrastructure) keeps the
+/// default.
+pub async fn leader_timing(client: &Client) -> operator_kit::leader_timing::LeaderTiming {
+    use operator_kit::leader_timing::LeaderTiming;
+    let api: kube::Api<openshift_api::config::Infrastructure> = kube::Api::all(client.clone());
+    match api.get_opt("cluster").await {
+        Ok(Some(infra)) => LeaderTiming::for_control_plane(
+            &operator_kit::hooks::TopologyMode::parse(infra.control_plane_topology().as_str()),
+        ),
+        _ => LeaderTiming::DEFAULT,
+    }
+}

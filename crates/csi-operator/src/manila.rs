@@ -6,12 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use kube::Api;
 use manila::build::{self, Facts, FsGroupPolicy};
 use manila::operator::{self, Operator, Options};
-use openshift_api::config::Infrastructure;
-use operator_kit::hooks::TopologyMode;
-use operator_kit::leader_timing::LeaderTiming;
 use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::Metrics;
@@ -67,7 +63,7 @@ pub async fn start(
         cluster_id: args.cluster_id.clone(),
         fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
     };
-    let timing = leader_timing(&client).await;
+    let timing = crate::client::leader_timing(&client).await;
     let cache = operator::watches(client.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
@@ -89,17 +85,6 @@ pub async fn start(
     };
     process::run(client, options, cache, metrics, op, shutdown).await?;
     Ok(())
-}
-
-/// SingleReplica control planes get the longer lease; anything unreadable keeps the default.
-async fn leader_timing(client: &kube::Client) -> LeaderTiming {
-    let api: Api<Infrastructure> = Api::all(client.clone());
-    match api.get_opt("cluster").await {
-        Ok(Some(infra)) => LeaderTiming::for_control_plane(&TopologyMode::parse(
-            infra.control_plane_topology().as_str(),
-        )),
-        _ => LeaderTiming::DEFAULT,
-    }
 }
 
 #[derive(clap::Args)]
