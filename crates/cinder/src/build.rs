@@ -9,9 +9,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::DynamicObject;
-use kube::core::ApiResource;
 use operator_kit::assets::{self, Replacements};
+use operator_kit::desired;
 use operator_kit::hooks::{self, TopologyMode};
 use operator_kit::kinds;
 use operator_kit::leader_timing::LeaderTiming;
@@ -53,28 +52,7 @@ pub struct Facts {
     pub metrics_cert: Option<Secret>,
 }
 
-/// One object to apply, with the asset it came from (for condition messages).
-#[derive(Debug, Clone)]
-pub struct Desired {
-    pub asset: &'static str,
-    pub resource: ApiResource,
-    pub object: DynamicObject,
-    /// The CRD that must be served before this object can exist.
-    pub requires_crd: Option<&'static str>,
-}
-
-/// Why an object cannot be built; the message names the asset and what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error(transparent)]
-    Asset(#[from] assets::AssetError),
-    #[error("asset {asset}: {source}")]
-    Kind {
-        asset: &'static str,
-        #[source]
-        source: kinds::KindError,
-    },
-}
+pub use operator_kit::desired::{BuildError, Desired};
 
 impl Facts {
     /// The `${NAME}` replacements every asset gets.
@@ -90,23 +68,13 @@ impl Facts {
     }
 }
 
-fn to_desired(asset: &Asset, value: serde_json::Value) -> Result<Desired, BuildError> {
-    let (resource, object) = kinds::from_value(value).map_err(|source| BuildError::Kind {
-        asset: asset.name,
-        source,
-    })?;
-    Ok(Desired {
-        asset: asset.name,
-        resource,
-        object,
-        requires_crd: asset.requires_crd,
-    })
-}
-
 fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
-    let yaml = assets::render(asset.name, asset.yaml, &facts.replacements())?;
-    let value: serde_json::Value = assets::parse_single(asset.name, &yaml)?;
-    to_desired(asset, value)
+    desired::render(
+        asset.name,
+        asset.yaml,
+        asset.requires_crd,
+        &facts.replacements(),
+    )
 }
 
 /// The static objects of the control plane (ordered roles, bindings, the rest).
@@ -177,22 +145,16 @@ pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
 
 /// The controller Deployment in dynamic form.
 pub fn controller_desired(facts: &Facts) -> Result<Desired, BuildError> {
-    let d = controller_deployment(facts)?;
-    let value = serde_json::to_value(&d).map_err(|e| BuildError::Kind {
-        asset: CONTROLLER_DEPLOYMENT.name,
-        source: kinds::KindError::Convert(e.to_string()),
-    })?;
-    to_desired(&CONTROLLER_DEPLOYMENT, value)
+    desired::from_typed(
+        CONTROLLER_DEPLOYMENT.name,
+        None,
+        &controller_deployment(facts)?,
+    )
 }
 
 /// The node DaemonSet in dynamic form.
 pub fn node_desired(facts: &Facts) -> Result<Desired, BuildError> {
-    let ds = node_daemonset(facts)?;
-    let value = serde_json::to_value(&ds).map_err(|e| BuildError::Kind {
-        asset: NODE_DAEMONSET.name,
-        source: kinds::KindError::Convert(e.to_string()),
-    })?;
-    to_desired(&NODE_DAEMONSET, value)
+    desired::from_typed(NODE_DAEMONSET.name, None, &node_daemonset(facts)?)
 }
 
 /// StorageClass `standard-csi` (the default-class rules are the apply engine's).
@@ -207,18 +169,14 @@ pub fn volume_snapshot_class(facts: &Facts) -> Result<Desired, BuildError> {
 
 /// The `cloud-conf` ConfigMap in dynamic form.
 pub fn cloud_conf_desired(cm: &ConfigMap) -> Result<Desired, BuildError> {
-    const ASSET: Asset = Asset {
-        name: "cloud-conf (generated)",
-        yaml: "",
-        requires_crd: None,
-    };
     let mut value = serde_json::to_value(cm).map_err(|e| BuildError::Kind {
-        asset: ASSET.name,
+        asset: "cloud-conf (generated)",
         source: kinds::KindError::Convert(e.to_string()),
     })?;
+    // Typed ConfigMaps serialize without apiVersion/kind; the apply engine needs them.
     value["apiVersion"] = "v1".into();
     value["kind"] = "ConfigMap".into();
-    to_desired(&ASSET, value)
+    desired::from_value("cloud-conf (generated)", None, value)
 }
 
 /// Every object, in the order the operator applies them: for `render`.

@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::api::{DynamicObject, ObjectMeta};
-use kube::core::ApiResource;
+use kube::api::ObjectMeta;
 use operator_kit::assets::{self, Replacements};
+use operator_kit::desired;
 use operator_kit::hooks::{self, TopologyMode};
 use operator_kit::kinds;
 use operator_kit::leader_timing::LeaderTiming;
@@ -97,28 +97,7 @@ impl FsGroupPolicy {
 )]
 pub struct FsGroupPolicyError(pub String);
 
-/// One object to apply, with the asset it came from (for condition messages).
-#[derive(Debug, Clone)]
-pub struct Desired {
-    pub asset: &'static str,
-    pub resource: ApiResource,
-    pub object: DynamicObject,
-    /// The CRD that must be served before this object can exist.
-    pub requires_crd: Option<&'static str>,
-}
-
-/// Why an object cannot be built; the message names the asset and what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error(transparent)]
-    Asset(#[from] assets::AssetError),
-    #[error("asset {asset}: {source}")]
-    Kind {
-        asset: &'static str,
-        #[source]
-        source: kinds::KindError,
-    },
-}
+pub use operator_kit::desired::{BuildError, Desired};
 
 impl Facts {
     /// The `${NAME}` replacements every asset gets.
@@ -139,31 +118,23 @@ fn to_desired(
     crd: Option<&'static str>,
     value: serde_json::Value,
 ) -> Result<Desired, BuildError> {
-    let (resource, object) =
-        kinds::from_value(value).map_err(|source| BuildError::Kind { asset, source })?;
-    Ok(Desired {
-        asset,
-        resource,
-        object,
-        requires_crd: crd,
-    })
+    desired::from_value(asset, crd, value)
 }
 
 fn typed_to_desired<T: serde::Serialize>(
     asset: &'static str,
     obj: &T,
 ) -> Result<Desired, BuildError> {
-    let value = serde_json::to_value(obj).map_err(|e| BuildError::Kind {
-        asset,
-        source: kinds::KindError::Convert(e.to_string()),
-    })?;
-    to_desired(asset, None, value)
+    desired::from_typed(asset, None, obj)
 }
 
 fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
-    let yaml = assets::render(asset.name, asset.yaml, &facts.replacements())?;
-    let value: serde_json::Value = assets::parse_single(asset.name, &yaml)?;
-    to_desired(asset.name, asset.requires_crd, value)
+    desired::render(
+        asset.name,
+        asset.yaml,
+        asset.requires_crd,
+        &facts.replacements(),
+    )
 }
 
 fn render_typed<T: serde::de::DeserializeOwned>(
