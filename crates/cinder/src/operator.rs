@@ -32,7 +32,8 @@ use operator_kit::metrics::{Metrics, WriteVerb};
 use operator_kit::progressing;
 use operator_kit::runtime::Outcome;
 use operator_kit::status::{self, GenerationStatus, StatusBoard, StatusWriter};
-use tracing::{debug, info, warn};
+use operator_kit::steps;
+use tracing::{debug, warn};
 
 use crate::build::{self, Desired, Facts};
 use crate::config::{self, CloudConfigRef};
@@ -143,7 +144,7 @@ pub struct Operator {
         String,
         tokio::task::JoinHandle<Result<bool, crate::topology::TopologyError>>,
     )>,
-    last_operator_log_level: Option<LogLevel>,
+    operator_log_level: steps::OperatorLogLevel,
 }
 
 impl Operator {
@@ -160,7 +161,12 @@ impl Operator {
             name: Some(CSI_DRIVER_NAME.into()),
             ..Default::default()
         };
-        let recorder = EventRecorder::new(client.clone(), cr_ref, USER_AGENT, &hostname());
+        let recorder = EventRecorder::new(
+            client.clone(),
+            cr_ref,
+            USER_AGENT,
+            &steps::instance_name(USER_AGENT),
+        );
         let applier = Applier::new(client.clone(), cache.clone(), recorder);
         let status = StatusWriter::new(
             client.clone(),
@@ -179,7 +185,7 @@ impl Operator {
             topology,
             openstack: Arc::new(openstack::Session::new()),
             listing: None,
-            last_operator_log_level: None,
+            operator_log_level: steps::OperatorLogLevel::default(),
         }
     }
 
@@ -219,7 +225,14 @@ impl Operator {
                 };
             }
         };
-        self.apply_operator_log_level(&cr);
+        let raw_level = cr
+            .spec
+            .operator
+            .operator_log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        self.operator_log_level.sync(&self.log, &raw_level);
         let mut board = StatusBoard::new();
         let management = cr.spec.operator.management_state();
         match &management {
@@ -297,11 +310,23 @@ impl Operator {
 
         // Static resources.
         let cp = build::control_plane_static(&facts);
-        failed |= self.apply_group(&mut board, CP_STATIC_PREFIX, cp).await;
+        failed |= steps::apply_group(
+            &self.applier,
+            &self.metrics,
+            &mut board,
+            CP_STATIC_PREFIX,
+            cp,
+        )
+        .await;
         let guest = build::guest_static(&facts);
-        failed |= self
-            .apply_group(&mut board, GUEST_STATIC_PREFIX, guest)
-            .await;
+        failed |= steps::apply_group(
+            &self.applier,
+            &self.metrics,
+            &mut board,
+            GUEST_STATIC_PREFIX,
+            guest,
+        )
+        .await;
 
         // Controller Deployment and node DaemonSet.
         failed |= self.controller_step(&mut board, &facts, &cr_obj).await;
@@ -319,25 +344,6 @@ impl Operator {
             _ => Outcome::Done {
                 requeue_after: requeue,
             },
-        }
-    }
-
-    fn apply_operator_log_level(&mut self, cr: &ClusterCSIDriver) {
-        let raw = cr
-            .spec
-            .operator
-            .operator_log_level
-            .as_ref()
-            .map(|l| l.as_str().to_string())
-            .unwrap_or_default();
-        let parsed = LogLevel::parse(&raw);
-        if parsed.unknown.is_some() {
-            warn!(value = %raw, "spec.operatorLogLevel is not one of Normal, Debug, Trace, TraceAll; using Normal");
-        }
-        if self.last_operator_log_level != Some(parsed.level) {
-            self.log.set_level(parsed.level.verbosity());
-            info!(level = ?parsed.level, "operator log level set");
-            self.last_operator_log_level = Some(parsed.level);
         }
     }
 
@@ -548,43 +554,6 @@ impl Operator {
         }
     }
 
-    /// A static-resources step: every object of the group, one Degraded condition.
-    async fn apply_group(
-        &self,
-        board: &mut StatusBoard,
-        prefix: &str,
-        objects: Result<Vec<Desired>, build::BuildError>,
-    ) -> bool {
-        let objects = match objects {
-            Ok(o) => o,
-            Err(e) => {
-                board.set_condition(conditions::degraded(prefix, Some(&e.to_string())));
-                return true;
-            }
-        };
-        let mut errors = Vec::new();
-        for d in &objects {
-            match self.applier.apply(&d.resource, &d.object, None).await {
-                Ok(applied) => {
-                    self.metrics.applied(&d.resource.kind, applied.action);
-                }
-                // A missing monitoring stack is not a failure (anchors §8.6 fixed).
-                Err(ApplyError::KindNotServed { .. }) if d.requires_crd.is_some() => {
-                    debug!(asset = d.asset, "skipping: its CRD is not installed");
-                }
-                Err(e) => errors.push(format!("\"{}\" ({}): {e}", d.asset, d.resource.kind)),
-            }
-        }
-        if errors.is_empty() {
-            board.set_condition(conditions::degraded(prefix, None));
-            false
-        } else {
-            self.metrics.error("apply");
-            board.set_condition(conditions::degraded(prefix, Some(&errors.join("\n"))));
-            true
-        }
-    }
-
     async fn controller_step(
         &self,
         board: &mut StatusBoard,
@@ -620,7 +589,7 @@ impl Operator {
                     Some(ns),
                     CONTROLLER_DEPLOYMENT_NAME,
                 );
-                let previous = previous_conditions(cr);
+                let previous = steps::previous_conditions(cr);
                 let now = jiff::Timestamp::now();
                 match live.map(|d| {
                     progressing::deployment_conditions(CONTROLLER_PREFIX, &d, &previous, now)
@@ -856,14 +825,6 @@ async fn list_zones(
     crate::topology::compute_enable_topology(&compute, &volume)
 }
 
-fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
-    cr.data
-        .get("status")
-        .and_then(|s| s.get("conditions"))
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_default()
-}
-
 /// A digest of the credentials and CA: when it changes, zones are listed again at once.
 fn fingerprint(credentials: Option<&Secret>, ca: Option<&str>) -> String {
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
@@ -881,12 +842,6 @@ fn fingerprint(credentials: Option<&Secret>, ca: Option<&str>) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-fn hostname() -> String {
-    std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "openstack-cinder-csi-driver-operator".to_string())
 }
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.

@@ -38,6 +38,7 @@ use operator_kit::metrics::{Metrics, WriteVerb};
 use operator_kit::progressing;
 use operator_kit::runtime::Outcome;
 use operator_kit::status::{self, GenerationStatus, StatusBoard, StatusWriter};
+use operator_kit::steps;
 use tracing::{debug, info, warn};
 
 use crate::build::{self, Desired, Facts, FsGroupPolicy};
@@ -182,7 +183,7 @@ pub struct Operator {
     log: LogControl,
     detection: Detection,
     openstack: openstack::Session,
-    last_operator_log_level: Option<LogLevel>,
+    operator_log_level: steps::OperatorLogLevel,
 }
 
 impl Operator {
@@ -199,7 +200,12 @@ impl Operator {
             name: Some(CSI_DRIVER_NAME.into()),
             ..Default::default()
         };
-        let recorder = EventRecorder::new(client.clone(), cr_ref, USER_AGENT, &hostname());
+        let recorder = EventRecorder::new(
+            client.clone(),
+            cr_ref,
+            USER_AGENT,
+            &steps::instance_name(USER_AGENT),
+        );
         let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
         let status = StatusWriter::new(
             client.clone(),
@@ -219,7 +225,7 @@ impl Operator {
             log,
             detection,
             openstack: openstack::Session::new(),
-            last_operator_log_level: None,
+            operator_log_level: steps::OperatorLogLevel::default(),
         }
     }
 
@@ -259,7 +265,14 @@ impl Operator {
                 };
             }
         };
-        self.apply_operator_log_level(&cr);
+        let raw_level = cr
+            .spec
+            .operator
+            .operator_log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        self.operator_log_level.sync(&self.log, &raw_level);
         let mut board = StatusBoard::new();
         match cr.spec.operator.management_state() {
             ManagementState::Managed => {}
@@ -369,12 +382,24 @@ impl Operator {
                 .filter(|d| !(ns_exists && d.resource.kind == "Namespace"))
                 .collect()
         });
-        failed |= self.apply_group(&mut board, CP_STATIC_PREFIX, cp).await;
+        failed |= steps::apply_group(
+            &self.applier,
+            &self.metrics,
+            &mut board,
+            CP_STATIC_PREFIX,
+            cp,
+        )
+        .await;
         failed |= self.resource_sync_step(&mut board).await;
         let guest = build::guest_static(&facts);
-        failed |= self
-            .apply_group(&mut board, GUEST_STATIC_PREFIX, guest)
-            .await;
+        failed |= steps::apply_group(
+            &self.applier,
+            &self.metrics,
+            &mut board,
+            GUEST_STATIC_PREFIX,
+            guest,
+        )
+        .await;
         failed |= self.csi_driver_step(&mut board, &mut facts).await;
         failed |= self.controller_step(&mut board, &facts, &cr_obj).await;
         failed |= self
@@ -517,25 +542,6 @@ impl Operator {
         Ok(types.into_iter().map(|t| t.name).collect())
     }
 
-    fn apply_operator_log_level(&mut self, cr: &ClusterCSIDriver) {
-        let raw = cr
-            .spec
-            .operator
-            .operator_log_level
-            .as_ref()
-            .map(|l| l.as_str().to_string())
-            .unwrap_or_default();
-        let parsed = LogLevel::parse(&raw);
-        if parsed.unknown.is_some() {
-            warn!(value = %raw, "spec.operatorLogLevel is not one of Normal, Debug, Trace, TraceAll; using Normal");
-        }
-        if self.last_operator_log_level != Some(parsed.level) {
-            self.log.set_level(parsed.level.verbosity());
-            info!(level = ?parsed.level, "operator log level set");
-            self.last_operator_log_level = Some(parsed.level);
-        }
-    }
-
     fn base_facts(&self, cr: &ClusterCSIDriver) -> Facts {
         let infra: Option<Infrastructure> =
             self.cache
@@ -599,41 +605,6 @@ impl Operator {
                 self.metrics.error("apply");
                 Err(e.to_string())
             }
-        }
-    }
-
-    /// A static-resources step: every object of the group, one Degraded condition.
-    async fn apply_group(
-        &self,
-        board: &mut StatusBoard,
-        prefix: &str,
-        objects: Result<Vec<Desired>, build::BuildError>,
-    ) -> bool {
-        let objects = match objects {
-            Ok(o) => o,
-            Err(e) => {
-                board.set_condition(conditions::degraded(prefix, Some(&e.to_string())));
-                return true;
-            }
-        };
-        let mut errors = Vec::new();
-        for d in &objects {
-            match self.applier.apply(&d.resource, &d.object, None).await {
-                Ok(applied) => self.count_write(&d.resource.kind, &applied),
-                // A missing monitoring stack is not a failure (anchors §8.6 fixed).
-                Err(ApplyError::KindNotServed { .. }) if d.requires_crd.is_some() => {
-                    debug!(asset = d.asset, "skipping: its CRD is not installed");
-                }
-                Err(e) => errors.push(format!("\"{}\" ({}): {e}", d.asset, d.resource.kind)),
-            }
-        }
-        if errors.is_empty() {
-            board.set_condition(conditions::degraded(prefix, None));
-            false
-        } else {
-            self.metrics.error("apply");
-            board.set_condition(conditions::degraded(prefix, Some(&errors.join("\n"))));
-            true
         }
     }
 
@@ -728,7 +699,7 @@ impl Operator {
                     Some(ns),
                     CONTROLLER_DEPLOYMENT_NAME,
                 );
-                let previous = previous_conditions(cr);
+                let previous = steps::previous_conditions(cr);
                 let now = jiff::Timestamp::now();
                 match live.map(|d| {
                     progressing::deployment_conditions(CONTROLLER_PREFIX, &d, &previous, now)
@@ -946,14 +917,6 @@ pub fn log_level_condition(cr: &ClusterCSIDriver) -> OperatorCondition {
     }
 }
 
-fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
-    cr.data
-        .get("status")
-        .and_then(|s| s.get("conditions"))
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_default()
-}
-
 /// A digest of the credentials and CA: when it changes, Manila is checked again at once.
 fn fingerprint(credentials: Option<&Secret>, ca: Option<&[u8]>) -> String {
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
@@ -974,12 +937,6 @@ fn fingerprint(credentials: Option<&Secret>, ca: Option<&[u8]>) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-fn hostname() -> String {
-    std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| USER_AGENT.to_string())
 }
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.

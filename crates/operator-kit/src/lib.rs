@@ -26,3 +26,4 @@ pub mod process;
 pub mod progressing;
 pub mod runtime;
 pub mod status;
+pub mod steps;

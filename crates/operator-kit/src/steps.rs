@@ -1,0 +1,123 @@
+//! Reconcile steps every driver operator runs the same way: a static-resources group with its
+//! one Degraded condition, the operator's own log level, and small readers of the CR.
+//!
+//! Driver crates keep only what is theirs (facts, builders, driver-specific steps).
+
+use kube::api::DynamicObject;
+use tracing::{debug, info, warn};
+
+use crate::apply::{Applier, ApplyError};
+use crate::conditions::{self, OperatorCondition};
+use crate::desired::{BuildError, Desired};
+use crate::logging::LogControl;
+use crate::loglevel::LogLevel;
+use crate::metrics::Metrics;
+use crate::status::StatusBoard;
+
+/// A static-resources step: applies every object of the group and posts `<prefix>Degraded`,
+/// listing `"<asset>" (<Kind>): <error>` per failed object as library-go does. An object whose
+/// CRD is not installed (ServiceMonitor without monitoring) is skipped, not a failure (anchors
+/// §8.6 fixed). Returns whether the step failed.
+pub async fn apply_group(
+    applier: &Applier,
+    metrics: &Metrics,
+    board: &mut StatusBoard,
+    prefix: &str,
+    objects: Result<Vec<Desired>, BuildError>,
+) -> bool {
+    let objects = match objects {
+        Ok(o) => o,
+        Err(e) => {
+            board.set_condition(conditions::degraded(prefix, Some(&e.to_string())));
+            return true;
+        }
+    };
+    let mut errors = Vec::new();
+    for d in &objects {
+        match applier.apply(&d.resource, &d.object, None).await {
+            Ok(applied) => metrics.applied(&d.resource.kind, applied.action),
+            Err(ApplyError::KindNotServed { .. }) if d.requires_crd.is_some() => {
+                debug!(asset = d.asset, "skipping: its CRD is not installed");
+            }
+            Err(e) => errors.push(format!("\"{}\" ({}): {e}", d.asset, d.resource.kind)),
+        }
+    }
+    if errors.is_empty() {
+        board.set_condition(conditions::degraded(prefix, None));
+        false
+    } else {
+        metrics.error("apply");
+        board.set_condition(conditions::degraded(prefix, Some(&errors.join("\n"))));
+        true
+    }
+}
+
+/// Follows the CR's `spec.operatorLogLevel` at runtime (library-go's LoggingSyncer).
+#[derive(Default)]
+pub struct OperatorLogLevel {
+    last: Option<LogLevel>,
+}
+
+impl OperatorLogLevel {
+    /// Applies `raw` (the field's value, `""` when absent); an unknown value means Normal
+    /// with a warning. Returns the parsed level and whether the value was unknown.
+    pub fn sync(&mut self, log: &LogControl, raw: &str) -> (LogLevel, bool) {
+        let parsed = LogLevel::parse(raw);
+        let unknown = parsed.unknown.is_some();
+        if unknown {
+            warn!(value = %raw, "spec.operatorLogLevel is not one of Normal, Debug, Trace, TraceAll; using Normal");
+        }
+        if self.last != Some(parsed.level) {
+            log.set_level(parsed.level.verbosity());
+            info!(level = ?parsed.level, "operator log level set");
+            self.last = Some(parsed.level);
+        }
+        (parsed.level, unknown)
+    }
+}
+
+/// The conditions currently on the CR.
+pub fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
+    cr.data
+        .get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// This replica's name for Events and the lease: the pod name when known.
+pub fn instance_name(fallback: &str) -> String {
+    std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| fallback.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn previous_conditions_are_read_or_empty() {
+        let cr: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "operator.openshift.io/v1", "kind": "ClusterCSIDriver", "metadata": {"name": "x"},
+            "status": {"conditions": [{"type": "ADegraded", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        }))
+        .expect("object");
+        assert_eq!(previous_conditions(&cr).len(), 1);
+        let bare: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}, "status": {"conditions": "garbage"}})).expect("object");
+        assert!(
+            previous_conditions(&bare).is_empty(),
+            "malformed status reads as none"
+        );
+    }
+
+    #[test]
+    fn unknown_operator_log_levels_fall_back_to_normal() {
+        let mut sync = OperatorLogLevel::default();
+        let log = LogControl::detached();
+        assert_eq!(sync.sync(&log, "Debug"), (LogLevel::Debug, false));
+        assert_eq!(sync.sync(&log, "Chatty"), (LogLevel::Normal, true));
+        assert_eq!(sync.sync(&log, ""), (LogLevel::Normal, false));
+    }
+}
