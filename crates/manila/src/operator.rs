@@ -22,7 +22,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
 use kube::Client;
 use kube::api::DynamicObject;
 use kube::core::ApiResource;
-use openshift_api::common::ManagementState;
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::ClusterCSIDriver;
 use operator_kit::apply::{Applier, ApplyError};
@@ -274,42 +273,16 @@ impl Operator {
             .unwrap_or_default();
         self.operator_log_level.sync(&self.log, &raw_level);
         let mut board = StatusBoard::new();
-        match cr.spec.operator.management_state() {
-            ManagementState::Managed => {}
+        match steps::management_state(&mut board, &cr.spec.operator.management_state(), OPERAND) {
+            steps::Management::Reconcile => {}
             // Unmanaged hands the driver to the administrator: no writes at all.
-            ManagementState::Unmanaged => {
+            steps::Management::NoWrites => {
                 return Outcome::Done {
                     requeue_after: None,
                 };
             }
-            ManagementState::Removed => {
-                board.set_condition(OperatorCondition::new(
-                    conditions::types::MANAGEMENT_STATE_DEGRADED,
-                    conditions::TRUE,
-                    "Removed",
-                    format!("Removed is not supported for {OPERAND} operator"),
-                ));
-                return self.flush(&board, &cr_obj, false, None).await;
-            }
-            other => {
-                board.set_condition(OperatorCondition::new(
-                    conditions::types::MANAGEMENT_STATE_DEGRADED,
-                    conditions::TRUE,
-                    "Unknown",
-                    format!(
-                        "Unsupported management state {:?} for {OPERAND} operator; set spec.managementState to Managed or Unmanaged",
-                        other.as_str()
-                    ),
-                ));
-                return self.flush(&board, &cr_obj, false, None).await;
-            }
+            steps::Management::StatusOnly => return self.flush(&board, &cr_obj, false, None).await,
         }
-        board.set_condition(OperatorCondition::new(
-            conditions::types::MANAGEMENT_STATE_DEGRADED,
-            conditions::FALSE,
-            reasons::AS_EXPECTED,
-            "",
-        ));
         board.set_condition(log_level_condition(&cr));
 
         self.detect().await;

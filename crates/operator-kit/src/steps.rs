@@ -76,6 +76,62 @@ impl OperatorLogLevel {
     }
 }
 
+/// What the management state lets a reconcile do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Management {
+    /// Managed: run every step (`ManagementStateDegraded=False` is on the board).
+    Reconcile,
+    /// Unmanaged: the administrator owns the driver; write nothing at all, not even status.
+    NoWrites,
+    /// Removed, Force or an unknown value: only the status (already on the board) is written.
+    StatusOnly,
+}
+
+/// The ManagementStateController's rule for a non-removable operator (anchors §1.9): posts
+/// `ManagementStateDegraded` and says what the reconcile may do. `operand` names the operator
+/// in messages (e.g. `OpenStackCinderCSIDriver`).
+pub fn management_state(
+    board: &mut StatusBoard,
+    state: &openshift_api::common::ManagementState,
+    operand: &str,
+) -> Management {
+    use openshift_api::common::ManagementState;
+    let degraded = conditions::types::MANAGEMENT_STATE_DEGRADED;
+    match state {
+        ManagementState::Managed => {
+            board.set_condition(OperatorCondition::new(
+                degraded,
+                conditions::FALSE,
+                conditions::reasons::AS_EXPECTED,
+                "",
+            ));
+            Management::Reconcile
+        }
+        ManagementState::Unmanaged => Management::NoWrites,
+        ManagementState::Removed => {
+            board.set_condition(OperatorCondition::new(
+                degraded,
+                conditions::TRUE,
+                "Removed",
+                format!("Removed is not supported for {operand} operator"),
+            ));
+            Management::StatusOnly
+        }
+        other => {
+            board.set_condition(OperatorCondition::new(
+                degraded,
+                conditions::TRUE,
+                "Unknown",
+                format!(
+                    "Unsupported management state {:?} for {operand} operator; set spec.managementState to Managed or Unmanaged",
+                    other.as_str()
+                ),
+            ));
+            Management::StatusOnly
+        }
+    }
+}
+
 /// The conditions currently on the CR.
 pub fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
     cr.data
@@ -109,6 +165,57 @@ mod tests {
         assert!(
             previous_conditions(&bare).is_empty(),
             "malformed status reads as none"
+        );
+    }
+
+    #[test]
+    fn management_states_decide_what_a_reconcile_may_do() {
+        use openshift_api::common::ManagementState;
+        let mut board = StatusBoard::new();
+        assert_eq!(
+            management_state(&mut board, &ManagementState::Managed, "Op"),
+            Management::Reconcile
+        );
+        assert_eq!(
+            board
+                .condition("ManagementStateDegraded")
+                .map(|c| c.status.as_str()),
+            Some("False")
+        );
+        let mut board = StatusBoard::new();
+        assert_eq!(
+            management_state(&mut board, &ManagementState::Unmanaged, "Op"),
+            Management::NoWrites
+        );
+        assert!(
+            board.condition("ManagementStateDegraded").is_none(),
+            "Unmanaged writes nothing"
+        );
+        let mut board = StatusBoard::new();
+        assert_eq!(
+            management_state(&mut board, &ManagementState::Removed, "Op"),
+            Management::StatusOnly
+        );
+        let c = board.condition("ManagementStateDegraded").expect("posted");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            (
+                "True",
+                "Removed",
+                "Removed is not supported for Op operator"
+            )
+        );
+        let mut board = StatusBoard::new();
+        assert_eq!(
+            management_state(&mut board, &ManagementState::parse("Manged"), "Op"),
+            Management::StatusOnly
+        );
+        assert!(
+            board
+                .condition("ManagementStateDegraded")
+                .expect("posted")
+                .message
+                .contains("\"Manged\"")
         );
     }
 
