@@ -198,24 +198,16 @@ impl Operator {
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(mut cr_obj) = self.cache.get_kind(
-            "operator.openshift.io/v1",
-            "ClusterCSIDriver",
-            None,
-            CSI_DRIVER_NAME,
-        ) else {
-            debug!(
-                "ClusterCSIDriver {CSI_DRIVER_NAME} does not exist; nothing to do until it is created"
-            );
-            return Outcome::Done {
-                requeue_after: None,
-            };
-        };
-        let cr: ClusterCSIDriver = match serde_json::to_value(&*cr_obj)
-            .map_err(|e| e.to_string())
-            .and_then(|v| openshift_api::decode::from_value(v).map_err(|e| e.to_string()))
-        {
-            Ok(cr) => cr,
+        let (mut cr_obj, cr) = match steps::read_cluster_csi_driver(&self.cache, CSI_DRIVER_NAME) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                debug!(
+                    "ClusterCSIDriver {CSI_DRIVER_NAME} does not exist; nothing to do until it is created"
+                );
+                return Outcome::Done {
+                    requeue_after: None,
+                };
+            }
             Err(e) => {
                 warn!(error = %e, "the ClusterCSIDriver cannot be read");
                 self.metrics.error("config");
@@ -224,14 +216,8 @@ impl Operator {
                 };
             }
         };
-        let raw_level = cr
-            .spec
-            .operator
-            .operator_log_level
-            .as_ref()
-            .map(|l| l.as_str().to_string())
-            .unwrap_or_default();
-        self.operator_log_level.sync(&self.log, &raw_level);
+        self.operator_log_level
+            .sync(&self.log, &steps::operator_log_level_of(&cr));
         let mut board = StatusBoard::new();
         match steps::management_state(&mut board, &cr.spec.operator.management_state(), OPERAND) {
             steps::Management::Reconcile => {}

@@ -132,6 +132,37 @@ pub fn management_state(
     }
 }
 
+/// The operator's ClusterCSIDriver from the cache: `Ok(None)` while it does not exist (the
+/// Cluster Storage Operator creates it), `Err` with a message when it cannot be decoded.
+pub fn read_cluster_csi_driver(
+    cache: &crate::cache::Cache,
+    name: &str,
+) -> Result<
+    Option<(
+        std::sync::Arc<DynamicObject>,
+        openshift_api::operator::ClusterCSIDriver,
+    )>,
+    String,
+> {
+    let Some(obj) = cache.get_kind("operator.openshift.io/v1", "ClusterCSIDriver", None, name)
+    else {
+        return Ok(None);
+    };
+    let value = serde_json::to_value(&*obj).map_err(|e| e.to_string())?;
+    let cr = openshift_api::decode::from_value(value).map_err(|e| e.to_string())?;
+    Ok(Some((obj, cr)))
+}
+
+/// `spec.operatorLogLevel` as written (`""` when absent).
+pub fn operator_log_level_of(cr: &openshift_api::operator::ClusterCSIDriver) -> String {
+    cr.spec
+        .operator
+        .operator_log_level
+        .as_ref()
+        .map(|l| l.as_str().to_string())
+        .unwrap_or_default()
+}
+
 /// The conditions currently on the CR.
 pub fn previous_conditions(cr: &DynamicObject) -> Vec<OperatorCondition> {
     cr.data
