@@ -19,6 +19,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use openshift_api::common::{LogLevel as ApiLogLevel, ManagementState};
 use openshift_api::operator::{ClusterCSIDriver, ClusterCSIDriverSpec};
 use operator_kit::assets::{self, Asset, AssetError, Replacements};
+use operator_kit::desired::{self, Desired};
 use operator_kit::hooks::{self, TopologyMode};
 use operator_kit::loglevel::LogLevel;
 use operator_kit::observed_config::ServingInfo;
@@ -298,6 +299,62 @@ pub fn operator_objects(driver: &Driver, inputs: &Inputs) -> Result<OperatorObje
     })
 }
 
+/// The asset names of a driver for condition messages; a driver without assets cannot have
+/// built objects, so the fallback only keeps this total.
+fn asset_names(driver: &Driver) -> [&'static str; 8] {
+    match assets_for(driver) {
+        Some(a) => a.all().map(|x| x.name),
+        None => ["cluster-storage"; 8],
+    }
+}
+
+impl OperatorObjects {
+    /// Everything but the Deployment, in apply order (the CSO's static-resources step), each
+    /// named after its asset for condition messages.
+    pub fn static_desired(&self, driver: &Driver) -> Result<Vec<Desired>, desired::BuildError> {
+        let [sa, roles, bindings, cr, crb, svc, cm, _] = asset_names(driver);
+        let mut out = vec![desired::from_typed(sa, None, &self.service_account)?];
+        for role in &self.roles {
+            out.push(desired::from_typed(roles, None, role)?);
+        }
+        for binding in &self.role_bindings {
+            out.push(desired::from_typed(bindings, None, binding)?);
+        }
+        out.push(desired::from_typed(cr, None, &self.cluster_role)?);
+        out.push(desired::from_typed(crb, None, &self.cluster_role_binding)?);
+        out.push(desired::from_typed(svc, None, &self.metrics_service)?);
+        out.push(desired::from_typed(cm, None, &self.config_map)?);
+        Ok(out)
+    }
+
+    /// The operator Deployment as a desired object.
+    pub fn deployment_desired(&self, driver: &Driver) -> Result<Desired, desired::BuildError> {
+        desired::from_typed(asset_names(driver)[7], None, &self.deployment)
+    }
+}
+
+/// Namespace of the installer's cloud config (`cloud-provider-config`).
+pub const CONFIG_NAMESPACE: &str = "openshift-config";
+
+/// The ConfigMap the CA syncer copies (anchors §3.6).
+pub const CLOUD_PROVIDER_CONFIG: &str = "cloud-provider-config";
+
+/// The CA syncer's copy of `openshift-config/cloud-provider-config` in `namespace`: the whole
+/// ConfigMap (`data` and `binaryData`), as library-go's resource syncer copies it, without the
+/// source's labels, annotations or owner (they describe the source, not the copy).
+pub fn cloud_ca_copy(source: &ConfigMap, namespace: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(CLOUD_PROVIDER_CONFIG.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            ..Default::default()
+        },
+        data: source.data.clone(),
+        binary_data: source.binary_data.clone(),
+        immutable: None,
+    }
+}
+
 /// The `ClusterCSIDriver` the CSO creates when it is missing (and never updates, so admin edits
 /// persist): `managementState: Managed`, `logLevel` and `operatorLogLevel` both
 /// `Storage.spec.logLevel`, `""` or an unknown value becoming `Normal` (a value the CRD would
@@ -461,6 +518,62 @@ mod tests {
             }
             build(d, &inputs());
         }
+    }
+
+    #[test]
+    fn desired_objects_cover_every_static_object_then_the_deployment() {
+        for d in DRIVERS {
+            let o = build(d, &inputs());
+            let statics = o.static_desired(d).unwrap();
+            let kinds: Vec<&str> = statics.iter().map(|x| x.resource.kind.as_str()).collect();
+            assert_eq!(kinds.first(), Some(&"ServiceAccount"), "{}", d.name);
+            assert_eq!(kinds.last(), Some(&"ConfigMap"), "{}", d.name);
+            assert_eq!(
+                statics.len(),
+                5 + o.roles.len() + o.role_bindings.len(),
+                "{}",
+                d.name
+            );
+            assert!(!kinds.contains(&"Deployment"));
+            let dep = o.deployment_desired(d).unwrap();
+            assert_eq!(dep.resource.kind, "Deployment");
+            assert_eq!(
+                dep.object.metadata.name.as_deref(),
+                Some(d.operator_deployment)
+            );
+        }
+    }
+
+    #[test]
+    fn the_ca_copy_is_the_whole_config_map_in_the_target_namespace() {
+        let source = ConfigMap {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(CLOUD_PROVIDER_CONFIG.into()),
+                namespace: Some(CONFIG_NAMESPACE.into()),
+                labels: Some(BTreeMap::from([("a".into(), "b".into())])),
+                resource_version: Some("7".into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([
+                ("config".into(), "[Global]\n".into()),
+                ("ca-bundle.pem".into(), "PEM".into()),
+            ])),
+            binary_data: Some(BTreeMap::from([(
+                "x".into(),
+                k8s_openapi::ByteString(vec![0, 1]),
+            )])),
+            immutable: Some(true),
+        };
+        let copy = cloud_ca_copy(&source, "openshift-cluster-csi-drivers");
+        assert_eq!(copy.metadata.name.as_deref(), Some("cloud-provider-config"));
+        assert_eq!(
+            copy.metadata.namespace.as_deref(),
+            Some("openshift-cluster-csi-drivers")
+        );
+        assert_eq!(copy.data, source.data);
+        assert_eq!(copy.binary_data, source.binary_data);
+        assert!(copy.metadata.labels.is_none() && copy.metadata.resource_version.is_none());
+        assert!(copy.immutable.is_none(), "the copy must stay updatable");
     }
 
     #[test]

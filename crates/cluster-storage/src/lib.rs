@@ -2,11 +2,14 @@
 //! driver operators that fit it, and tells the cluster through `Storage/cluster` and
 //! `ClusterOperator/storage` whether storage works (anchors §3).
 //!
-//! This crate holds the CSO's pure parts: [`registry`] (which driver operators exist and which
-//! a platform gets), [`build`] (the objects applied per driver operator) and [`status`] (how
-//! their conditions roll up). They take facts and return
-//! values; nothing here talks to the API, reads the environment or a clock.
+//! The pure parts take facts and return values; nothing in them talks to the API, reads the
+//! environment or a clock: [`registry`] (which driver operators exist and which a platform
+//! gets), [`build`] (the objects applied per driver operator), [`status`] (how their conditions
+//! roll up) and [`ownership`] (whose CSIDriver it is). [`operator`] is the runtime that reads
+//! the watch caches, applies and writes the two statuses.
 
 pub mod build;
+pub mod operator;
+pub mod ownership;
 pub mod registry;
 pub mod status;

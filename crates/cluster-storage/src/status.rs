@@ -310,6 +310,22 @@ pub fn cluster_operator_conditions(
     storage_conditions: &[OperatorCondition],
     now: Timestamp,
 ) -> Vec<OperatorCondition> {
+    cluster_operator_conditions_with_inertia(
+        management_state,
+        storage_conditions,
+        DEGRADED_INERTIA,
+        now,
+    )
+}
+
+/// [`cluster_operator_conditions`] with another Degraded inertia (the CSO's
+/// `--degraded-inertia`, shortened by tests that must see Degraded without waiting 2 minutes).
+pub fn cluster_operator_conditions_with_inertia(
+    management_state: &ManagementState,
+    storage_conditions: &[OperatorCondition],
+    degraded_inertia: Duration,
+    now: Timestamp,
+) -> Vec<OperatorCondition> {
     if *management_state == ManagementState::Unmanaged {
         return CLUSTER_OPERATOR_CONDITIONS
             .iter()
@@ -320,13 +336,63 @@ pub fn cluster_operator_conditions(
         .iter()
         .map(|t| {
             let (default, inertia) = match *t {
-                types::DEGRADED => (FALSE, Some(DEGRADED_INERTIA)),
+                types::DEGRADED => (FALSE, Some(degraded_inertia)),
                 types::AVAILABLE | types::UPGRADEABLE => (TRUE, None),
                 _ => (FALSE, None),
             };
             conditions::union(t, default, inertia, storage_conditions, now)
         })
         .collect()
+}
+
+/// When the inertia of the youngest bad `…Degraded` condition runs out, so the caller can
+/// look again then: `ClusterOperator/storage` must turn Degraded on time even when nothing else
+/// changes. `None` when no bad Degraded condition is still within its inertia.
+pub fn inertia_wakeup(
+    storage_conditions: &[OperatorCondition],
+    degraded_inertia: Duration,
+    now: Timestamp,
+) -> Option<Duration> {
+    storage_conditions
+        .iter()
+        .filter(|c| c.type_.ends_with(types::DEGRADED) && c.status != FALSE)
+        .filter_map(|c| {
+            let since = c.last_transition_time?;
+            let age = Duration::try_from(now.duration_since(since)).unwrap_or(Duration::ZERO);
+            degraded_inertia.checked_sub(age).filter(|d| !d.is_zero())
+        })
+        .min()
+}
+
+/// The `OperatorStatusChanged` Event message for a ClusterOperator condition change, as
+/// library-go words it: `Status for clusteroperator/storage changed: Degraded changed from
+/// False to True ("<message>")`, one clause per changed condition joined by `,`; `None` when
+/// no status, reason or message changed.
+pub fn status_change_message(
+    before: &[OperatorCondition],
+    after: &[OperatorCondition],
+) -> Option<String> {
+    let mut changes = Vec::new();
+    for a in after {
+        match before.iter().find(|b| b.type_ == a.type_) {
+            None => changes.push(format!("{} set to {} ({:?})", a.type_, a.status, a.message)),
+            Some(b) if b.status != a.status => changes.push(format!(
+                "{} changed from {} to {} ({:?})",
+                a.type_, b.status, a.status, a.message
+            )),
+            Some(b) if b.message != a.message || b.reason != a.reason => changes.push(format!(
+                "{} message changed from {:?} to {:?}",
+                a.type_, b.message, a.message
+            )),
+            Some(_) => {}
+        }
+    }
+    (!changes.is_empty()).then(|| {
+        format!(
+            "Status for clusteroperator/storage changed: {}",
+            changes.join(",")
+        )
+    })
 }
 
 /// A condition in the `ClusterOperator` / `OperatorStatus` API form.

@@ -1,12 +1,14 @@
-//! `csi-operator`: the one binary of the project. Each component is a subcommand: the OpenStack
-//! Cinder CSI driver operator, `render` (print what an operator would apply), the
-//! Kubernetes API emulator (`sim`), and `demo` (the operator on both emulators, in-process).
+//! `csi-operator`: the one binary of the project. Each component is a subcommand: the Cluster
+//! Storage Operator, the OpenStack Cinder and Manila CSI driver operators, `render` (print what
+//! an operator would apply), the Kubernetes API emulator (`sim`), and `demo` (the whole chain on
+//! both emulators).
 //!
 //! This file only parses the command line and wires components together; the behaviour lives
 //! in the library crates.
 
 mod cinder;
 mod client;
+mod cluster_storage;
 mod demo;
 mod flags;
 mod manila;
@@ -18,7 +20,10 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "csi-operator",
     version,
-    about = "OpenStack CSI driver operators and their emulators"
+    about = "OpenStack CSI driver operators and their emulators",
+    // A flag given twice takes the last value, so that a launcher can append overrides to a
+    // Deployment's args (kube-sim's process runner does, e.g. --metrics-listen).
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -27,6 +32,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The Cluster Storage Operator: starts the driver operators of the platform and reports
+    /// through Storage/cluster and ClusterOperator/storage.
+    #[command(name = "cluster-storage", subcommand)]
+    ClusterStorage(ClusterStorageCommand),
     /// The OpenStack Cinder CSI driver operator.
     #[command(name = "openstack-cinder", subcommand)]
     OpenStackCinder(CinderCommand),
@@ -41,6 +50,12 @@ enum Command {
     /// Run the Cinder and Manila operators against emulated Kubernetes and OpenStack, show the
     /// installs converge, and keep the cluster up for kubectl.
     Demo(demo::DemoArgs),
+}
+
+#[derive(Subcommand)]
+enum ClusterStorageCommand {
+    /// Run the operator until SIGTERM or Ctrl-C.
+    Start(cluster_storage::StartArgs),
 }
 
 #[derive(Subcommand)]
@@ -76,6 +91,9 @@ fn main() -> anyhow::Result<()> {
             Command::Sim(args) => {
                 operator_kit::logging::LogControl::init(2);
                 sim::run(args).await
+            }
+            Command::ClusterStorage(ClusterStorageCommand::Start(args)) => {
+                cluster_storage::start(args, terminated()).await
             }
             Command::OpenStackCinder(CinderCommand::Start(args)) => {
                 cinder::start(args, terminated()).await

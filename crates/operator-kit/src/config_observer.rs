@@ -38,11 +38,22 @@ pub async fn observe(
     cache: &Cache,
     cr: &DynamicObject,
 ) -> Result<Observed, String> {
+    observe_with(client, cache, cr, observed_config::observed_config).await
+}
+
+/// [`observe`] with another `spec.observedConfig` shape: the Cluster Storage Operator keeps
+/// only the proxy, under `targetconfig.proxy` ([`observed_config::cso_observed_config`]).
+pub async fn observe_with(
+    client: &Client,
+    cache: &Cache,
+    cr: &DynamicObject,
+    shape: fn(&BTreeMap<String, String>, &ServingInfo) -> Value,
+) -> Result<Observed, String> {
     let proxy = observed_config::observe_proxy(cached(cache, "Proxy").as_ref())
         .map_err(|e| e.to_string())?;
     let serving = observed_config::observe_serving_info(cached(cache, "APIServer").as_ref())
         .map_err(|e| e.to_string())?;
-    let wanted = observed_config::observed_config(&proxy, &serving);
+    let wanted = shape(&proxy, &serving);
     let current = cr
         .data
         .get("spec")

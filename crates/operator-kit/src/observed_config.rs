@@ -372,6 +372,24 @@ pub fn observed_config(proxy: &BTreeMap<String, String>, serving: &ServingInfo) 
     Value::Object(root)
 }
 
+/// The Cluster Storage Operator's observed config on `Storage/cluster`:
+/// `{"targetconfig": {"proxy": {…}}}`, or `{}` without a proxy (CSO observes only the proxy,
+/// at `targetconfig.proxy`, anchors §3.4). The serving info is not part of it: CSO renders the
+/// TLS profile into each driver operator's config ConfigMap instead.
+pub fn cso_observed_config(proxy: &BTreeMap<String, String>, _serving: &ServingInfo) -> Value {
+    let mut root = Map::new();
+    if !proxy.is_empty() {
+        let proxy: Map<String, Value> = proxy
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let mut target = Map::new();
+        target.insert("proxy".to_owned(), Value::Object(proxy));
+        root.insert("targetconfig".to_owned(), Value::Object(target));
+    }
+    Value::Object(root)
+}
+
 /// The proxy map under `targetcsiconfig.proxy` of a ClusterCSIDriver's `spec.observedConfig`
 /// (empty when absent). Every value must be a string, as library-go's `NestedStringMap` requires.
 pub fn proxy_from_observed(
@@ -446,6 +464,17 @@ mod tests {
         "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
         "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
     ];
+
+    #[test]
+    fn cso_observed_config_keeps_only_the_proxy_under_targetconfig() {
+        let serving = ServingInfo::intermediate();
+        assert_eq!(cso_observed_config(&BTreeMap::new(), &serving), json!({}));
+        let proxy = BTreeMap::from([("HTTPS_PROXY".to_owned(), "http://p:3128".to_owned())]);
+        assert_eq!(
+            cso_observed_config(&proxy, &serving),
+            json!({"targetconfig": {"proxy": {"HTTPS_PROXY": "http://p:3128"}}})
+        );
+    }
 
     #[test]
     fn intermediate_default_matches_anchors() {

@@ -43,6 +43,9 @@ pub struct StatusBoard {
     generations: Vec<GenerationStatus>,
     fields: BTreeMap<String, Value>,
     observed_generation: Option<i64>,
+    /// Set for statuses without `observedGeneration` (ClusterOperator): writing it there
+    /// would be pruned by the API server and look like a change on every reconcile.
+    omit_observed_generation: bool,
 }
 
 impl StatusBoard {
@@ -88,6 +91,12 @@ impl StatusBoard {
     /// generation of the CR passed to [`StatusWriter::flush`].
     pub fn set_observed_generation(&mut self, generation: i64) {
         self.observed_generation = Some(generation);
+    }
+
+    /// Leaves `status.observedGeneration` alone, for kinds whose status has no such field
+    /// (`ClusterOperator`).
+    pub fn omit_observed_generation(&mut self) {
+        self.omit_observed_generation = true;
     }
 }
 
@@ -285,7 +294,11 @@ impl StatusWriter {
         live_cr: &DynamicObject,
     ) -> Result<Flushed, StatusError> {
         let name = live_cr.metadata.name.clone().unwrap_or_default();
-        let observed = board.observed_generation.or(live_cr.metadata.generation);
+        let observed = if board.omit_observed_generation {
+            None
+        } else {
+            board.observed_generation.or(live_cr.metadata.generation)
+        };
         let api = self.api();
         let mut base = self.newest(live_cr);
         for _ in 0..MAX_ATTEMPTS {

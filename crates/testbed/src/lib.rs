@@ -9,6 +9,9 @@
 //! offers Manila, and which share types, is openstack-sim's setting. This is emulator-side
 //! code: product crates never depend on it.
 
+pub mod cco;
+pub mod cvo;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -79,6 +82,18 @@ impl Default for Settings {
             proxy: BTreeMap::new(),
             cinder_cluster_csi_driver: true,
             manila_cluster_csi_driver: false,
+        }
+    }
+}
+
+impl Settings {
+    /// A cluster as the installer leaves it for the Cluster Storage Operator: no
+    /// ClusterCSIDriver (the CSO creates them), everything else as by default.
+    pub fn for_cluster_storage_operator() -> Self {
+        Self {
+            cinder_cluster_csi_driver: false,
+            manila_cluster_csi_driver: false,
+            ..Self::default()
         }
     }
 }
@@ -204,6 +219,8 @@ impl Testbed {
                 .map_err(seed_err("cloud-provider-config"))?;
         }
         self.put_credentials(&self.clouds_yaml(), self.openstack.ca_pem())
+            .await?;
+        self.put_root_credentials(&self.clouds_yaml(), self.openstack.ca_pem())
             .await?;
         if s.cinder_cluster_csi_driver {
             self.create_cluster_csi_driver(CINDER_CLUSTER_CSI_DRIVER)
@@ -376,6 +393,25 @@ impl Testbed {
             data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
         }
         put_secret(&api, CREDENTIALS_SECRET, data).await
+    }
+
+    /// Creates or replaces the installer's root credentials `kube-system/openstack-credentials`,
+    /// which the cloud credential operator ([`cco`]) copies into each CredentialsRequest's
+    /// target Secret.
+    pub async fn put_root_credentials(
+        &self,
+        clouds_yaml: &str,
+        cacert: Option<&str>,
+    ) -> Result<(), TestbedError> {
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), cco::ROOT_NAMESPACE);
+        let mut data = BTreeMap::from([(
+            "clouds.yaml".to_string(),
+            ByteString(clouds_yaml.as_bytes().to_vec()),
+        )]);
+        if let Some(ca) = cacert {
+            data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
+        }
+        put_secret(&api, cco::ROOT_SECRET, data).await
     }
 
     /// Creates or replaces `openshift-manila-csi-driver/manila-cloud-credentials` (a rotation

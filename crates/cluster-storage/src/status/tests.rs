@@ -511,6 +511,55 @@ fn degraded_waits_two_minutes() {
 }
 
 #[test]
+fn inertia_wakeup_points_at_the_youngest_bad_degraded_condition() {
+    let inertia = Duration::from_secs(120);
+    let storage = [
+        at(cond("ADegraded", TRUE, "R", "a"), 1_000),
+        at(cond("BDegraded", TRUE, "R", "b"), 1_050),
+        at(cond("CDegraded", FALSE, "", ""), 1_090),
+        at(cond("DProgressing", TRUE, "R", ""), 1_095),
+    ];
+    assert_eq!(
+        inertia_wakeup(&storage, inertia, ts(1_100)),
+        Some(Duration::from_secs(20)),
+        "A expires at 1120, before B at 1170"
+    );
+    assert_eq!(
+        inertia_wakeup(&storage, inertia, ts(1_130)),
+        Some(Duration::from_secs(40))
+    );
+    assert_eq!(inertia_wakeup(&storage, inertia, ts(1_170)), None);
+    // A shorter inertia (tests) turns Degraded sooner.
+    let co = cluster_operator_conditions_with_inertia(
+        &ManagementState::Managed,
+        &storage,
+        Duration::from_secs(5),
+        ts(1_100),
+    );
+    assert_eq!(get(&co, "Degraded").status, "True");
+}
+
+#[test]
+fn status_change_messages_name_each_changed_condition() {
+    let before = [
+        cond("Available", TRUE, "AsExpected", ""),
+        cond("Degraded", FALSE, "AsExpected", ""),
+    ];
+    let after = [
+        cond("Available", FALSE, "X_Y", "waiting"),
+        cond("Degraded", FALSE, "AsExpected", ""),
+        cond("Upgradeable", TRUE, "AsExpected", ""),
+    ];
+    assert_eq!(
+        status_change_message(&before, &after).as_deref(),
+        Some(
+            "Status for clusteroperator/storage changed: Available changed from True to False (\"waiting\"),Upgradeable set to True (\"\")"
+        )
+    );
+    assert_eq!(status_change_message(&before, &before), None);
+}
+
+#[test]
 fn api_condition_conversion_keeps_every_field() {
     let c = at(cond("Available", FALSE, "R", "m"), 42);
     let api = to_api_condition(&c);

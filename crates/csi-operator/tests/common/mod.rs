@@ -101,6 +101,16 @@ impl OperatorProcess {
         )
     }
 
+    /// Runs `csi-operator cluster-storage start` against `bed` as [`CSO_USER`] with the
+    /// environment of the CSO Deployment manifest (overridden by `env`) and `extra` flags.
+    pub fn start_cso(bed: &Testbed, extra: &[&str], env: BTreeMap<String, String>) -> Self {
+        let mut all_env = cso_manifest_env();
+        all_env.extend(env);
+        let mut args = vec!["cluster-storage", "start"];
+        args.extend_from_slice(extra);
+        Self::spawn(bed, CSO_USER, &args, all_env)
+    }
+
     /// Runs the binary with `args` (subcommand first) as `user`, plus the flags every
     /// end-to-end test shares: any free metrics port, a short resync, a fixed identity.
     fn spawn(bed: &Testbed, user: &str, args: &[&str], images: BTreeMap<String, String>) -> Self {
@@ -592,4 +602,147 @@ pub async fn exists(
         None => Api::all_with(bed.client.clone(), &ar),
     };
     matches!(api.get_opt(name).await, Ok(Some(_)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Cluster Storage Operator.
+
+/// The CSO's identity in kube-sim's request log (its service account, manifests/openshift).
+pub const CSO_USER: &str =
+    "system:serviceaccount:openshift-cluster-storage-operator:cluster-storage-operator";
+
+/// `manifests/openshift/` of this repository.
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../manifests/openshift")
+}
+
+/// The `env` of the CSO Deployment manifest (the images and versions the CVO gives it).
+pub fn cso_manifest_env() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(
+        manifest_dir().join("0000_50_cluster-storage-operator_10_deployment.yaml"),
+    )
+    .expect("the CSO Deployment manifest");
+    let docs = operator_kit::assets::parse_values("deployment", &text).expect("parses");
+    docs[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env list")
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?.to_owned(),
+                e["value"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Applies `manifests/openshift/` as the cluster version operator would, after creating the
+/// cloud credential operator's namespace (its manifest is the CCO's, not ours).
+pub async fn apply_manifests(bed: &Testbed) {
+    let namespaces: Api<Namespace> = Api::all(bed.client.clone());
+    let cco: Namespace = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": testbed::cco::NAMESPACE}}))
+    .expect("namespace");
+    let _ = namespaces.create(&PostParams::default(), &cco).await;
+    testbed::cvo::apply_dir(&bed.client, &manifest_dir())
+        .await
+        .expect("the manifests apply");
+}
+
+fn dynamic_api(bed: &Testbed, api_version: &str, kind: &str) -> Api<DynamicObject> {
+    let ar = operator_kit::kinds::api_resource(api_version, kind).expect("known kind");
+    Api::all_with(bed.client.clone(), &ar)
+}
+
+/// A cluster-scoped object by kind and name, as JSON.
+pub async fn cluster_object(
+    bed: &Testbed,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+) -> Option<Value> {
+    dynamic_api(bed, api_version, kind)
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|o| serde_json::to_value(o).ok())
+}
+
+/// Conditions of a status as type → (status, reason, message).
+pub fn conditions_of(obj: &Value) -> Conditions {
+    obj["status"]["conditions"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    let f = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+                    (f("type"), (f("status"), f("reason"), f("message")))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `ClusterOperator/storage`, as JSON (Null when missing).
+pub async fn cluster_operator(bed: &Testbed) -> Value {
+    cluster_object(bed, "config.openshift.io/v1", "ClusterOperator", "storage")
+        .await
+        .unwrap_or(Value::Null)
+}
+
+/// `Storage/cluster`, as JSON (Null when missing).
+pub async fn storage(bed: &Testbed) -> Value {
+    cluster_object(bed, "operator.openshift.io/v1", "Storage", "cluster")
+        .await
+        .unwrap_or(Value::Null)
+}
+
+/// Merge-patches a cluster-scoped object's status.
+pub async fn patch_status(bed: &Testbed, api_version: &str, kind: &str, name: &str, status: Value) {
+    dynamic_api(bed, api_version, kind)
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"status": status})),
+        )
+        .await
+        .expect("status patch");
+}
+
+/// Merge-patches a cluster-scoped object.
+pub async fn patch_object(bed: &Testbed, api_version: &str, kind: &str, name: &str, patch: Value) {
+    dynamic_api(bed, api_version, kind)
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .expect("patch");
+}
+
+/// A Deployment in a namespace.
+pub async fn deployment_in(bed: &Testbed, ns: &str, name: &str) -> Option<Deployment> {
+    Api::<Deployment>::namespaced(bed.client.clone(), ns)
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Waits until `ClusterOperator/storage` has condition `type_` with `status`; returns it.
+pub async fn wait_co_condition(
+    bed: &Testbed,
+    type_: &str,
+    status: &str,
+) -> (String, String, String) {
+    eventually(
+        &format!("ClusterOperator/storage {type_}={status}"),
+        || async {
+            let co = cluster_operator(bed).await;
+            let conds = conditions_of(&co);
+            match conds.get(type_) {
+                Some(c) if c.0 == status => Ok(c.clone()),
+                other => Err(format!("{other:?} (all: {conds:#?})")),
+            }
+        },
+    )
+    .await
 }

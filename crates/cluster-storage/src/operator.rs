@@ -1,0 +1,812 @@
+//! The Cluster Storage Operator at runtime: its watches, one reconcile of `Storage/cluster` in
+//! named steps, and the two status writers (`Storage/cluster` and `ClusterOperator/storage`).
+//!
+//! One reconcile, in order (anchors §3):
+//! 1. `Storage/cluster`: Unmanaged hands everything to the administrator (only the
+//!    ClusterOperator says `Unknown / Unmanaged`); Removed and Force are refused
+//!    (`ManagementStateDegraded`), the CSO being non-removable.
+//! 2. The config observer keeps `spec.observedConfig.targetconfig.proxy` in step with the
+//!    cluster proxy, which every driver operator Deployment gets injected.
+//! 3. The starter picks the drivers of `Infrastructure.status.platformStatus.type` from the
+//!    [registry](crate::registry). A driver once started stays started (as Go's controller
+//!    managers are never stopped); a foreign CSIDriver of the same name keeps it from starting
+//!    until the administrator opts in ([`crate::ownership`]).
+//! 4. Per started driver: the OLM removal (when the driver had an OLM package), the static
+//!    objects, the `ClusterCSIDriver` (created once), the operator Deployment and, for Manila,
+//!    the CA syncer; each step posts the conditions Go's controller of that name posts.
+//! 5. The `Storage/cluster` status, then `ClusterOperator/storage` from it.
+//!
+//! Every step reads the watch caches; a reconcile in which nothing changed sends no request.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use kube::Client;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::ApiResource;
+use openshift_api::common::ManagementState;
+use openshift_api::config::Infrastructure;
+use openshift_api::operator::Storage;
+use operator_kit::apply::Applier;
+use operator_kit::cache::{Cache, CacheBuilder};
+use operator_kit::conditions::{self, OperatorCondition, reasons, types};
+use operator_kit::config_observer;
+use operator_kit::events::{EventRecorder, EventType};
+use operator_kit::hooks::TopologyMode;
+use operator_kit::kinds;
+use operator_kit::logging::LogControl;
+use operator_kit::metrics::{Metrics, WriteVerb};
+use operator_kit::observed_config::{self, ServingInfo};
+use operator_kit::runtime::Outcome;
+use operator_kit::status::{self, Flushed, GenerationStatus, StatusBoard, StatusWriter};
+use operator_kit::steps;
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use crate::build::{self, Inputs, OPERATOR_IMAGE_VERSION_ENV};
+use crate::ownership::{self, Owner};
+use crate::registry::{self, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver, Selection};
+use crate::status as roll_up;
+
+/// The CSO's own namespace (lease, Events).
+pub const OPERATOR_NAMESPACE: &str = "openshift-cluster-storage-operator";
+/// The CSO Deployment: the object its Events are about, as Go's recorder does.
+pub const OPERATOR_DEPLOYMENT: &str = "cluster-storage-operator";
+/// The lease of the CSO's leader election.
+pub const LOCK_NAME: &str = "cluster-storage-operator-lock";
+/// The reporting component of Events and the user agent.
+pub const COMPONENT: &str = "cluster-storage-operator";
+/// The name of `Storage` and `ClusterOperator` objects.
+const STORAGE_NAME: &str = openshift_api::operator::STORAGE_NAME;
+const CLUSTER_OPERATOR_NAME: &str = "storage";
+/// `CSIDriverStarterDegraded`'s prefix (Go `CSIDriverStarter` with `WithSyncDegradedOnError`).
+const STARTER_PREFIX: &str = "CSIDriverStarter";
+/// The Manila CA syncer (`ResourceSyncController`).
+const RESOURCE_SYNC_PREFIX: &str = "ResourceSyncController";
+/// On OpenStack the CSO provides no default StorageClass: the driver does.
+const DEFAULT_STORAGE_CLASS_PREFIX: &str = "DefaultStorageClassController";
+const DEFAULT_STORAGE_CLASS_MESSAGE: &str =
+    "StorageClass provided by supplied CSI Driver instead of the cluster-storage-operator";
+/// How long a driver operator may go without a status before the CR step looks again (Go's
+/// CR controller resyncs every 20 minutes; the watch on the ClusterCSIDriver does the rest).
+const RESYNC: Duration = Duration::from_secs(20 * 60);
+
+/// How the operator is started.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The CSO's namespace.
+    pub namespace: String,
+    /// The CSO's environment: the image variables of every driver and `OPERATOR_IMAGE_VERSION`.
+    pub env: BTreeMap<String, String>,
+    /// How long a `…Degraded` condition must last before `ClusterOperator/storage` says
+    /// Degraded (2 minutes, as library-go).
+    pub degraded_inertia: Duration,
+}
+
+impl Options {
+    /// Standalone defaults with this environment.
+    pub fn new(env: BTreeMap<String, String>) -> Self {
+        Self {
+            namespace: OPERATOR_NAMESPACE.to_owned(),
+            env,
+            degraded_inertia: roll_up::DEGRADED_INERTIA,
+        }
+    }
+}
+
+/// Every variable of the process environment the CSO reads: each registered driver's images,
+/// the sidecar images and `OPERATOR_IMAGE_VERSION`.
+pub fn env_from_process() -> BTreeMap<String, String> {
+    DRIVERS
+        .iter()
+        .flat_map(Driver::all_image_vars)
+        .map(|v| v.cso_env)
+        .chain([OPERATOR_IMAGE_VERSION_ENV])
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_owned(), v)))
+        .collect()
+}
+
+fn ar(api_version: &str, kind: &str) -> ApiResource {
+    // The table covers every kind used here; a miss is a programming error caught by tests.
+    kinds::api_resource(api_version, kind).unwrap_or_else(|_| ApiResource::erase::<ConfigMap>(&()))
+}
+
+/// Inputs with every image set, for what does not depend on values (names and kinds).
+fn placeholder_inputs() -> Inputs {
+    let mut env = BTreeMap::new();
+    for v in DRIVERS.iter().flat_map(Driver::all_image_vars) {
+        env.insert(v.cso_env.to_owned(), "placeholder".to_owned());
+    }
+    env.insert(OPERATOR_IMAGE_VERSION_ENV.to_owned(), "0".to_owned());
+    Inputs {
+        env,
+        ..Inputs::default()
+    }
+}
+
+/// What the CSO watches: its CR and ClusterOperator, the cluster singletons, every registered
+/// driver's ClusterCSIDriver and CSIDriver (by name), the Deployments and ConfigMaps of the
+/// driver operators' namespace, the installer's cloud config, and each object it applies.
+pub fn watches(client: Client, opts: &Options) -> CacheBuilder {
+    let mut builder = CacheBuilder::new(client, [opts.namespace.clone()])
+        .cluster_object(&ar("operator.openshift.io/v1", "Storage"), STORAGE_NAME)
+        .cluster_object(
+            &ar("config.openshift.io/v1", "ClusterOperator"),
+            CLUSTER_OPERATOR_NAME,
+        )
+        .cluster_object(&ar("config.openshift.io/v1", "Infrastructure"), "cluster")
+        .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
+        .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
+        .in_namespace(&ar("v1", "ConfigMap"), build::CONFIG_NAMESPACE)
+        .in_namespace(&ar("v1", "ConfigMap"), CSI_OPERATOR_NAMESPACE)
+        .in_namespace(&ar("apps/v1", "Deployment"), CSI_OPERATOR_NAMESPACE);
+    let inputs = placeholder_inputs();
+    for driver in DRIVERS {
+        builder = builder
+            .cluster_object(
+                &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+                driver.cluster_csi_driver,
+            )
+            .cluster_object(
+                &ar("storage.k8s.io/v1", "CSIDriver"),
+                driver.cluster_csi_driver,
+            );
+        let statics = build::operator_objects(driver, &inputs)
+            .ok()
+            .and_then(|o| o.static_desired(driver).ok())
+            .unwrap_or_default();
+        for d in statics {
+            builder = builder.object(&d.resource, &d.object);
+        }
+    }
+    builder
+}
+
+/// The state the operator keeps between reconciles.
+pub struct Operator {
+    client: Client,
+    opts: Options,
+    cache: Cache,
+    applier: Applier,
+    recorder: EventRecorder,
+    storage_status: StatusWriter,
+    co_status: StatusWriter,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+    operator_log_level: steps::OperatorLogLevel,
+    /// Drivers started so far, in [`DRIVERS`] order; never shrinks.
+    started: Vec<&'static Driver>,
+}
+
+impl Operator {
+    pub fn new(
+        client: Client,
+        opts: Options,
+        cache: Cache,
+        metrics: Arc<Metrics>,
+        log: LogControl,
+    ) -> Self {
+        let involved = ObjectReference {
+            api_version: Some("apps/v1".into()),
+            kind: Some("Deployment".into()),
+            namespace: Some(opts.namespace.clone()),
+            name: Some(OPERATOR_DEPLOYMENT.into()),
+            ..Default::default()
+        };
+        let recorder = EventRecorder::new(
+            client.clone(),
+            involved,
+            COMPONENT,
+            &steps::instance_name(COMPONENT),
+        );
+        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
+        let storage_status = StatusWriter::new(
+            client.clone(),
+            &ar("operator.openshift.io/v1", "Storage"),
+            None,
+        );
+        let co_status = StatusWriter::new(
+            client.clone(),
+            &ar("config.openshift.io/v1", "ClusterOperator"),
+            None,
+        );
+        Self {
+            client,
+            opts,
+            cache,
+            applier,
+            recorder,
+            storage_status,
+            co_status,
+            metrics,
+            log,
+            operator_log_level: steps::OperatorLogLevel::default(),
+            started: Vec::new(),
+        }
+    }
+
+    /// The drivers started so far.
+    pub fn started(&self) -> &[&'static Driver] {
+        &self.started
+    }
+
+    /// One reconcile of `Storage/cluster`.
+    pub async fn reconcile(&mut self) -> Outcome {
+        let began = Instant::now();
+        let outcome = self.reconcile_inner().await;
+        self.metrics
+            .reconciled(began.elapsed(), matches!(outcome, Outcome::Done { .. }));
+        outcome
+    }
+
+    async fn reconcile_inner(&mut self) -> Outcome {
+        let Some(storage_obj) =
+            self.cache
+                .get_kind("operator.openshift.io/v1", "Storage", None, STORAGE_NAME)
+        else {
+            // The cluster version operator creates it; without it there is nothing to report
+            // on (Go's status syncer would delete the ClusterOperator; we leave it alone).
+            debug!("Storage/{STORAGE_NAME} does not exist; waiting for it");
+            return Outcome::Done {
+                requeue_after: None,
+            };
+        };
+        let storage: Storage = match serde_json::to_value(&*storage_obj)
+            .map_err(|e| e.to_string())
+            .and_then(|v| openshift_api::decode::from_value(v).map_err(|e| e.to_string()))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(error = %e, "Storage/{STORAGE_NAME} cannot be read");
+                self.metrics.error("config");
+                return Outcome::Failed {
+                    requeue_after: None,
+                };
+            }
+        };
+        let operator_level = storage
+            .spec
+            .operator
+            .operator_log_level
+            .as_ref()
+            .map(|l| l.as_str().to_owned())
+            .unwrap_or_default();
+        self.operator_log_level.sync(&self.log, &operator_level);
+
+        let management = storage.spec.operator.management_state();
+        let mut board = StatusBoard::new();
+        match steps::management_state(&mut board, &management, "Storage") {
+            steps::Management::Reconcile => {}
+            steps::Management::NoWrites => {
+                // The administrator has the wheel; only the ClusterOperator says so.
+                return self
+                    .cluster_operator_step(&storage_obj, &management, false)
+                    .await;
+            }
+            steps::Management::StatusOnly => {
+                let after = self.flush_storage(&board, &storage_obj).await;
+                let failed = after.is_none();
+                let after = after.unwrap_or(storage_obj);
+                return self
+                    .cluster_operator_step(&after, &management, failed)
+                    .await;
+            }
+        }
+
+        let mut failed = false;
+        let mut storage_obj = storage_obj;
+        let mut inputs = Inputs {
+            env: self.opts.env.clone(),
+            log_level: storage.spec.operator.log_level(),
+            topology: self.topology(),
+            ..Inputs::default()
+        };
+        match config_observer::observe_with(
+            &self.client,
+            &self.cache,
+            &storage_obj,
+            observed_config::cso_observed_config,
+        )
+        .await
+        {
+            Ok(observed) => {
+                inputs.proxy = observed.proxy;
+                inputs.serving = observed.serving;
+                if let Some(written) = observed.written {
+                    self.metrics.write("Storage", WriteVerb::Update);
+                    storage_obj = Arc::new(written);
+                }
+                board.set_condition(conditions::degraded("ConfigObservation", None));
+            }
+            Err(message) => {
+                failed = true;
+                inputs.serving = ServingInfo::intermediate();
+                board.set_condition(OperatorCondition::new(
+                    types::CONFIG_OBSERVATION_DEGRADED,
+                    conditions::TRUE,
+                    reasons::ERROR,
+                    message,
+                ));
+            }
+        }
+
+        failed |= self.starter_step(&mut board).await;
+        for driver in self.started.clone() {
+            failed |= self
+                .driver_steps(&mut board, driver, &inputs, &storage_obj)
+                .await;
+        }
+        board.set_condition(OperatorCondition::new(
+            conditions::available_type(DEFAULT_STORAGE_CLASS_PREFIX),
+            conditions::TRUE,
+            reasons::AS_EXPECTED,
+            DEFAULT_STORAGE_CLASS_MESSAGE,
+        ));
+        board.set_condition(OperatorCondition::new(
+            conditions::progressing_type(DEFAULT_STORAGE_CLASS_PREFIX),
+            conditions::FALSE,
+            reasons::AS_EXPECTED,
+            "",
+        ));
+
+        let after = self.flush_storage(&board, &storage_obj).await;
+        failed |= after.is_none();
+        let after = after.unwrap_or(storage_obj);
+        self.cluster_operator_step(&after, &management, failed)
+            .await
+    }
+
+    fn topology(&self) -> TopologyMode {
+        let infra: Option<Infrastructure> =
+            self.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        infra
+            .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
+            .unwrap_or(TopologyMode::HighlyAvailable)
+    }
+
+    /// Picks the drivers for the platform and starts those whose CSIDriver is not someone
+    /// else's. Posts `CSIDriverStarterDegraded` (foreign CSIDrivers), the no-driver condition
+    /// and `StorageOperatorUpgradeable`. Returns whether the step failed.
+    async fn starter_step(&mut self, board: &mut StatusBoard) -> bool {
+        let infra: Option<Infrastructure> =
+            self.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let platform = infra
+            .as_ref()
+            .and_then(Infrastructure::platform_type)
+            .map(|p| p.as_str().to_owned());
+        let selection = registry::select(platform.as_deref());
+        let mut blocked = Vec::new();
+        for driver in &selection.drivers {
+            if self.started.iter().any(|d| d.name == driver.name) {
+                continue;
+            }
+            match self.csi_driver_owner(driver) {
+                Owner::Foreign { installed_by } => {
+                    blocked.push(ownership::foreign_message(driver, installed_by.as_deref()));
+                }
+                owner => {
+                    if owner == Owner::TakeOverAllowed {
+                        self.recorder
+                            .record(
+                                EventType::Warning,
+                                "CSIDriverTakeOver",
+                                &format!(
+                                    "CSIDriver {} was installed by someone else; taking it over as its {} annotation allows",
+                                    driver.cluster_csi_driver,
+                                    ownership::TAKE_OVER_ANNOTATION
+                                ),
+                            )
+                            .await;
+                    }
+                    info!(driver = driver.name, "starting the driver operator");
+                    self.started.push(driver);
+                }
+            }
+        }
+        self.started.sort_by_key(|d| {
+            DRIVERS
+                .iter()
+                .position(|x| x.name == d.name)
+                .unwrap_or(usize::MAX)
+        });
+        let shown = Selection {
+            drivers: self.started.clone(),
+            message: selection.message.clone(),
+        };
+        let (set, remove) = roll_up::starter_conditions(&shown);
+        for c in set {
+            board.set_condition(c);
+        }
+        for t in remove {
+            board.remove_condition(t);
+        }
+        if blocked.is_empty() {
+            board.set_condition(conditions::degraded(STARTER_PREFIX, None));
+            false
+        } else {
+            let mut c = conditions::degraded(STARTER_PREFIX, Some(&blocked.join("\n")));
+            c.reason = "ForeignCSIDriver".to_owned();
+            board.set_condition(c);
+            true
+        }
+    }
+
+    fn csi_driver_owner(&self, driver: &Driver) -> Owner {
+        let live = self.cache.get_kind(
+            "storage.k8s.io/v1",
+            "CSIDriver",
+            None,
+            driver.cluster_csi_driver,
+        );
+        let empty = BTreeMap::new();
+        match live {
+            None => ownership::classify(false, &empty, &empty),
+            Some(obj) => ownership::classify(
+                true,
+                obj.metadata.labels.as_ref().unwrap_or(&empty),
+                obj.metadata.annotations.as_ref().unwrap_or(&empty),
+            ),
+        }
+    }
+
+    /// Every step of one started driver. Returns whether one failed.
+    async fn driver_steps(
+        &mut self,
+        board: &mut StatusBoard,
+        driver: &'static Driver,
+        inputs: &Inputs,
+        storage: &DynamicObject,
+    ) -> bool {
+        let prefix = driver.condition_prefix;
+        let static_prefix = format!("{prefix}CSIDriverOperatorStaticController");
+        let deployment_prefix = format!("{prefix}{}", roll_up::DEPLOYMENT_CONTROLLER_INFIX);
+        let objects = match build::operator_objects(driver, inputs) {
+            Ok(o) => o,
+            Err(e) => {
+                // A missing image blocks the static objects and the Deployment alike.
+                let message = e.to_string();
+                board.set_condition(conditions::degraded(&static_prefix, Some(&message)));
+                board.set_condition(conditions::degraded(&deployment_prefix, Some(&message)));
+                self.cr_step(board, driver, inputs).await;
+                return true;
+            }
+        };
+        let mut failed = steps::apply_group(
+            &self.applier,
+            &self.metrics,
+            board,
+            &static_prefix,
+            objects.static_desired(driver),
+        )
+        .await;
+        failed |= self.cr_step(board, driver, inputs).await;
+        failed |= self.deployment_step(board, driver, &objects, storage).await;
+        if driver.syncs_cloud_ca {
+            failed |= self.ca_sync_step(board).await;
+        }
+        failed
+    }
+
+    /// Creates the driver's `ClusterCSIDriver` when missing (never updates it: admin edits
+    /// persist) and copies its conditions as `<P>CSIDriverOperatorCR*`; posts
+    /// `<P>CSIDriverOperatorDegraded`.
+    async fn cr_step(&self, board: &mut StatusBoard, driver: &Driver, inputs: &Inputs) -> bool {
+        let prefix = format!("{}CSIDriverOperator", driver.condition_prefix);
+        let live = self.cache.get_kind(
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            None,
+            driver.cluster_csi_driver,
+        );
+        let live = match live {
+            Some(obj) => Some(obj),
+            None => match self.create_cluster_csi_driver(driver, inputs).await {
+                Ok(obj) => obj,
+                Err(message) => {
+                    board.set_condition(conditions::degraded(&prefix, Some(&message)));
+                    return true;
+                }
+            },
+        };
+        let cr_conditions = live
+            .as_deref()
+            .map(steps::previous_conditions)
+            .unwrap_or_default();
+        for c in roll_up::driver_cr_conditions(driver, &cr_conditions, jiff::Timestamp::now()) {
+            board.set_condition(c);
+        }
+        if let Some(obj) = &live {
+            board.record_generation(GenerationStatus {
+                group: "operator.openshift.io".into(),
+                resource: "clustercsidrivers".into(),
+                namespace: String::new(),
+                name: driver.cluster_csi_driver.into(),
+                last_generation: obj.metadata.generation.unwrap_or_default(),
+                hash: String::new(),
+            });
+        }
+        board.set_condition(conditions::degraded(&prefix, None));
+        false
+    }
+
+    async fn create_cluster_csi_driver(
+        &self,
+        driver: &Driver,
+        inputs: &Inputs,
+    ) -> Result<Option<Arc<DynamicObject>>, String> {
+        let cr = build::cluster_csi_driver(driver, &inputs.log_level);
+        let api: Api<openshift_api::operator::ClusterCSIDriver> = Api::all(self.client.clone());
+        match api.create(&PostParams::default(), &cr).await {
+            Ok(created) => {
+                self.metrics.write("ClusterCSIDriver", WriteVerb::Create);
+                info!(
+                    name = driver.cluster_csi_driver,
+                    "created the ClusterCSIDriver"
+                );
+                self.recorder
+                    .created(
+                        &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+                        None,
+                        driver.cluster_csi_driver,
+                    )
+                    .await;
+                let obj = serde_json::to_value(&created)
+                    .ok()
+                    .and_then(|v| serde_json::from_value::<DynamicObject>(v).ok())
+                    .map(Arc::new);
+                Ok(obj)
+            }
+            // Our cache lagged behind; the watch brings it.
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
+            Err(e) => {
+                self.metrics.error("kube_api");
+                Err(format!(
+                    "cannot create ClusterCSIDriver {}: {e}",
+                    driver.cluster_csi_driver
+                ))
+            }
+        }
+    }
+
+    /// Applies the operator Deployment (expected generation from `Storage.status.generations`)
+    /// and posts `<P>Progressing` and `<P>CSIDriverOperatorDeploymentDegraded`.
+    async fn deployment_step(
+        &self,
+        board: &mut StatusBoard,
+        driver: &Driver,
+        objects: &build::OperatorObjects,
+        storage: &DynamicObject,
+    ) -> bool {
+        let prefix = format!(
+            "{}{}",
+            driver.condition_prefix,
+            roll_up::DEPLOYMENT_CONTROLLER_INFIX
+        );
+        let ns = driver.operator_namespace;
+        let name = driver.operator_deployment;
+        let desired = match objects.deployment_desired(driver) {
+            Ok(d) => d,
+            Err(e) => {
+                board.set_condition(conditions::degraded(&prefix, Some(&e.to_string())));
+                return true;
+            }
+        };
+        let expected = status::last_generation(storage, "apps", "deployments", ns, name);
+        let applied = match self
+            .applier
+            .apply(&desired.resource, &desired.object, expected)
+            .await
+        {
+            Ok(applied) => applied,
+            Err(e) => {
+                self.metrics.error("apply");
+                board.set_condition(conditions::degraded(&prefix, Some(&e.to_string())));
+                return true;
+            }
+        };
+        self.metrics.applied("Deployment", applied.action);
+        board.record_generation(GenerationStatus {
+            group: "apps".into(),
+            resource: "deployments".into(),
+            namespace: ns.into(),
+            name: name.into(),
+            last_generation: applied.generation.unwrap_or_default(),
+            hash: String::new(),
+        });
+        let live: Deployment = serde_json::to_value(&*applied.object)
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let conds = roll_up::operator_deployment_conditions(driver, &live);
+        let unhealthy = conds
+            .iter()
+            .any(|c| c.type_.ends_with(types::DEGRADED) && c.status == conditions::TRUE);
+        for c in conds {
+            board.set_condition(c);
+        }
+        unhealthy
+    }
+
+    /// The CA syncer (anchors §3.6): `openshift-config/cloud-provider-config` copied whole into
+    /// the driver operators' namespace; the copy goes when the source goes.
+    async fn ca_sync_step(&self, board: &mut StatusBoard) -> bool {
+        let source = self
+            .cache
+            .config_map(build::CONFIG_NAMESPACE, build::CLOUD_PROVIDER_CONFIG);
+        let result = match source {
+            Some(source) => {
+                let copy = build::cloud_ca_copy(&source, CSI_OPERATOR_NAMESPACE);
+                match operator_kit::desired::from_typed("cloud-provider-config (copy)", None, &copy)
+                {
+                    Ok(d) => self
+                        .applier
+                        .apply(&d.resource, &d.object, None)
+                        .await
+                        .map(|a| self.metrics.applied("ConfigMap", a.action))
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            None => self
+                .applier
+                .delete(
+                    &ar("v1", "ConfigMap"),
+                    Some(CSI_OPERATOR_NAMESPACE),
+                    build::CLOUD_PROVIDER_CONFIG,
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        };
+        match result {
+            Ok(()) => {
+                board.set_condition(conditions::degraded(RESOURCE_SYNC_PREFIX, None));
+                false
+            }
+            Err(e) => {
+                self.metrics.error("apply");
+                board.set_condition(conditions::degraded(RESOURCE_SYNC_PREFIX, Some(&e)));
+                true
+            }
+        }
+    }
+
+    /// Writes the `Storage/cluster` status; the object after the write (or as it was when
+    /// nothing changed), `None` when the write failed.
+    async fn flush_storage(
+        &self,
+        board: &StatusBoard,
+        storage: &Arc<DynamicObject>,
+    ) -> Option<Arc<DynamicObject>> {
+        match self.storage_status.flush(board, storage).await {
+            Ok(Flushed::Written(obj)) => {
+                self.metrics.write("Storage", WriteVerb::Update);
+                Some(obj)
+            }
+            Ok(Flushed::Unchanged) => Some(storage.clone()),
+            Err(e) => {
+                self.metrics.error("kube_api");
+                warn!(error = %e, "cannot write the Storage status");
+                None
+            }
+        }
+    }
+
+    /// `ClusterOperator/storage` from the `Storage/cluster` conditions: created when missing,
+    /// its status written only when it changed (with an `OperatorStatusChanged` Event).
+    async fn cluster_operator_step(
+        &self,
+        storage: &DynamicObject,
+        management: &ManagementState,
+        failed: bool,
+    ) -> Outcome {
+        let now = jiff::Timestamp::now();
+        let storage_conditions = steps::previous_conditions(storage);
+        let mut requeue =
+            roll_up::inertia_wakeup(&storage_conditions, self.opts.degraded_inertia, now);
+        if !matches!(management, ManagementState::Unmanaged) {
+            requeue = Some(requeue.map_or(RESYNC, |r| r.min(RESYNC)));
+        }
+        let co = match self.cluster_operator().await {
+            Ok(co) => co,
+            Err(e) => {
+                warn!(error = %e, "cannot create ClusterOperator/{CLUSTER_OPERATOR_NAME}");
+                return Outcome::Failed {
+                    requeue_after: requeue,
+                };
+            }
+        };
+        let mut board = StatusBoard::new();
+        board.omit_observed_generation();
+        let wanted = roll_up::cluster_operator_conditions_with_inertia(
+            management,
+            &storage_conditions,
+            self.opts.degraded_inertia,
+            now,
+        );
+        for c in &wanted {
+            board.set_condition(c.clone());
+        }
+        let existing_related: Vec<openshift_api::config::ObjectReference> = co
+            .data
+            .pointer("/status/relatedObjects")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        let related = roll_up::related_objects(&self.started, &existing_related);
+        board.set_field(
+            "relatedObjects",
+            serde_json::to_value(&related).unwrap_or(Value::Null),
+        );
+        let versions = roll_up::versions(
+            self.opts
+                .env
+                .get(OPERATOR_IMAGE_VERSION_ENV)
+                .map(String::as_str),
+        );
+        board.set_field(
+            "versions",
+            serde_json::to_value(&versions).unwrap_or(Value::Null),
+        );
+        let before = steps::previous_conditions(&co);
+        match self.co_status.flush(&board, &co).await {
+            Ok(Flushed::Written(_)) => {
+                self.metrics.write("ClusterOperator", WriteVerb::Update);
+                if let Some(message) = roll_up::status_change_message(&before, &wanted) {
+                    info!("{message}");
+                    self.recorder
+                        .record(EventType::Normal, "OperatorStatusChanged", &message)
+                        .await;
+                }
+            }
+            Ok(Flushed::Unchanged) => {}
+            Err(e) => {
+                self.metrics.error("kube_api");
+                warn!(error = %e, "cannot write the ClusterOperator status");
+                return Outcome::Failed {
+                    requeue_after: requeue,
+                };
+            }
+        }
+        if failed {
+            Outcome::Failed {
+                requeue_after: requeue,
+            }
+        } else {
+            Outcome::Done {
+                requeue_after: requeue,
+            }
+        }
+    }
+
+    /// `ClusterOperator/storage` from the cache, created (empty) when missing.
+    async fn cluster_operator(&self) -> Result<Arc<DynamicObject>, kube::Error> {
+        let car = ar("config.openshift.io/v1", "ClusterOperator");
+        if let Some(co) = self.cache.get(&car, None, CLUSTER_OPERATOR_NAME) {
+            return Ok(co);
+        }
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &car);
+        let mut obj = DynamicObject::new(CLUSTER_OPERATOR_NAME, &car);
+        obj.data = serde_json::json!({"spec": {}});
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(created) => {
+                self.metrics.write("ClusterOperator", WriteVerb::Create);
+                Ok(Arc::new(created))
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                api.get(CLUSTER_OPERATOR_NAME).await.map(Arc::new)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl operator_kit::process::Reconciler for Operator {
+    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
+        Operator::reconcile(self)
+    }
+}

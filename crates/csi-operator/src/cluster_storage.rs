@@ -1,0 +1,71 @@
+//! `csi-operator cluster-storage start`: the Cluster Storage Operator process.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cluster_storage::operator::{self, Operator, Options};
+use operator_kit::logging::LogControl;
+use operator_kit::metrics::Metrics;
+use operator_kit::process::{self, ProcessOptions};
+use operator_kit::runtime::LoopOptions;
+
+use crate::sim::parse_duration;
+
+#[derive(clap::Args)]
+pub struct StartArgs {
+    /// Kubeconfig to use; in a pod, leave it out to use the service account.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace of the operator: its lease and its Events.
+    #[arg(long, default_value = operator::OPERATOR_NAMESPACE)]
+    namespace: String,
+    /// Where to serve Prometheus metrics (`/metrics`) and `/healthz`.
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    metrics_listen: SocketAddr,
+    /// The replica's identity in the lease (defaults to the pod name).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Reconcile at least this often even when nothing changes.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    resync: Duration,
+    /// How long a Degraded condition must last before ClusterOperator/storage says Degraded.
+    #[arg(long, default_value = "2m", value_parser = parse_duration, hide = true)]
+    degraded_inertia: Duration,
+    /// Initial klog verbosity (Storage's operatorLogLevel takes over).
+    #[arg(short = 'v', long = "v", default_value_t = 2)]
+    verbosity: u8,
+}
+
+pub async fn start(
+    args: StartArgs,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let log = LogControl::init(args.verbosity);
+    let client = crate::client::client(args.kubeconfig.as_deref()).await?;
+    let opts = Options {
+        namespace: args.namespace.clone(),
+        env: operator::env_from_process(),
+        degraded_inertia: args.degraded_inertia,
+    };
+    let timing = crate::client::leader_timing(&client).await;
+    let cache = operator::watches(client.clone(), &opts).start();
+    let metrics = Metrics::new("cluster_storage_operator");
+    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
+    let identity = args
+        .identity
+        .unwrap_or_else(|| format!("{}-{}", operator::COMPONENT, std::process::id()));
+    let options = ProcessOptions {
+        namespace: args.namespace,
+        lock_name: operator::LOCK_NAME.to_string(),
+        identity,
+        timing,
+        metrics_addr: Some(args.metrics_listen),
+        loop_options: LoopOptions {
+            resync: args.resync,
+            ..LoopOptions::default()
+        },
+    };
+    process::run(client, options, cache, metrics, op, shutdown).await?;
+    Ok(())
+}
