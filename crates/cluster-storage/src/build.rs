@@ -953,34 +953,6 @@ mod tests {
         assert_eq!(not_covered(&union, &[unnamed_update]).len(), 1);
     }
 
-    /// Grants the operators need that the CSO does not yet hold (so it cannot hand them on):
-    /// (namespace or "" for cluster-wide, group, resource, verb). The test below fails when the
-    /// install manifests start granting one, so the list shrinks with them.
-    const KNOWN_GAPS: &[(&str, &str, &str, &str)] = &[
-        // Both operators watch the VolumeSnapshotClass and ServiceMonitor CRDs by name.
-        (
-            "",
-            "apiextensions.k8s.io",
-            "customresourcedefinitions",
-            "get",
-        ),
-        (
-            "",
-            "apiextensions.k8s.io",
-            "customresourcedefinitions",
-            "list",
-        ),
-        (
-            "",
-            "apiextensions.k8s.io",
-            "customresourcedefinitions",
-            "watch",
-        ),
-        // Events about the cluster-scoped ClusterCSIDriver go to `default`.
-        ("default", "", "events", "create"),
-        ("default", "", "events", "update"),
-        ("default", "", "events", "patch"),
-    ];
 
     #[test]
     fn roles_are_subsets_of_what_the_cso_holds_in_each_namespace() {
@@ -994,9 +966,6 @@ mod tests {
                     .unwrap_or_default();
                 let missing: Vec<_> = not_covered(&held, &rules)
                     .into_iter()
-                    .filter(|(g, r, v, _)| {
-                        !KNOWN_GAPS.contains(&(ns, g.as_str(), r.as_str(), v.as_str()))
-                    })
                     .collect();
                 assert!(
                     missing.is_empty(),
@@ -1042,35 +1011,6 @@ mod tests {
         assert!(can(&MANILA, "openshift-cluster-csi-drivers", "watch"));
         assert!(!can(&MANILA, "openshift-cluster-csi-drivers", "update"));
         assert!(can(&MANILA, "openshift-manila-csi-driver", "create"));
-    }
-
-    #[test]
-    fn known_gaps_are_still_gaps() {
-        let union = manifest_rules("ClusterRole", None, UNION_ROLE).unwrap();
-        for (ns, group, resource, verb) in KNOWN_GAPS {
-            let wanted = [PolicyRule {
-                api_groups: Some(vec![(*group).to_owned()]),
-                resources: Some(vec![(*resource).to_owned()]),
-                verbs: vec![(*verb).to_owned()],
-                ..PolicyRule::default()
-            }];
-            let held = if ns.is_empty() {
-                union.clone()
-            } else {
-                let mut held = union.clone();
-                held.extend(
-                    manifest_rules("Role", Some(ns), "cluster-storage-operator")
-                        .unwrap_or_default(),
-                );
-                held
-            };
-            assert_eq!(
-                not_covered(&held, &wanted).len(),
-                1,
-                "the manifests now grant {verb} {resource} in {ns:?}: grant it to the driver \
-                 operators and remove it from KNOWN_GAPS"
-            );
-        }
     }
 
     #[test]
