@@ -953,7 +953,6 @@ mod tests {
         assert_eq!(not_covered(&union, &[unnamed_update]).len(), 1);
     }
 
-
     #[test]
     fn roles_are_subsets_of_what_the_cso_holds_in_each_namespace() {
         for d in DRIVERS {
@@ -964,9 +963,7 @@ mod tests {
                 assert!(!rules.is_empty(), "{ns}");
                 let held = manifest_rules("Role", Some(ns), "cluster-storage-operator")
                     .unwrap_or_default();
-                let missing: Vec<_> = not_covered(&held, &rules)
-                    .into_iter()
-                    .collect();
+                let missing: Vec<_> = not_covered(&held, &rules).into_iter().collect();
                 assert!(
                     missing.is_empty(),
                     "{}: Role in {ns} grants what the CSO does not hold there: {missing:?}",

@@ -9,6 +9,7 @@
 //! the watch caches, applies and writes the two statuses.
 
 pub mod build;
+pub mod olm;
 pub mod operator;
 pub mod ownership;
 pub mod registry;

@@ -10,6 +10,7 @@
 //! | `POST /__sim/compact` | forget watch history (resuming watches get 410) |
 //! | `POST /__sim/restart?downtimeMs=N` | drop every connection, refuse new ones for N ms |
 //! | `GET /__sim/workloads`, `PUT /__sim/workloads` (a `WorkloadConfig`), `DELETE /__sim/workloads` | workload simulator settings |
+//! | `GET /__sim/processes` | the pods running as local processes (`ProcessInfo` as JSON) |
 //!
 //! Admin requests are not recorded in the request log and are not subject to faults.
 
@@ -112,6 +113,9 @@ fn answer(
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
             Ok(ok())
+        }
+        ("GET", "processes") => {
+            Ok(serde_json::to_value(shared.processes.list()).unwrap_or_default())
         }
         _ => Err(ApiError::no_route()),
     }

@@ -27,6 +27,8 @@ pub mod managed_fields;
 pub mod observe;
 pub mod patch;
 mod printers;
+pub mod processes;
+pub mod rbac;
 pub mod resources;
 pub mod selector;
 mod server;
@@ -46,6 +48,8 @@ use tokio::sync::watch;
 
 pub use api::Cluster;
 pub use observe::{Fault, RequestMatch, RequestRecord};
+pub use processes::{LocalProgram, ProcessConfig, ProcessInfo, ProcessState};
+pub use rbac::RbacConfig;
 pub use workload::WorkloadConfig;
 
 /// How the simulator behaves; the defaults suit tests.
@@ -63,6 +67,11 @@ pub struct SimConfig {
     pub tls: bool,
     /// The workload simulator (Deployment/DaemonSet status); `None` switches it off.
     pub workloads: Option<WorkloadConfig>,
+    /// RBAC authorization (see `rbac`); `None`, the default, allows every request.
+    pub rbac: Option<RbacConfig>,
+    /// Deployments whose image maps to a local program run it as real processes (see
+    /// `processes.rs`); `None` runs none.
+    pub processes: Option<ProcessConfig>,
 }
 
 impl Default for SimConfig {
@@ -74,6 +83,8 @@ impl Default for SimConfig {
             bookmark_interval: Duration::from_secs(60),
             tls: false,
             workloads: Some(WorkloadConfig::default()),
+            rbac: None,
+            processes: None,
         }
     }
 }
@@ -91,6 +102,8 @@ pub struct Shared {
     pub(crate) started: Instant,
     pub(crate) config: SimConfig,
     pub(crate) workloads: Mutex<Option<WorkloadConfig>>,
+    pub(crate) rbac: rbac::RbacState,
+    pub(crate) processes: processes::Processes,
     address: OnceLock<String>,
 }
 
@@ -140,6 +153,8 @@ impl KubeSim {
             shutdown: watch::channel(false).0,
             started: Instant::now(),
             workloads: Mutex::new(config.workloads.clone()),
+            rbac: rbac::RbacState::new(config.rbac.clone()),
+            processes: processes::Processes::new(config.processes.clone(), ca_pem.clone()),
             config,
             address: OnceLock::new(),
         });
@@ -149,6 +164,7 @@ impl KubeSim {
         tokio::spawn(server::serve(shared.clone(), listener, tls_acceptor));
         tokio::spawn(controllers::run(shared.clone()));
         tokio::spawn(workload::run(shared.clone()));
+        tokio::spawn(processes::run(shared.clone()));
         Ok(Self {
             shared,
             addr,
@@ -230,6 +246,47 @@ impl KubeSim {
         self.shared.changed.send_modify(|n| *n += 1);
     }
 
+    /// Changes which images run as local processes; pods started under the previous
+    /// configuration are replaced.
+    pub fn set_processes(&self, config: Option<ProcessConfig>) {
+        self.shared.processes.set(config);
+        self.shared.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The pods that run as local processes, with their pid, restarts and state.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        self.shared.processes.list()
+    }
+
+    /// The last 64 KiB of a process-backed pod's output (stdout and stderr, with kube-sim's
+    /// start and exit notes), `None` for an unknown pod.
+    pub fn process_output(&self, namespace: &str, pod: &str) -> Option<String> {
+        self.shared.processes.output(namespace, pod)
+    }
+
+    /// Switches RBAC authorization on (`Some`) or off (`None`) at runtime.
+    pub fn set_rbac(&self, config: Option<RbacConfig>) {
+        self.shared.rbac.set_config(config);
+    }
+
+    /// Every request RBAC refused (authorization or escalation), oldest first.
+    pub fn rbac_denials(&self) -> Vec<rbac::Denial> {
+        self.shared.rbac.denials()
+    }
+
+    /// The refused requests as readable lines: who could not do what, and the missing rule.
+    pub fn forbidden_requests(&self) -> Vec<String> {
+        self.rbac_denials()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    pub fn clear_rbac_denials(&self) {
+        self.shared.rbac.clear_denials();
+    }
+
+    /// Stops the server and controllers; process-backed pods get SIGTERM and their grace period.
     pub fn shutdown(&self) {
         self.shared.shutdown.send_replace(true);
     }
@@ -238,5 +295,6 @@ impl KubeSim {
 impl Drop for KubeSim {
     fn drop(&mut self) {
         self.shutdown();
+        self.shared.processes.kill_now();
     }
 }

@@ -28,6 +28,8 @@ pub struct RequestRecord {
     pub resource: String,
     pub subresource: String,
     pub namespace: String,
+    /// The object's name; for a create, the name in the request body (as an audit log's
+    /// objectRef gives it), empty with `generateName`.
     pub name: String,
     pub code: u16,
 }

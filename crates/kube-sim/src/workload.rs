@@ -16,11 +16,13 @@
 //!   Deployment's pods are assumed to find room somewhere.
 //! - Workloads listed in [`WorkloadConfig::unavailable`] never get a ready pod, so their
 //!   conditions say so and, past `progressDeadlineSeconds`, the rollout times out.
+//! - A Deployment whose image maps to a local program runs real processes (`processes.rs`);
+//!   its pods are up only while their processes run, which the status functions are told.
 //!
 //! The status computations are pure functions of the object, the nodes, what the simulator
 //! remembers of its virtual pods, and the time; [`run`] feeds them and writes the results.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,11 +120,18 @@ fn pass(shared: &Shared, memory: &mut Memory) -> Option<Timestamp> {
         // Switched off: the controllers stop, the virtual pods keep running.
         return None;
     };
+    let running = crate::processes::Readiness::of(shared);
     // Compute and write under one lock: a client write in between would otherwise be
     // overwritten by a status write carrying the object's older spec.
     let (wrote, wake) = {
         let mut cluster = shared.lock();
-        sync(&mut cluster, memory, &config, Timestamp::now())
+        sync(
+            &mut cluster,
+            memory,
+            &config,
+            running.as_ref(),
+            Timestamp::now(),
+        )
     };
     if wrote {
         shared.changed.send_modify(|n| *n += 1);
@@ -134,6 +143,7 @@ fn sync(
     c: &mut Cluster,
     memory: &mut Memory,
     config: &WorkloadConfig,
+    processes: Option<&crate::processes::Readiness>,
     now: Timestamp,
 ) -> (bool, Option<Timestamp>) {
     let mut wrote = false;
@@ -157,7 +167,9 @@ fn sync(
         for obj in objects {
             let key = identity(&obj);
             let mut track = memory.deployments.remove(&key);
-            let (status, due) = deployment_status(&obj, &mut track, now, config);
+            let running = processes.and_then(|p| p.running_hashes(&obj));
+            let (status, due) =
+                deployment_status_with(&obj, &mut track, now, config, running.as_ref());
             if let Some(t) = track {
                 seen.insert(key, t);
             }
@@ -408,9 +420,29 @@ pub fn deployment_status(
     now: Timestamp,
     config: &WorkloadConfig,
 ) -> (Value, Option<Timestamp>) {
+    deployment_status_with(dep, track, now, config, None)
+}
+
+/// [`deployment_status`] for a Deployment whose pods may run as local processes
+/// (`processes.rs`): `running` is then the pod-template-hashes whose processes all run, and
+/// the pods are up only while theirs do; `None` means virtual pods.
+pub fn deployment_status_with(
+    dep: &Value,
+    track: &mut Option<DeploymentTrack>,
+    now: Timestamp,
+    config: &WorkloadConfig,
+    running: Option<&BTreeSet<String>>,
+) -> (Value, Option<Timestamp>) {
     let spec = DeploymentSpec::of(dep);
     let namespace = text(dep, "/metadata/namespace");
-    let unavailable = config.is_unavailable(WorkloadKind::Deployment, namespace, spec.name);
+    // The pods that run are those of the template the Deployment last rolled out to, which a
+    // paused Deployment keeps.
+    let pod_hash = match track {
+        Some(t) if spec.paused => t.hash.as_str(),
+        _ => spec.hash.as_str(),
+    };
+    let unavailable = config.is_unavailable(WorkloadKind::Deployment, namespace, spec.name)
+        || running.is_some_and(|r| !r.contains(pod_hash));
     let delay = config.delay();
     let stored = Counts::stored(dep);
 

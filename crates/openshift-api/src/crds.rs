@@ -1,8 +1,9 @@
 //! The CustomResourceDefinitions of every type in this crate, embedded from `crds/*.yaml`.
 //!
 //! They were written from the real CRDs (openshift/api, cloud-credential-operator,
-//! prometheus-operator, external-snapshotter; each file names its source) with descriptions
-//! removed. The validation that matters is kept: the ClusterCSIDriver name enum, the
+//! prometheus-operator, external-snapshotter, operator-framework/api for OLM's Subscription and
+//! ClusterServiceVersion, csi-driver-manila-operator 4.5 for the old `ManilaDriver`; each file
+//! names its source) with descriptions removed. The validation that matters is kept: the ClusterCSIDriver name enum, the
 //! `managementState` pattern, the log-level enums with their `Normal` default,
 //! `storageClassState`, list-map conditions and generations, status subresources. Tests and the
 //! demo create them in kube-sim; on a real OpenShift cluster they already exist.
@@ -38,6 +39,14 @@ pub const SERVICE_MONITORS: &str =
 /// `volumesnapshotclasses.snapshot.storage.k8s.io`.
 pub const VOLUME_SNAPSHOT_CLASSES: &str =
     include_str!("../crds/volumesnapshotclasses.snapshot.storage.k8s.io.yaml");
+/// `subscriptions.operators.coreos.com` (OLM; nested structures kept opaque).
+pub const SUBSCRIPTIONS: &str = include_str!("../crds/subscriptions.operators.coreos.com.yaml");
+/// `clusterserviceversions.operators.coreos.com` (OLM; spec and status mostly opaque).
+pub const CLUSTER_SERVICE_VERSIONS: &str =
+    include_str!("../crds/clusterserviceversions.operators.coreos.com.yaml");
+/// `maniladrivers.csi.openshift.io`, the CR of the OpenShift 4.5 Manila operator that OLM
+/// installed (only clusters upgraded from 4.5 have it; the CSO deletes its `cluster` object).
+pub const MANILA_DRIVERS: &str = include_str!("../crds/maniladrivers.csi.openshift.io.yaml");
 
 /// Every CRD as `(metadata.name, yaml)`, in an order that creates OpenShift's config and
 /// operator APIs first.
@@ -61,6 +70,14 @@ pub fn all() -> Vec<(&'static str, &'static str)> {
             "volumesnapshotclasses.snapshot.storage.k8s.io",
             VOLUME_SNAPSHOT_CLASSES,
         ),
+        // OLM's APIs: every OpenShift 4.x cluster with the OperatorLifecycleManager
+        // capability serves them, and the CSO's OLM removal flow lists and deletes them.
+        ("subscriptions.operators.coreos.com", SUBSCRIPTIONS),
+        (
+            "clusterserviceversions.operators.coreos.com",
+            CLUSTER_SERVICE_VERSIONS,
+        ),
+        ("maniladrivers.csi.openshift.io", MANILA_DRIVERS),
     ]
 }
 
@@ -221,6 +238,154 @@ mod tests {
             serde_json::json!(["type"])
         );
         assert_eq!(status["generations"]["x-kubernetes-list-type"], "map");
+    }
+
+    /// The (group, kind, plural, scope, short names, version) of the OLM and old-Manila CRDs as
+    /// upstream declares them: the CSO addresses them by these names.
+    #[test]
+    fn olm_and_old_manila_crds_have_upstream_names_and_scope() {
+        let cases: [(&str, &str, &str, &str, &[&str]); 3] = [
+            (
+                "subscriptions.operators.coreos.com",
+                "Subscription",
+                "subscriptions",
+                "Namespaced",
+                &["sub", "subs"],
+            ),
+            (
+                "clusterserviceversions.operators.coreos.com",
+                "ClusterServiceVersion",
+                "clusterserviceversions",
+                "Namespaced",
+                &["csv", "csvs"],
+            ),
+            (
+                "maniladrivers.csi.openshift.io",
+                "ManilaDriver",
+                "maniladrivers",
+                "Cluster",
+                &[],
+            ),
+        ];
+        let all_crds = parsed().unwrap();
+        for (name, kind, plural, scope, short) in cases {
+            let crd = get(name).unwrap().unwrap();
+            assert!(
+                all_crds
+                    .iter()
+                    .any(|c| c.metadata.name.as_deref() == Some(name)),
+                "{name} is in parsed(), so every testbed cluster gets it"
+            );
+            let group = name.split_once('.').map(|(_, g)| g).unwrap();
+            assert_eq!(crd.spec.group, group, "{name}");
+            assert_eq!(crd.spec.names.kind, kind, "{name}");
+            assert_eq!(crd.spec.names.plural, plural, "{name}");
+            assert_eq!(
+                crd.spec.names.list_kind.as_deref(),
+                Some(&*format!("{kind}List"))
+            );
+            assert_eq!(crd.spec.scope, scope, "{name}");
+            assert_eq!(
+                crd.spec.names.short_names.clone().unwrap_or_default(),
+                short.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "{name}"
+            );
+            assert_eq!(crd.spec.versions.len(), 1, "{name}");
+            let v = &crd.spec.versions[0];
+            assert_eq!(v.name, "v1alpha1", "{name}");
+            assert!(
+                v.subresources
+                    .as_ref()
+                    .and_then(|s| s.status.as_ref())
+                    .is_some(),
+                "{name} has the status subresource"
+            );
+        }
+    }
+
+    fn schema_of(name: &str) -> serde_json::Value {
+        let crd = get(name).unwrap().unwrap();
+        let v = crd.spec.versions.first().unwrap();
+        serde_json::to_value(
+            v.schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .unwrap(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn subscription_crd_types_the_fields_the_cso_reads() {
+        let schema = schema_of("subscriptions.operators.coreos.com");
+        let spec = &schema["properties"]["spec"];
+        assert_eq!(
+            spec["required"],
+            serde_json::json!(["name", "source", "sourceNamespace"])
+        );
+        for f in [
+            "name",
+            "source",
+            "sourceNamespace",
+            "channel",
+            "installPlanApproval",
+            "startingCSV",
+        ] {
+            assert_eq!(spec["properties"][f]["type"], "string", "spec.{f}");
+        }
+        let status = &schema["properties"]["status"];
+        assert_eq!(status["required"], serde_json::json!(["lastUpdated"]));
+        for f in ["currentCSV", "installedCSV", "state"] {
+            assert_eq!(status["properties"][f]["type"], "string", "status.{f}");
+        }
+        let v = get("subscriptions.operators.coreos.com")
+            .unwrap()
+            .unwrap()
+            .spec
+            .versions
+            .remove(0);
+        let columns: Vec<_> = v
+            .additional_printer_columns
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.name, c.json_path))
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                ("Package".to_string(), ".spec.name".to_string()),
+                ("Source".to_string(), ".spec.source".to_string()),
+                ("Channel".to_string(), ".spec.channel".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn csv_and_manila_driver_crds_keep_upstream_validation() {
+        let csv = schema_of("clusterserviceversions.operators.coreos.com");
+        assert_eq!(
+            csv["properties"]["spec"]["required"],
+            serde_json::json!(["displayName", "install"])
+        );
+        assert_eq!(
+            csv["properties"]["spec"]["properties"]["install"]["required"],
+            serde_json::json!(["strategy"])
+        );
+        assert_eq!(
+            csv["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"],
+            true
+        );
+        let manila = schema_of("maniladrivers.csi.openshift.io");
+        assert_eq!(
+            manila["properties"]["metadata"]["properties"]["name"]["enum"],
+            serde_json::json!(["cluster"])
+        );
+        for part in ["spec", "status"] {
+            assert_eq!(
+                manila["properties"][part]["x-kubernetes-preserve-unknown-fields"], true,
+                "{part}"
+            );
+        }
     }
 
     #[test]
