@@ -1,48 +1,50 @@
-//! `csi-operator demo`: the Cinder and Manila operators on one machine, with no cluster.
+//! `csi-operator demo`: the whole chain on one machine, with no cluster.
 //!
-//! It starts kube-sim and openstack-sim in-process, seeded as an OpenShift-on-OpenStack cluster
-//! (the `testbed` crate) with both ClusterCSIDrivers, runs both operators against them
-//! in-process, prints each step condition as it changes while the install converges (plain
-//! lines on stderr, readable in a terminal and in CI logs), then a summary on stdout (per
-//! ClusterCSIDriver: what its operator created, its conditions; Cinder's `enable_topology`,
-//! Manila's StorageClass per share type; the time it took), and keeps the cluster up for
-//! kubectl until Ctrl-C or SIGTERM. `--exit-when-ready` turns it into a check for CI.
+//! It starts kube-sim and openstack-sim in-process, seeded as the installer leaves an
+//! OpenShift-on-OpenStack cluster (the `testbed` crate: Nodes, Infrastructure, cloud config,
+//! root credentials), runs a stand-in cloud credential operator, and applies
+//! `manifests/openshift/` as the cluster version operator would. From there nothing is
+//! in-process: kube-sim's process runner starts the Cluster Storage Operator's pod as a local
+//! process of this binary; the CSO creates the Cinder and Manila operator Deployments, whose
+//! pods kube-sim runs the same way; they install the drivers.
+//!
+//! The live view prints each condition of `ClusterOperator/storage` and of both
+//! ClusterCSIDrivers as it changes, and each operator pod starting or restarting (plain lines
+//! on stderr, readable in a terminal and in CI logs); then a summary on stdout (the
+//! ClusterOperator, the operator pods and their logs, per ClusterCSIDriver what was created and
+//! its conditions, Cinder's `enable_topology`, Manila's StorageClass per share type, the time
+//! it took), and keeps the cluster up for kubectl until Ctrl-C or SIGTERM.
+//! `--exit-when-ready` turns it into a check for CI.
 //!
 //! openstack-sim offers Manila with two share types by default; `--no-manila` takes Manila out
 //! of its catalog to show the disabled path (`CSIControllerDisabled`, nothing deployed).
 //!
-//! This is emulator-side code: each operator runs exactly as its `start` subcommand runs it.
 //! The demo reads kube-sim's state and request log directly (not through the API), so what it
 //! watches adds nothing to the request log a user inspects.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use kube::Client;
 use kube_sim::resources::GroupResource;
 use kube_sim::{KubeSim, RequestRecord};
 use openstack_sim::SimShareType;
-use operator_kit::cache::Cache;
-use operator_kit::leader_timing::LeaderTiming;
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
-use operator_kit::process::{self, ProcessOptions, Reconciler};
-use operator_kit::runtime::LoopOptions;
 use serde_json::Value;
 use testbed::{Settings, Testbed};
 
 use crate::sim::parse_duration;
 
-/// The user the Cinder operator authenticates as (kube-sim records it in the request log).
+/// The users the operators authenticate as: their pods' service accounts (kube-sim's process
+/// runner gives each pod a kubeconfig for its service account, and records it per request).
+const CSO_USER: &str =
+    "system:serviceaccount:openshift-cluster-storage-operator:cluster-storage-operator";
 const CINDER_USER: &str =
     "system:serviceaccount:openshift-cluster-csi-drivers:openstack-cinder-csi-driver-operator";
-/// The user the Manila operator authenticates as.
 const MANILA_USER: &str =
-    "system:serviceaccount:openshift-cluster-csi-drivers:openstack-manila-csi-driver-operator";
+    "system:serviceaccount:openshift-cluster-csi-drivers:manila-csi-driver-operator";
 /// The user of the kubeconfig written for kubectl.
 const KUBECTL_USER: &str = "admin";
 /// How often the live view looks at kube-sim's state.
@@ -92,6 +94,61 @@ pub struct DemoArgs {
     /// A Manila share type openstack-sim offers; repeatable [default: default, CEPHFS_gold].
     #[arg(long = "share-type", value_name = "NAME", conflicts_with = "no_manila")]
     share_types: Vec<String>,
+    /// The release manifests to apply as the cluster version operator would [default:
+    /// manifests/openshift of the source tree this binary was built from].
+    #[arg(long, value_name = "DIR")]
+    manifests: Option<PathBuf>,
+    /// Where the operator processes' output goes, one file per pod.
+    #[arg(long, default_value = "demo-logs")]
+    log_dir: PathBuf,
+}
+
+/// What the live view follows: `ClusterOperator/storage` and the two ClusterCSIDrivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    ClusterOperator,
+    Cinder,
+    Manila,
+}
+
+impl Source {
+    pub const ALL: [Source; 3] = [Source::ClusterOperator, Source::Cinder, Source::Manila];
+
+    pub fn of(driver: Driver) -> Source {
+        match driver {
+            Driver::Cinder => Source::Cinder,
+            Driver::Manila => Source::Manila,
+        }
+    }
+
+    /// The short name in the live view.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Source::ClusterOperator => "storage",
+            Source::Cinder => Driver::Cinder.tag(),
+            Source::Manila => Driver::Manila.tag(),
+        }
+    }
+}
+
+/// The conditions of a source, read from kube-sim's store (not through the API, so that the
+/// demo adds nothing to the request log).
+fn source_conditions(sim: &KubeSim, source: Source) -> Conditions {
+    let (gr, name) = match source {
+        Source::ClusterOperator => (
+            GroupResource::new("config.openshift.io", "clusteroperators"),
+            "storage",
+        ),
+        Source::Cinder | Source::Manila => (
+            GroupResource::new("operator.openshift.io", "clustercsidrivers"),
+            match source {
+                Source::Manila => Driver::Manila.cr(),
+                _ => Driver::Cinder.cr(),
+            },
+        ),
+    };
+    let obj = sim.cluster().store.get(&gr, "", name);
+    obj.map(|o| conditions_of(&o)).unwrap_or_default()
 }
 
 /// One of the two ClusterCSIDrivers the demo installs.
@@ -120,21 +177,11 @@ impl Driver {
         }
     }
 
+    /// The service account its operator runs as.
     fn user(self) -> &'static str {
         match self {
             Driver::Cinder => CINDER_USER,
             Driver::Manila => MANILA_USER,
-        }
-    }
-
-    /// The driver whose operator created `o`. Every Manila asset lives in the Manila
-    /// namespace or has `manila` in its name (and no Cinder asset does), so the name tells;
-    /// kube-sim's request log cannot, as a create names no object.
-    pub fn of(o: &CreatedObject) -> Driver {
-        if o.namespace == manila::DRIVER_NAMESPACE || o.name.contains("manila") {
-            Driver::Manila
-        } else {
-            Driver::Cinder
         }
     }
 }
@@ -173,12 +220,6 @@ pub async fn run(
     args: DemoArgs,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    // The operators log only when asked (RUST_LOG): their lines would bury the live view.
-    let log = if std::env::var_os("RUST_LOG").is_some() {
-        LogControl::init(2)
-    } else {
-        LogControl::detached()
-    };
     let mut shutdown = std::pin::pin!(shutdown);
     let share_types: Option<Vec<String>> = if args.no_manila {
         None
@@ -187,14 +228,28 @@ pub async fn run(
     } else {
         Some(args.share_types.clone())
     };
+    let manifest_dir = args.manifests.clone().unwrap_or_else(default_manifest_dir);
+    let manifests = testbed::cvo::load(&manifest_dir).with_context(|| {
+        format!(
+            "cannot read the release manifests in {}; point --manifests at manifests/openshift of this repository",
+            manifest_dir.display()
+        )
+    })?;
+    std::fs::create_dir_all(&args.log_dir).with_context(|| {
+        format!(
+            "cannot create the log directory {}; choose another with --log-dir",
+            args.log_dir.display()
+        )
+    })?;
+    let processes = process_config(&manifests, &absolute(&args.log_dir))?;
 
     let seeding = Instant::now();
     let settings = |kube_listen| {
         let mut s = Settings {
             kube_listen,
-            manila_cluster_csi_driver: true,
-            ..Settings::default()
+            ..Settings::for_cluster_storage_operator()
         };
+        s.kube.processes = Some(processes.clone());
         s.openstack.share_types = share_types
             .as_ref()
             .map(|names| names.iter().map(|n| SimShareType::new(n)).collect());
@@ -254,54 +309,54 @@ pub async fn run(
         None => eprintln!("demo: openstack-sim has no Manila (--no-manila)"),
     }
     eprintln!(
-        "demo: seeded in {} ms: 3 control-plane and 3 worker Nodes, Infrastructure, Proxy, \
-         APIServer, cloud config, credentials, namespace {}, ClusterCSIDrivers {} and {}",
+        "demo: seeded in {} ms as the installer leaves a cluster: 3 control-plane and 3 worker \
+         Nodes, Infrastructure (OpenStack), Proxy, APIServer, cloud config, root credentials",
         seeding.elapsed().as_millis(),
-        manila::DRIVER_NAMESPACE,
-        Driver::Cinder.cr(),
-        Driver::Manila.cr(),
     );
 
-    let before = object_uids(&bed.kube);
     let started = Instant::now();
-    let mut operators = vec![
-        start_cinder(&bed, log.clone()).await?,
-        start_manila(&bed, log).await?,
-    ];
+    testbed::cco::create_namespace(&bed.client)
+        .await
+        .context("cannot create the cloud credential operator's namespace")?;
+    let cco = testbed::cco::spawn(bed.client.clone(), Duration::from_millis(250));
+    testbed::cvo::apply(&bed.client, &manifests)
+        .await
+        .context("the release manifests do not apply")?;
     eprintln!(
-        "demo: Cinder and Manila operators started (identity demo); step conditions as they change:"
+        "demo: applied {} release manifests from {} as the cluster version operator would; \
+         kube-sim runs each operator pod as a local process (logs in {}):",
+        manifests.len(),
+        manifest_dir.display(),
+        absolute(&args.log_dir).display(),
     );
 
     let manila_expected = share_types.is_some();
-    let mut seen: BTreeMap<Driver, Conditions> = BTreeMap::new();
+    let mut seen: BTreeMap<Source, Conditions> = BTreeMap::new();
+    let mut pods_seen: BTreeMap<String, (Option<u32>, u32)> = BTreeMap::new();
     let mut created_shown = 0;
     let mut converged_after: Option<Duration> = None;
     let deadline = tokio::time::Instant::now() + args.timeout;
     let mut timed_out = false;
     let mut ticker = tokio::time::interval(POLL);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    let outcome = loop {
         tokio::select! {
             _ = &mut shutdown => {
                 eprintln!("demo: stopping");
-                stop_all(operators).await;
-                return Ok(());
+                break Ok(());
             }
             _ = ticker.tick() => {}
         }
-        if let Some(i) = operators.iter().position(|o| o.task.is_finished()) {
-            let op = operators.swap_remove(i);
-            let outcome = op.task.await;
-            stop_all(operators).await;
-            anyhow::bail!(
-                "the {} operator stopped: {}",
-                op.name,
-                describe_exit(outcome)
-            );
+        for line in process_lines(
+            started.elapsed().as_millis(),
+            &mut pods_seen,
+            &bed.kube.processes(),
+        ) {
+            eprintln!("{line}");
         }
-        let now: BTreeMap<Driver, Conditions> = Driver::ALL
+        let now: BTreeMap<Source, Conditions> = Source::ALL
             .iter()
-            .map(|d| (*d, cr_conditions(&bed.kube, *d)))
+            .map(|s| (*s, source_conditions(&bed.kube, *s)))
             .collect();
         // Until the install converges, objects appearing are progress worth a line too (the
         // first status write may come only after most of them exist). Not after a timeout: an
@@ -309,9 +364,10 @@ pub async fn run(
         let installing = converged_after.is_none() && !timed_out;
         let mut printed = false;
         let mut created = created_shown;
-        for d in Driver::ALL {
+        for source in Source::ALL {
             let empty = Conditions::new();
-            let (Some(current), previous) = (now.get(&d), seen.get(&d).unwrap_or(&empty)) else {
+            let (Some(current), previous) = (now.get(&source), seen.get(&source).unwrap_or(&empty))
+            else {
                 continue;
             };
             let changes = changed(previous, current);
@@ -322,7 +378,7 @@ pub async fn run(
             let lines = progress_lines(
                 started.elapsed().as_millis(),
                 created,
-                d,
+                source.tag(),
                 previous,
                 &changes,
             );
@@ -341,182 +397,172 @@ pub async fn run(
         created_shown = created;
         seen = now;
         let empty = Conditions::new();
-        let cinder_now = seen.get(&Driver::Cinder).unwrap_or(&empty);
-        let manila_now = seen.get(&Driver::Manila).unwrap_or(&empty);
-        if converged_after.is_none() && converged(cinder_now, manila_now, manila_expected) {
+        let get = |s: Source| seen.get(&s).unwrap_or(&empty);
+        if converged_after.is_none()
+            && converged(
+                get(Source::ClusterOperator),
+                get(Source::Cinder),
+                get(Source::Manila),
+                manila_expected,
+            )
+        {
             let took = started.elapsed();
             converged_after = Some(took);
-            let reports = reports(&bed.kube, &before, &seen);
+            let driver_conditions: BTreeMap<Driver, Conditions> = Driver::ALL
+                .iter()
+                .map(|d| (*d, get(Source::of(*d)).clone()))
+                .collect();
+            let reports = reports(&bed.kube, &driver_conditions);
             print!(
                 "{}",
-                summary(&reports, took, &kubeconfig, args.exit_when_ready)
+                summary(
+                    get(Source::ClusterOperator),
+                    &created_by(&bed.kube, &bed.kube.requests(), CSO_USER),
+                    &bed.kube.processes(),
+                    &reports,
+                    took,
+                    &kubeconfig,
+                    args.exit_when_ready
+                )
             );
             if args.exit_when_ready {
-                stop_all(operators).await;
-                return Ok(());
+                break Ok(());
             }
             eprintln!("demo: press Ctrl-C to stop; condition changes keep being printed");
         }
         if converged_after.is_none() && !timed_out && tokio::time::Instant::now() >= deadline {
             timed_out = true;
-            eprint!("{}", not_converged(args.timeout, &seen));
+            eprint!(
+                "{}",
+                not_converged(args.timeout, &seen, &bed.kube.processes())
+            );
             if args.exit_when_ready {
-                stop_all(operators).await;
-                anyhow::bail!(
+                break Err(anyhow::anyhow!(
                     "the install did not converge within {:?} (conditions above)",
                     args.timeout
-                );
+                ));
             }
             eprintln!(
                 "demo: keeping the cluster up to look around: kubectl --kubeconfig {} get \
-                 clustercsidriver -o yaml; press Ctrl-C to stop",
+                 clusteroperator storage -o yaml; press Ctrl-C to stop",
                 kubeconfig.display(),
             );
         }
-    }
-}
-
-/// An operator running in-process, and how to stop it.
-struct Running {
-    name: &'static str,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<Result<(), process::ProcessError>>,
-}
-
-/// The process options both operators share: the demo identity and a short resync, so that a
-/// change made with kubectl shows up quickly even where no watch covers it.
-fn process_options(namespace: &str, lock_name: &str) -> ProcessOptions {
-    ProcessOptions {
-        namespace: namespace.into(),
-        lock_name: lock_name.into(),
-        identity: "demo".into(),
-        timing: LeaderTiming::DEFAULT,
-        metrics_addr: None,
-        loop_options: LoopOptions {
-            resync: Duration::from_secs(5),
-            ..LoopOptions::default()
-        },
-    }
-}
-
-fn spawn<R: Reconciler + Send + 'static>(
-    name: &'static str,
-    client: Client,
-    options: ProcessOptions,
-    cache: Cache,
-    metrics: std::sync::Arc<Metrics>,
-    op: R,
-) -> Running {
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(process::run(
-        client,
-        options,
-        cache,
-        metrics,
-        op,
-        async move {
-            let _ = rx.await;
-        },
-    ));
-    Running { name, stop, task }
-}
-
-/// Runs the Cinder operator in-process as its pod would run it.
-async fn start_cinder(bed: &Testbed, log: LogControl) -> anyhow::Result<Running> {
-    use cinder::operator::{self, Operator, Options};
-    let client = testbed::client_for(&bed.kube, CINDER_USER)
-        .await
-        .context("cannot build the Cinder operator's client")?;
-    let mut images = testbed::example_images();
-    // Images set in the environment win, as they do for `openstack-cinder start`.
-    images.extend(operator::images_from_env());
-    let opts = Options {
-        namespace: testbed::DRIVER_NAMESPACE.into(),
-        images,
-        topology_refresh: Duration::from_secs(600),
-        cluster_id: None,
     };
-    let cache = operator::watches(client.clone(), &opts)
-        .context("cannot prepare the Cinder operator's watches")?
-        .start();
-    let metrics = Metrics::new("openstack_cinder_csi_driver_operator");
-    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
-    let options = process_options(testbed::DRIVER_NAMESPACE, cinder::OPERATOR_LOCK_NAME);
-    Ok(spawn("Cinder", client, options, cache, metrics, op))
+    cco.abort();
+    stop_processes(&bed.kube).await;
+    outcome
 }
 
-/// Runs the Manila operator in-process as its pod would run it, with the default share-type
-/// refresh (openstack-sim's share types do not change during the demo).
-async fn start_manila(bed: &Testbed, log: LogControl) -> anyhow::Result<Running> {
-    use manila::operator::{self, Operator, Options};
-    let client = testbed::client_for(&bed.kube, MANILA_USER)
-        .await
-        .context("cannot build the Manila operator's client")?;
-    let mut images = testbed::manila_example_images();
-    images.extend(operator::images_from_env());
-    let mut opts = Options::new(images);
-    opts.fs_group_policy = std::env::var(manila::FSGROUP_POLICY_ENV).ok();
-    let cache = operator::watches(client.clone(), &opts)
-        .context("cannot prepare the Manila operator's watches")?
-        .start();
-    let metrics = Metrics::new("openstack_manila_csi_driver_operator");
-    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
-    let options = process_options(manila::OPERATOR_NAMESPACE, manila::OPERATOR_LOCK_NAME);
-    Ok(spawn("Manila", client, options, cache, metrics, op))
+/// `manifests/openshift/` of the source tree the binary was built from.
+fn default_manifest_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/openshift")
 }
 
-/// Stops the operators and waits (briefly) for them to release their leases.
-async fn stop_all(operators: Vec<Running>) {
-    let mut tasks = Vec::new();
-    for op in operators {
-        let _ = op.stop.send(());
-        tasks.push((op.name, op.task));
-    }
-    for (name, task) in tasks {
-        if tokio::time::timeout(Duration::from_secs(5), task)
-            .await
-            .is_err()
+/// kube-sim's process runner configuration: every operator image of the release (the CSO's
+/// own image and the `*_OPERATOR_IMAGE`s in its environment) runs as this binary, whose first
+/// command word (`csi-operator`) is the image's entry point; metrics go to a free port.
+fn process_config(
+    manifests: &[testbed::cvo::Manifest],
+    log_dir: &Path,
+) -> anyhow::Result<kube_sim::ProcessConfig> {
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let cso = manifests
+        .iter()
+        .find(|m| {
+            m.object["kind"] == "Deployment"
+                && m.object["metadata"]["name"] == cluster_storage::operator::OPERATOR_DEPLOYMENT
+        })
+        .context("the release manifests have no cluster-storage-operator Deployment")?;
+    let container = &cso.object["spec"]["template"]["spec"]["containers"][0];
+    let mut images: BTreeSet<String> = container["image"]
+        .as_str()
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    for e in container["env"].as_array().into_iter().flatten() {
+        let name = e["name"].as_str().unwrap_or_default();
+        if name.ends_with("_OPERATOR_IMAGE")
+            && let Some(v) = e["value"].as_str()
         {
-            eprintln!("demo: the {name} operator did not stop within 5s; exiting anyway");
+            images.insert(v.to_owned());
         }
     }
+    let program = kube_sim::LocalProgram {
+        program: exe,
+        drop_leading: 1,
+        extra_args: vec!["--metrics-listen=127.0.0.1:0".to_owned()],
+        env: BTreeMap::new(),
+    };
+    let mut config = kube_sim::ProcessConfig {
+        log_dir: Some(log_dir.to_owned()),
+        ..kube_sim::ProcessConfig::default()
+    };
+    for image in images {
+        config = config.with_image(image, program.clone());
+    }
+    Ok(config)
 }
 
-fn describe_exit(
-    outcome: Result<Result<(), process::ProcessError>, tokio::task::JoinError>,
-) -> String {
-    match outcome {
-        Ok(Ok(())) => "it exited".into(),
-        Ok(Err(e)) => e.to_string(),
-        Err(e) => format!("it crashed: {e}"),
+/// Stops kube-sim's controllers and gives the operator processes their grace period (they
+/// release their leases on SIGTERM).
+async fn stop_processes(sim: &KubeSim) {
+    sim.shutdown();
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sim.processes().iter().any(|p| p.pid.is_some()) && tokio::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Lines for process-backed pods that started, restarted or stopped since the last look (a
+/// pod about to start is not news).
+pub fn process_lines(
+    ms: u128,
+    seen: &mut BTreeMap<String, (Option<u32>, u32)>,
+    now: &[kube_sim::ProcessInfo],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in now {
+        let key = format!("{}/{}", p.namespace, p.pod);
+        let state = (p.pid, p.restarts);
+        let before = seen.get(&key).copied();
+        if before == Some(state) {
+            continue;
+        }
+        let what = match (p.pid, &p.state) {
+            (Some(pid), _) if before.is_some_and(|(_, r)| p.restarts > r) => {
+                format!("restarted as pid {pid} (restarts: {})", p.restarts)
+            }
+            (Some(pid), _) => format!("started as pid {pid}"),
+            (None, kube_sim::ProcessState::Waiting { reason, .. })
+                if reason == "ContainerCreating" =>
+            {
+                continue;
+            }
+            (None, state) => {
+                let why = match state {
+                    kube_sim::ProcessState::Waiting { reason, message } => {
+                        format!("{reason}: {message}")
+                    }
+                    kube_sim::ProcessState::Terminating => "terminating".to_owned(),
+                    kube_sim::ProcessState::Running => "running".to_owned(),
+                };
+                let log = p
+                    .log
+                    .as_ref()
+                    .map(|l| format!("; log {}", l.display()))
+                    .unwrap_or_default();
+                format!("not running ({why}){log}")
+            }
+        };
+        out.push(format!("{ms:>7} ms  pod {key} {what}"));
+        seen.insert(key, state);
+    }
+    out
 }
 
 fn absolute(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// The uids of every object in kube-sim, to tell afterwards what is new.
-fn object_uids(sim: &KubeSim) -> HashSet<String> {
-    let cluster = sim.cluster();
-    let store = &cluster.store;
-    let collections: Vec<GroupResource> = store.collections().cloned().collect();
-    collections
-        .iter()
-        .flat_map(|gr| store.iter(gr, None, None))
-        .filter_map(|(_, obj)| uid(obj).map(str::to_string))
-        .collect()
-}
-
-fn uid(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/uid").and_then(Value::as_str)
-}
-
-/// A ClusterCSIDriver's conditions, read from kube-sim's store.
-fn cr_conditions(sim: &KubeSim, driver: Driver) -> Conditions {
-    let gr = GroupResource::new("operator.openshift.io", "clustercsidrivers");
-    let obj = sim.cluster().store.get(&gr, "", driver.cr());
-    obj.map(|o| conditions_of(&o)).unwrap_or_default()
 }
 
 /// `status.conditions` of an operator CR, by type. Entries without a type are skipped.
@@ -612,28 +658,35 @@ pub fn manila_converged(conditions: &Conditions, manila_in_cloud: bool) -> bool 
     }
 }
 
-/// The install has converged: Cinder available, Manila available or disabled as expected.
-pub fn converged(cinder: &Conditions, manila: &Conditions, manila_in_cloud: bool) -> bool {
-    cinder_converged(cinder) && manila_converged(manila, manila_in_cloud)
+/// `ClusterOperator/storage` says storage works: Available, not Progressing, not Degraded.
+pub fn cluster_operator_converged(co: &Conditions) -> bool {
+    let is = |t: &str, status: &str| co.get(t).is_some_and(|c| c.status == status);
+    is("Available", "True") && is("Progressing", "False") && is("Degraded", "False")
+}
+
+/// The install has converged: the ClusterOperator says storage works, Cinder is available,
+/// Manila available or disabled as expected.
+pub fn converged(
+    co: &Conditions,
+    cinder: &Conditions,
+    manila: &Conditions,
+    manila_in_cloud: bool,
+) -> bool {
+    cluster_operator_converged(co)
+        && cinder_converged(cinder)
+        && manila_converged(manila, manila_in_cloud)
 }
 
 /// One line of the live view: elapsed ms, objects created so far, the driver, the condition.
-pub fn progress_line(
-    ms: u128,
-    created: usize,
-    driver: Driver,
-    kind: &str,
-    c: &Condition,
-) -> String {
+pub fn progress_line(ms: u128, created: usize, tag: &str, kind: &str, c: &Condition) -> String {
     let mut line = format!(
-        "{ms:>7} ms  {created:>3} created  {}  {kind} = {} ({})",
-        driver.tag(),
-        c.status,
-        c.reason
+        "{ms:>7} ms  {created:>3} created  {tag:<7}  {kind} = {} ({})",
+        c.status, c.reason
     );
     if explains(kind, c) {
+        // Union messages have one line per condition; the live view keeps one line each.
         line.push_str(": ");
-        line.push_str(&c.message);
+        line.push_str(&c.message.lines().collect::<Vec<_>>().join("; "));
     }
     line
 }
@@ -644,7 +697,7 @@ pub fn progress_line(
 pub fn progress_lines(
     ms: u128,
     created: usize,
-    driver: Driver,
+    tag: &str,
     before: &Conditions,
     changes: &[(&str, &Condition)],
 ) -> Vec<String> {
@@ -654,7 +707,7 @@ pub fn progress_lines(
         if quiet(kind, c) && c.reason == "AsExpected" && !before.contains_key(*kind) {
             fine += 1;
         } else {
-            out.push(progress_line(ms, created, driver, kind, c));
+            out.push(progress_line(ms, created, tag, kind, c));
         }
     }
     if fine > 0 {
@@ -664,8 +717,7 @@ pub fn progress_lines(
             "steps report"
         };
         out.push(format!(
-            "{ms:>7} ms  {created:>3} created  {}  {fine} {steps} Degraded = False",
-            driver.tag()
+            "{ms:>7} ms  {created:>3} created  {tag:<7}  {fine} {steps} Degraded = False"
         ));
     }
     out
@@ -674,7 +726,7 @@ pub fn progress_lines(
 /// Whether a request log entry is an operator successfully creating an operand (its Events
 /// are bookkeeping, not objects it installs).
 fn is_operator_create(r: &RequestRecord) -> bool {
-    Driver::ALL.iter().any(|d| r.user == d.user())
+    [CSO_USER, CINDER_USER, MANILA_USER].contains(&r.user.as_str())
         && r.verb == "create"
         && (200..300).contains(&r.code)
         && r.subresource.is_empty()
@@ -690,40 +742,32 @@ pub fn operator_creates(log: &[RequestRecord]) -> usize {
     log.iter().filter(|r| is_operator_create(r)).count()
 }
 
-/// The objects the operators created: those absent before they started, in the collections
-/// their request log shows they created objects in.
-fn created_objects(sim: &KubeSim, before: &HashSet<String>) -> Vec<CreatedObject> {
-    let touched: BTreeSet<String> = sim
-        .requests()
-        .iter()
-        .filter(|r| is_operator_create(r))
-        .map(|r| r.resource.clone())
-        .collect();
+/// The objects `user` created that still exist, from the request log (a create names its
+/// object there, as in an audit log), with their kinds from the store.
+fn created_by(sim: &KubeSim, log: &[RequestRecord], user: &str) -> Vec<CreatedObject> {
     let cluster = sim.cluster();
     let store = &cluster.store;
-    let collections: Vec<GroupResource> = store
-        .collections()
-        .filter(|gr| touched.contains(&format!("{}/{}", gr.group, gr.resource)))
-        .cloned()
-        .collect();
-    let mut out: Vec<CreatedObject> = collections
+    let mut out: BTreeSet<CreatedObject> = BTreeSet::new();
+    for r in log
         .iter()
-        .flat_map(|gr| {
-            store
-                .iter(gr, None, None)
-                .filter(|(_, obj)| uid(obj).is_some_and(|u| !before.contains(u)))
-                .map(move |((ns, name), obj)| CreatedObject {
-                    kind: obj
-                        .get("kind")
-                        .and_then(Value::as_str)
-                        .map_or_else(|| gr.qualified(), str::to_string),
-                    namespace: ns.clone(),
-                    name: name.clone(),
-                })
-        })
-        .collect();
-    out.sort();
-    out
+        .filter(|r| r.user == user && is_operator_create(r) && !r.name.is_empty())
+    {
+        let Some((group, resource)) = r.resource.split_once('/') else {
+            continue;
+        };
+        let gr = GroupResource::new(group, resource);
+        if let Some(obj) = store.get(&gr, &r.namespace, &r.name) {
+            out.insert(CreatedObject {
+                kind: obj
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| gr.qualified(), str::to_string),
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+            });
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// `enable_topology` as the Cinder operator published it in `cloud-conf`.
@@ -761,9 +805,9 @@ fn share_type_classes(sim: &KubeSim) -> Vec<(String, String)> {
 /// What the summary reports, read from kube-sim once the install has converged.
 fn reports(
     sim: &KubeSim,
-    before: &HashSet<String>,
     conditions: &BTreeMap<Driver, Conditions>,
 ) -> BTreeMap<Driver, DriverReport> {
+    let log = sim.requests();
     let mut out: BTreeMap<Driver, DriverReport> = Driver::ALL
         .iter()
         .map(|d| {
@@ -776,10 +820,8 @@ fn reports(
             )
         })
         .collect();
-    for o in created_objects(sim, before) {
-        if let Some(r) = out.get_mut(&Driver::of(&o)) {
-            r.created.push(o);
-        }
+    for (driver, report) in out.iter_mut() {
+        report.created = created_by(sim, &log, driver.user());
     }
     if let Some(r) = out.get_mut(&Driver::Cinder) {
         r.enable_topology = enable_topology(sim);
@@ -953,6 +995,9 @@ fn is_disabled(conditions: &Conditions) -> bool {
 
 /// The summary printed once the install has converged.
 pub fn summary(
+    cluster_operator: &Conditions,
+    cso_created: &[CreatedObject],
+    processes: &[kube_sim::ProcessInfo],
     reports: &BTreeMap<Driver, DriverReport>,
     took: Duration,
     kubeconfig: &Path,
@@ -969,13 +1014,16 @@ pub fn summary(
         "\nConverged in {} ms: the Cinder CSI driver is installed; {manila_state}.\n",
         took.as_millis()
     );
+    out.push_str(&cluster_section(cluster_operator, processes));
+    out.push_str("Cluster Storage Operator:\n");
+    out.push_str(&objects_section(cso_created, &[]));
     for d in Driver::ALL {
         out.push_str(&driver_section(d, reports.get(&d).unwrap_or(&empty)));
     }
     if !exiting {
         let kc = kubeconfig.display();
         out.push_str(&format!(
-            "\nThe cluster stays up. Try:\n  kubectl --kubeconfig {kc} get clustercsidriver,deploy,ds,storageclass -A\n  kubectl --kubeconfig {kc} get clustercsidriver {} -o yaml\n  kubectl --kubeconfig {kc} get clustercsidriver {} -o yaml\n",
+            "\nThe cluster stays up. Try:\n  kubectl --kubeconfig {kc} get clusteroperator storage -o yaml\n  kubectl --kubeconfig {kc} get clustercsidriver,deploy,ds,storageclass -A\n  kubectl --kubeconfig {kc} get clustercsidriver {} -o yaml\n  kubectl --kubeconfig {kc} get clustercsidriver {} -o yaml\n",
             Driver::Cinder.cr(),
             Driver::Manila.cr(),
         ));
@@ -983,12 +1031,57 @@ pub fn summary(
     out
 }
 
-fn not_converged(timeout: Duration, conditions: &BTreeMap<Driver, Conditions>) -> String {
+/// `ClusterOperator/storage` (every condition: there are five) and the operator pods.
+fn cluster_section(co: &Conditions, processes: &[kube_sim::ProcessInfo]) -> String {
+    let mut out = String::from("\nClusterOperator storage:\n");
+    let rows: Vec<Vec<String>> = co
+        .iter()
+        .map(|(t, c)| {
+            vec![
+                t.clone(),
+                c.status.clone(),
+                c.reason.clone(),
+                c.message.lines().next().unwrap_or_default().to_owned(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(&["TYPE", "STATUS", "REASON", "MESSAGE"], &rows));
+    if !processes.is_empty() {
+        out.push_str("  operator pods (local processes):\n");
+        let rows: Vec<Vec<String>> = processes
+            .iter()
+            .map(|p| {
+                vec![
+                    format!("{}/{}", p.namespace, p.pod),
+                    p.pid.map_or_else(|| "-".to_owned(), |pid| pid.to_string()),
+                    p.restarts.to_string(),
+                    p.log
+                        .as_ref()
+                        .map_or_else(String::new, |l| l.display().to_string()),
+                ]
+            })
+            .collect();
+        out.push_str(&indented(&table(&["POD", "PID", "RESTARTS", "LOG"], &rows)));
+    }
+    out
+}
+
+fn not_converged(
+    timeout: Duration,
+    seen: &BTreeMap<Source, Conditions>,
+    processes: &[kube_sim::ProcessInfo],
+) -> String {
     let mut out = format!("\ndemo: the install has not converged after {timeout:?}.\n");
     let empty = Conditions::new();
+    out.push_str(&cluster_section(
+        seen.get(&Source::ClusterOperator).unwrap_or(&empty),
+        processes,
+    ));
     for d in Driver::ALL {
         out.push_str(&format!("ClusterCSIDriver {}\n", d.cr()));
-        out.push_str(&conditions_section(conditions.get(&d).unwrap_or(&empty)));
+        out.push_str(&conditions_section(
+            seen.get(&Source::of(d)).unwrap_or(&empty),
+        ));
     }
     out
 }
@@ -1011,6 +1104,15 @@ mod tests {
             .iter()
             .map(|(t, s, r)| (t.to_string(), cond(s, r)))
             .collect()
+    }
+
+    fn co_healthy() -> Conditions {
+        set(&[
+            ("Available", "True", "AsExpected"),
+            ("Progressing", "False", "AsExpected"),
+            ("Degraded", "False", "AsExpected"),
+            ("Upgradeable", "True", "AsExpected"),
+        ])
     }
 
     fn cinder_healthy() -> Conditions {
@@ -1145,10 +1247,87 @@ mod tests {
             "disabled must not degrade"
         );
 
-        assert!(converged(&cinder_healthy(), &manila_installed(), true));
-        assert!(converged(&cinder_healthy(), &manila_disabled(), false));
-        assert!(!converged(&BTreeMap::new(), &manila_installed(), true));
-        assert!(!converged(&cinder_healthy(), &BTreeMap::new(), true));
+        let co = co_healthy();
+        assert!(converged(&co, &cinder_healthy(), &manila_installed(), true));
+        assert!(converged(&co, &cinder_healthy(), &manila_disabled(), false));
+        assert!(!converged(&co, &BTreeMap::new(), &manila_installed(), true));
+        assert!(!converged(&co, &cinder_healthy(), &BTreeMap::new(), true));
+        // The drivers are fine but the ClusterOperator does not say so (yet).
+        assert!(!converged(
+            &BTreeMap::new(),
+            &cinder_healthy(),
+            &manila_installed(),
+            true
+        ));
+        let mut progressing = co_healthy();
+        progressing.insert("Progressing".into(), cond("True", "X_Deploying"));
+        assert!(!converged(
+            &progressing,
+            &cinder_healthy(),
+            &manila_installed(),
+            true
+        ));
+    }
+
+    fn pod(
+        pid: Option<u32>,
+        restarts: u32,
+        state: kube_sim::ProcessState,
+    ) -> kube_sim::ProcessInfo {
+        kube_sim::ProcessInfo {
+            namespace: "ns".into(),
+            deployment: "op".into(),
+            pod: "op-1".into(),
+            template_hash: "1".into(),
+            program: "/bin/x".into(),
+            pid,
+            restarts,
+            state,
+            last_exit: None,
+            log: Some("/logs/ns_op-1.log".into()),
+        }
+    }
+
+    #[test]
+    fn pod_lines_say_started_restarted_and_why_a_pod_is_down() {
+        let waiting = |reason: &str| kube_sim::ProcessState::Waiting {
+            reason: reason.into(),
+            message: "exit status: 1".into(),
+        };
+        let mut seen = BTreeMap::new();
+        assert!(
+            process_lines(1, &mut seen, &[pod(None, 0, waiting("ContainerCreating"))]).is_empty()
+        );
+        assert_eq!(
+            process_lines(
+                2,
+                &mut seen,
+                &[pod(Some(7), 0, kube_sim::ProcessState::Running)]
+            ),
+            ["      2 ms  pod ns/op-1 started as pid 7"]
+        );
+        assert!(
+            process_lines(
+                3,
+                &mut seen,
+                &[pod(Some(7), 0, kube_sim::ProcessState::Running)]
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            process_lines(4, &mut seen, &[pod(None, 0, waiting("CrashLoopBackOff"))]),
+            [
+                "      4 ms  pod ns/op-1 not running (CrashLoopBackOff: exit status: 1); log /logs/ns_op-1.log"
+            ]
+        );
+        assert_eq!(
+            process_lines(
+                5,
+                &mut seen,
+                &[pod(Some(9), 1, kube_sim::ProcessState::Running)]
+            ),
+            ["      5 ms  pod ns/op-1 restarted as pid 9 (restarts: 1)"]
+        );
     }
 
     #[test]
@@ -1177,19 +1356,25 @@ mod tests {
             message: "all good".into(),
         };
         assert_eq!(
-            progress_line(42, 7, Driver::Cinder, "XAvailable", &ok),
-            "     42 ms    7 created  cinder  XAvailable = True (AsExpected)"
+            progress_line(42, 7, Driver::Cinder.tag(), "XAvailable", &ok),
+            "     42 ms    7 created  cinder   XAvailable = True (AsExpected)"
         );
         let bad = Condition {
             status: "True".into(),
             reason: "SyncError".into(),
             message: "cannot reach Keystone".into(),
         };
-        let line = progress_line(1, 0, Driver::Manila, "XDegraded", &bad);
+        let line = progress_line(1, 0, Driver::Manila.tag(), "XDegraded", &bad);
         assert!(line.ends_with(": cannot reach Keystone"), "{line}");
-        assert!(line.contains(" manila  XDegraded"), "{line}");
+        assert!(line.contains(" manila   XDegraded"), "{line}");
         let disabled = &manila_disabled()["CSIControllerDisabled"];
-        let line = progress_line(1, 0, Driver::Manila, "CSIControllerDisabled", disabled);
+        let line = progress_line(
+            1,
+            0,
+            Driver::Manila.tag(),
+            "CSIControllerDisabled",
+            disabled,
+        );
         assert!(
             line.ends_with("= True (PreConditionNotSatisfied): Pre-condition not satisfied: the cloud has no sharev2 service"),
             "{line}"
@@ -1200,11 +1385,11 @@ mod tests {
     fn new_steps_that_are_not_degraded_share_one_line_and_the_rest_keep_theirs() {
         let now = cinder_healthy();
         let changes = changed(&BTreeMap::new(), &now);
-        let lines = progress_lines(5, 3, Driver::Cinder, &BTreeMap::new(), &changes);
+        let lines = progress_lines(5, 3, Driver::Cinder.tag(), &BTreeMap::new(), &changes);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert_eq!(
             lines.last().map(String::as_str),
-            Some("      5 ms    3 created  cinder  1 step reports Degraded = False")
+            Some("      5 ms    3 created  cinder   1 step reports Degraded = False")
         );
         assert!(
             lines
@@ -1218,12 +1403,18 @@ mod tests {
             ("BDegraded", "False", "AsExpected"),
         ]);
         let before = set(&[("ADegraded", "True", "SyncError")]);
-        let lines = progress_lines(5, 3, Driver::Manila, &before, &changed(&before, &recovered));
+        let lines = progress_lines(
+            5,
+            3,
+            Driver::Manila.tag(),
+            &before,
+            &changed(&before, &recovered),
+        );
         assert_eq!(
             lines,
             [
-                "      5 ms    3 created  manila  ADegraded = False (AsExpected)",
-                "      5 ms    3 created  manila  1 step reports Degraded = False",
+                "      5 ms    3 created  manila   ADegraded = False (AsExpected)",
+                "      5 ms    3 created  manila   1 step reports Degraded = False",
             ]
         );
     }
@@ -1264,33 +1455,6 @@ mod tests {
             kind: kind.into(),
             namespace: ns.into(),
             name: name.into(),
-        }
-    }
-
-    #[test]
-    fn objects_are_attributed_by_the_manila_namespace_or_name() {
-        for o in [
-            obj(
-                "DaemonSet",
-                "openshift-manila-csi-driver",
-                "csi-nodeplugin-nfsplugin",
-            ),
-            obj("StorageClass", "", "csi-manila-cephfs-gold"),
-            obj("CSIDriver", "", "manila.csi.openstack.org"),
-            obj(
-                "Lease",
-                "openshift-cluster-csi-drivers",
-                "openstack-manila-csi-driver-operator-lock",
-            ),
-        ] {
-            assert_eq!(Driver::of(&o), Driver::Manila, "{o:?}");
-        }
-        for o in [
-            obj("StorageClass", "", "standard-csi"),
-            obj("ConfigMap", "openshift-cluster-csi-drivers", "cloud-conf"),
-            obj("CSIDriver", "", "cinder.csi.openstack.org"),
-        ] {
-            assert_eq!(Driver::of(&o), Driver::Cinder, "{o:?}");
         }
     }
 
@@ -1338,7 +1502,15 @@ mod tests {
             ],
         };
         let reports = BTreeMap::from([(Driver::Cinder, cinder), (Driver::Manila, manila)]);
-        let out = summary(&reports, Duration::from_millis(812), Path::new("/k"), true);
+        let out = summary(
+            &co_healthy(),
+            &[],
+            &[],
+            &reports,
+            Duration::from_millis(812),
+            Path::new("/k"),
+            true,
+        );
         let lines: Vec<&str> = out.lines().collect();
         assert!(
             out.contains("Converged in 812 ms: the Cinder CSI driver is installed; the Manila CSI driver is installed."),
@@ -1402,7 +1574,15 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("The cluster stays up"), "{out}");
-        let staying = summary(&reports, Duration::from_millis(1), Path::new("/k"), false);
+        let staying = summary(
+            &co_healthy(),
+            &[],
+            &[],
+            &reports,
+            Duration::from_millis(1),
+            Path::new("/k"),
+            false,
+        );
         assert!(
             staying.contains(
                 "kubectl --kubeconfig /k get clustercsidriver manila.csi.openstack.org -o yaml"
@@ -1432,7 +1612,15 @@ mod tests {
             ),
             (Driver::Manila, manila),
         ]);
-        let out = summary(&reports, Duration::from_millis(5), Path::new("/k"), true);
+        let out = summary(
+            &co_healthy(),
+            &[],
+            &[],
+            &reports,
+            Duration::from_millis(5),
+            Path::new("/k"),
+            true,
+        );
         assert!(
             out.contains(
                 "the Manila CSI driver is disabled, as CSIControllerDisabled below explains"
@@ -1480,7 +1668,8 @@ mod tests {
         );
         let report = not_converged(
             Duration::from_secs(60),
-            &BTreeMap::from([(Driver::Cinder, c)]),
+            &BTreeMap::from([(Source::Cinder, c)]),
+            &[],
         );
         assert!(report.contains("has not converged after 60s"), "{report}");
         assert!(

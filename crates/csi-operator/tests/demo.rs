@@ -18,9 +18,15 @@ fn kubeconfig_path(test: &str) -> PathBuf {
 }
 
 fn demo(args: &[&str]) -> (Output, String, String) {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let logs = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("demo-logs-{}-{n}", std::process::id()));
     let out = Command::new(BIN)
         .arg("demo")
         .args(args)
+        .arg("--log-dir")
+        .arg(&logs)
         .env_remove("RUST_LOG")
         .output()
         .expect("run csi-operator demo");
@@ -111,6 +117,45 @@ fn demo_installs_both_drivers_and_summarises_what_they_created() {
         stderr.contains(&format!("kube-sim at {server} ")),
         "announced address differs from the kubeconfig's {server}:\n{stderr}"
     );
+    // The chain ran through the CSO: its pod and the two operator pods ran as processes, and
+    // the ClusterOperator says storage works.
+    for pod in [
+        "openshift-cluster-storage-operator/cluster-storage-operator-",
+        "openshift-cluster-csi-drivers/openstack-cinder-csi-driver-operator-",
+        "openshift-cluster-csi-drivers/manila-csi-driver-operator-",
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.contains(&format!("pod {pod}")) && l.contains(" started as pid ")),
+            "no start line for {pod} in:\n{stderr}"
+        );
+    }
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.contains(" storage  Available = True (AsExpected)")),
+        "{stderr}"
+    );
+    assert!(stdout.contains("ClusterOperator storage:"), "{stdout}");
+    for (t, status) in [
+        ("Available", "True"),
+        ("Progressing", "False"),
+        ("Degraded", "False"),
+    ] {
+        assert!(
+            has_row_prefix(&stdout, &[t, status, "AsExpected"]),
+            "{t} is not {status} in:\n{stdout}"
+        );
+    }
+    // What the CSO created for the driver operators, attributed to it.
+    for row in [
+        ["Deployment", ns, "openstack-cinder-csi-driver-operator"],
+        ["Deployment", ns, "manila-csi-driver-operator"],
+        ["ConfigMap", ns, "cloud-provider-config"],
+    ] {
+        assert!(has_row(&stdout, &row), "no row {row:?} in:\n{stdout}");
+    }
     // Exiting by itself, it does not offer kubectl commands against a cluster that is gone.
     assert!(!stdout.contains("The cluster stays up"), "{stdout}");
 
@@ -197,7 +242,7 @@ fn without_manila_the_demo_shows_the_disabled_path() {
     // The live view gives the reason as it appears.
     assert!(
         stderr.lines().any(|l| l.contains(
-            " manila  CSIControllerDisabled = True (PreConditionNotSatisfied): Pre-condition not satisfied: "
+            " manila   CSIControllerDisabled = True (PreConditionNotSatisfied): Pre-condition not satisfied: "
         ) && l.contains("sharev2")),
         "no disabled line in:\n{stderr}"
     );

@@ -23,6 +23,24 @@ pub const ROOT_NAMESPACE: &str = "kube-system";
 pub const ROOT_SECRET: &str = "openstack-credentials";
 const LABEL: &str = "cloudcredential.openshift.io/credentials-request";
 
+/// Creates the CCO's namespace (its own release manifest, which ours do not include); an
+/// existing one is fine.
+pub async fn create_namespace(client: &Client) -> Result<(), kube::Error> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(NAMESPACE.to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match namespaces.create(&PostParams::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Provisions every CredentialsRequest once; returns how many target Secrets were written.
 pub async fn provision_once(client: &Client) -> Result<usize, kube::Error> {
     let roots: Api<Secret> = Api::namespaced(client.clone(), ROOT_NAMESPACE);

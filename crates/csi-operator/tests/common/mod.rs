@@ -639,11 +639,9 @@ pub fn cso_manifest_env() -> BTreeMap<String, String> {
 /// Applies `manifests/openshift/` as the cluster version operator would, after creating the
 /// cloud credential operator's namespace (its manifest is the CCO's, not ours).
 pub async fn apply_manifests(bed: &Testbed) {
-    let namespaces: Api<Namespace> = Api::all(bed.client.clone());
-    let cco: Namespace = serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": testbed::cco::NAMESPACE}}))
-    .expect("namespace");
-    let _ = namespaces.create(&PostParams::default(), &cco).await;
+    testbed::cco::create_namespace(&bed.client)
+        .await
+        .expect("the CCO namespace");
     testbed::cvo::apply_dir(&bed.client, &manifest_dir())
         .await
         .expect("the manifests apply");
