@@ -122,7 +122,10 @@ pub fn validate_create(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
     };
     if let Some(meta) = obj.get("metadata") {
         errors.extend(validation::validate_labels_and_annotations(meta));
-        errors.extend(validation::validate_finalizers(meta));
+        errors.extend(validation::validate_finalizers(
+            meta,
+            matches!(rt.origin, Origin::Builtin),
+        ));
     }
     match &rt.origin {
         Origin::Builtin => {
@@ -145,7 +148,10 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
     let mut errors = Vec::new();
     if let Some(meta) = new.get("metadata") {
         errors.extend(validation::validate_labels_and_annotations(meta));
-        errors.extend(validation::validate_finalizers(meta));
+        errors.extend(validation::validate_finalizers(
+            meta,
+            matches!(rt.origin, Origin::Builtin),
+        ));
     }
     match &rt.origin {
         Origin::Builtin => {

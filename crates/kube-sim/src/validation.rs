@@ -347,9 +347,11 @@ pub fn validate_labels_and_annotations(meta: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// `metadata.finalizers` of a built-in object: qualified names, and a name without a `/` must be
-/// one of the standard finalizers.
-pub fn validate_finalizers(meta: &Value) -> Vec<FieldError> {
+/// `metadata.finalizers`: qualified names; for a built-in object (core validation's
+/// `validateKubeFinalizerName`), a name without a `/` must also be one of the standard
+/// finalizers. Custom resources get only the qualified-name check (apimachinery's
+/// `ValidateFinalizerName`), so `finalizer.manila.csi.openshift.io` is accepted there.
+pub fn validate_finalizers(meta: &Value, builtin: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(list) = opt_arr(
         meta.as_object(),
@@ -360,7 +362,7 @@ pub fn validate_finalizers(meta: &Value) -> Vec<FieldError> {
         finalizer_names(
             list,
             "metadata.finalizers",
-            &["kubernetes", "orphan", "foregroundDeletion"],
+            builtin.then_some(&["kubernetes", "orphan", "foregroundDeletion"][..]),
             &mut errs,
         );
         let has = |n: &str| list.iter().any(|f| f.as_str() == Some(n));
@@ -375,7 +377,7 @@ pub fn validate_finalizers(meta: &Value) -> Vec<FieldError> {
     errs
 }
 
-fn finalizer_names(list: &[Value], path: &str, standard: &[&str], errs: &mut Errs) {
+fn finalizer_names(list: &[Value], path: &str, standard: Option<&[&str]>, errs: &mut Errs) {
     for (i, f) in list.iter().enumerate() {
         let Some(name) = f.as_str() else {
             wrong_type(errs, &index(path, i), f, "string");
@@ -384,7 +386,7 @@ fn finalizer_names(list: &[Value], path: &str, standard: &[&str], errs: &mut Err
         for m in qualified_name_errors(name) {
             errs.push(FieldError::invalid(path, json!(name), m));
         }
-        if !name.contains('/') && !standard.contains(&name) {
+        if !name.contains('/') && standard.is_some_and(|s| !s.contains(&name)) {
             errs.push(FieldError::invalid(
                 path,
                 json!(name),
@@ -830,7 +832,7 @@ pub fn validate_create(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> 
             finalizer_names(
                 finalizers.map_or(&[], Vec::as_slice),
                 "spec.finalizers",
-                &["kubernetes"],
+                Some(&["kubernetes"]),
                 e,
             );
         }
@@ -3121,12 +3123,18 @@ mod tests {
         assert!(validate_labels_and_annotations(&json!({"labels": {"a": ""}})).is_empty());
         let fin = validate_finalizers(
             &json!({"finalizers": ["example.com/cleanup", "custom", "orphan", "foregroundDeletion"]}),
+            true,
         );
         assert!(has(
             &fin,
             "name is neither a standard finalizer name nor is it fully qualified"
         ));
         assert!(has(&fin, "cannot be both set"));
+        // Custom resources: only the qualified-name rule (the 4.5 Manila operator's finalizer).
+        let cr = json!({"finalizers": ["finalizer.manila.csi.openshift.io"]});
+        assert!(validate_finalizers(&cr, false).is_empty());
+        assert!(!validate_finalizers(&cr, true).is_empty());
+        assert!(!validate_finalizers(&json!({"finalizers": ["Bad_Name!"]}), false).is_empty());
     }
 
     #[test]

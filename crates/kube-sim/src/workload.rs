@@ -41,6 +41,10 @@ pub struct WorkloadConfig {
     pub delay_ms: u64,
     /// Workloads whose pods never become ready.
     pub unavailable: Vec<WorkloadRef>,
+    /// Caps every Deployment's `progressDeadlineSeconds` (a time compression for tests that
+    /// must see a rollout time out without waiting the default ten minutes); `None` keeps the
+    /// Deployments' own deadlines.
+    pub max_progress_deadline_seconds: Option<u64>,
 }
 
 /// One Deployment or DaemonSet, by kind, namespace and name.
@@ -433,7 +437,11 @@ pub fn deployment_status_with(
     config: &WorkloadConfig,
     running: Option<&BTreeSet<String>>,
 ) -> (Value, Option<Timestamp>) {
-    let spec = DeploymentSpec::of(dep);
+    let mut spec = DeploymentSpec::of(dep);
+    if let Some(cap) = config.max_progress_deadline_seconds {
+        let cap = SignedDuration::from_secs(i64::try_from(cap).unwrap_or(i64::MAX));
+        spec.deadline = Some(spec.deadline.map_or(cap, |d| d.min(cap)));
+    }
     let namespace = text(dep, "/metadata/namespace");
     // The pods that run are those of the template the Deployment last rolled out to, which a
     // paused Deployment keeps.
@@ -1280,7 +1288,7 @@ mod tests {
     fn config(delay_ms: u64) -> WorkloadConfig {
         WorkloadConfig {
             delay_ms,
-            unavailable: Vec::new(),
+            ..WorkloadConfig::default()
         }
     }
 
@@ -1447,6 +1455,31 @@ mod tests {
             cond(&zero, "Progressing")["reason"],
             "NewReplicaSetAvailable"
         );
+    }
+
+    #[test]
+    fn the_deadline_cap_shortens_long_deadlines_only() {
+        let mut cfg = config(0);
+        cfg.unavailable.push(WorkloadRef {
+            kind: WorkloadKind::Deployment,
+            namespace: "ns".into(),
+            name: "web".into(),
+        });
+        cfg.max_progress_deadline_seconds = Some(3);
+        // The default 600 s deadline is capped to 3 s.
+        let mut dep = deployment(1, "nginx:1");
+        let mut track = None;
+        assert_eq!(step(&mut dep, &mut track, at(0), &cfg), Some(at(4)));
+        step(&mut dep, &mut track, at(4), &cfg);
+        assert_eq!(
+            cond(&dep, "Progressing")["reason"],
+            "ProgressDeadlineExceeded"
+        );
+        // A shorter deadline of its own is kept.
+        let mut short = deployment(1, "nginx:1");
+        short["spec"]["progressDeadlineSeconds"] = json!(1);
+        let mut track = None;
+        assert_eq!(step(&mut short, &mut track, at(0), &cfg), Some(at(2)));
     }
 
     #[test]

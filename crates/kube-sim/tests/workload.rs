@@ -378,6 +378,7 @@ async fn workloads_kept_unavailable_say_so_and_time_out() -> TestResult {
     let (sim, client) = start_with(with_workloads(Some(WorkloadConfig {
         delay_ms: 0,
         unavailable,
+        ..WorkloadConfig::default()
     })))
     .await;
     create_cluster_nodes(&client).await;
