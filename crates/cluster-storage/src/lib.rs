@@ -10,6 +10,7 @@
 
 pub mod build;
 pub mod olm;
+pub mod olm_sync;
 pub mod operator;
 pub mod ownership;
 pub mod registry;

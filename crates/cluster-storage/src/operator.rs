@@ -11,7 +11,8 @@
 //!    [registry](crate::registry). A driver once started stays started (as Go's controller
 //!    managers are never stopped); a foreign CSIDriver of the same name keeps it from starting
 //!    until the administrator opts in ([`crate::ownership`]).
-//! 4. Per started driver: the OLM removal (when the driver had an OLM package), the static
+//! 4. Per started driver: the OLM removal (when the driver had an OLM package; its operator is
+//!    deployed only once that is finished), the static
 //!    objects, the `ClusterCSIDriver` (created once), the operator Deployment and, for Manila,
 //!    the CA syncer; each step posts the conditions Go's controller of that name posts.
 //! 5. The `Storage/cluster` status, then `ClusterOperator/storage` from it.
@@ -47,6 +48,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::build::{self, Inputs, OPERATOR_IMAGE_VERSION_ENV};
+use crate::olm_sync;
 use crate::ownership::{self, Owner};
 use crate::registry::{self, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver, Selection};
 use crate::status as roll_up;
@@ -283,7 +285,7 @@ impl Operator {
             steps::Management::NoWrites => {
                 // The administrator has the wheel; only the ClusterOperator says so.
                 return self
-                    .cluster_operator_step(&storage_obj, &management, false)
+                    .cluster_operator_step(&storage_obj, &management, false, None)
                     .await;
             }
             steps::Management::StatusOnly => {
@@ -291,7 +293,7 @@ impl Operator {
                 let failed = after.is_none();
                 let after = after.unwrap_or(storage_obj);
                 return self
-                    .cluster_operator_step(&after, &management, failed)
+                    .cluster_operator_step(&after, &management, failed, None)
                     .await;
             }
         }
@@ -334,9 +336,24 @@ impl Operator {
         }
 
         failed |= self.starter_step(&mut board).await;
+        let mut requeue: Option<Duration> = None;
         for driver in self.started.clone() {
+            // A driver once installed through OLM is removed from OLM before its operator is
+            // deployed (anchors §3.7); once finished, this costs nothing.
+            let mut deploy = true;
+            if let Some(olm) = driver.olm
+                && !olm_sync::settled(driver, &storage_obj)
+            {
+                let out =
+                    olm_sync::sync(&self.client, driver, olm, storage_obj.clone(), &mut board)
+                        .await;
+                storage_obj = out.storage;
+                deploy = out.complete;
+                failed |= out.failed;
+                requeue = earliest(requeue, out.requeue_after);
+            }
             failed |= self
-                .driver_steps(&mut board, driver, &inputs, &storage_obj)
+                .driver_steps(&mut board, driver, &inputs, &storage_obj, deploy)
                 .await;
         }
         board.set_condition(OperatorCondition::new(
@@ -355,7 +372,7 @@ impl Operator {
         let after = self.flush_storage(&board, &storage_obj).await;
         failed |= after.is_none();
         let after = after.unwrap_or(storage_obj);
-        self.cluster_operator_step(&after, &management, failed)
+        self.cluster_operator_step(&after, &management, failed, requeue)
             .await
     }
 
@@ -461,6 +478,7 @@ impl Operator {
         driver: &'static Driver,
         inputs: &Inputs,
         storage: &DynamicObject,
+        deploy: bool,
     ) -> bool {
         let prefix = driver.condition_prefix;
         let static_prefix = format!("{prefix}CSIDriverOperatorStaticController");
@@ -485,7 +503,10 @@ impl Operator {
         )
         .await;
         failed |= self.cr_step(board, driver, inputs).await;
-        failed |= self.deployment_step(board, driver, &objects, storage).await;
+        // Not before the OLM-installed operator is gone (Go `olmRemovalComplete`).
+        if deploy {
+            failed |= self.deployment_step(board, driver, &objects, storage).await;
+        }
         if driver.syncs_cloud_ca {
             failed |= self.ca_sync_step(board).await;
         }
@@ -704,11 +725,14 @@ impl Operator {
         storage: &DynamicObject,
         management: &ManagementState,
         failed: bool,
+        requeue: Option<Duration>,
     ) -> Outcome {
         let now = jiff::Timestamp::now();
         let storage_conditions = steps::previous_conditions(storage);
-        let mut requeue =
-            roll_up::inertia_wakeup(&storage_conditions, self.opts.degraded_inertia, now);
+        let mut requeue = earliest(
+            requeue,
+            roll_up::inertia_wakeup(&storage_conditions, self.opts.degraded_inertia, now),
+        );
         if !matches!(management, ManagementState::Unmanaged) {
             requeue = Some(requeue.map_or(RESYNC, |r| r.min(RESYNC)));
         }
@@ -802,6 +826,13 @@ impl Operator {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -120,6 +120,9 @@ pub struct Driver {
     /// is started, in asset order (the namespaced "all"-category kinds, such as the metrics
     /// Service, are left out as library-go's static-resource controller does).
     pub related_objects: &'static [Related],
+    /// How the driver's operator was installed through OLM before OpenShift 4.6, when it was
+    /// (Manila): the CSO removes that installation before deploying its own (anchors §3.7).
+    pub olm: Option<&'static crate::olm::OlmOptions>,
 }
 
 impl Driver {
@@ -205,6 +208,7 @@ pub const MANILA: Driver = Driver {
             name: "manila-csi-driver-operator-clusterrolebinding",
         },
     ],
+    olm: Some(&crate::olm::MANILA_OLM),
 };
 
 /// OpenStack Cinder (`csioperatorclient/cinder.go`).
@@ -260,6 +264,7 @@ pub const CINDER: Driver = Driver {
             name: "openstack-cinder-csi-driver-operator-clusterrolebinding",
         },
     ],
+    olm: None,
 };
 
 /// Every driver operator, in the order of the Go CSO's standalone list (Manila before Cinder).

@@ -499,3 +499,263 @@ async fn the_ca_syncer_copies_the_cloud_config_and_deletes_the_copy_with_the_sou
     let st = conditions_of(&storage(&bed).await);
     assert_eq!(st["ResourceSyncControllerDegraded"].0, "False");
 }
+
+/// The OpenShift 4.5 Manila install through OLM (anchors §3.7): Subscription, CSV, the OLM
+/// operator Deployment owned by the CSV (so that the garbage collector removes it with the CSV,
+/// as OLM does), and the old `ManilaDriver` CR with its finalizer. `hold` puts a finalizer on
+/// the CSV so that its deletion stalls until the test releases it.
+async fn install_manila_through_olm(bed: &testbed::Testbed, hold: bool) {
+    const NS45: &str = "openshift-manila-csi-driver";
+    const CSV: &str = "manila-csi-driver-operator.4.5.0-202008031234";
+    let create = |api_version: &str, kind: &str, ns: Option<&str>, body: Value| {
+        let ar = operator_kit::kinds::api_resource(api_version, kind).unwrap_or_else(|_| {
+            let (group, version) = api_version.split_once('/').unwrap();
+            let plural = format!("{}s", kind.to_lowercase());
+            kube::core::ApiResource::from_gvk_with_plural(
+                &kube::core::GroupVersionKind::gvk(group, version, kind),
+                &plural,
+            )
+        });
+        let api: Api<DynamicObject> = match ns {
+            Some(ns) => Api::namespaced_with(bed.client.clone(), ns, &ar),
+            None => Api::all_with(bed.client.clone(), &ar),
+        };
+        let obj: DynamicObject = serde_json::from_value(body).unwrap();
+        async move {
+            api.create(&PostParams::default(), &obj)
+                .await
+                .expect("create")
+        }
+    };
+    let sub = create(
+        "operators.coreos.com/v1alpha1",
+        "Subscription",
+        Some(NS45),
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+               "metadata": {"name": "manila-csi-driver-operator", "namespace": NS45},
+               "spec": {"name": "manila-csi-driver-operator", "source": "redhat-operators",
+                        "sourceNamespace": "openshift-marketplace", "channel": "4.5"}}),
+    )
+    .await;
+    patch_namespaced_status(
+        bed,
+        "operators.coreos.com/v1alpha1",
+        "Subscription",
+        NS45,
+        sub.metadata.name.as_deref().unwrap(),
+        json!({"currentCSV": CSV, "installedCSV": CSV, "state": "AtLatestKnown",
+               "lastUpdated": "2020-08-03T12:34:00Z"}),
+    )
+    .await;
+    let finalizers = if hold {
+        json!(["test.example.com/hold"])
+    } else {
+        json!([])
+    };
+    let csv = create(
+        "operators.coreos.com/v1alpha1",
+        "ClusterServiceVersion",
+        Some(NS45),
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+               "metadata": {"name": CSV, "namespace": NS45, "finalizers": finalizers},
+               "spec": {"displayName": "Manila CSI Driver Operator", "version": "4.5.0",
+                        "install": {"strategy": "deployment"}}}),
+    )
+    .await;
+    create(
+        "apps/v1",
+        "Deployment",
+        Some(NS45),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "csi-driver-manila-operator", "namespace": NS45,
+                   "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1",
+                       "kind": "ClusterServiceVersion", "name": CSV,
+                       "uid": csv.metadata.uid, "controller": true}]},
+               "spec": {"selector": {"matchLabels": {"name": "m"}},
+                   "template": {"metadata": {"labels": {"name": "m"}},
+                       "spec": {"containers": [{"name": "m", "image": "quay.io/openshift/manila-operator:4.5"}]}}}}),
+    )
+    .await;
+    create(
+        "csi.openshift.io/v1alpha1",
+        "ManilaDriver",
+        None,
+        json!({"apiVersion": "csi.openshift.io/v1alpha1", "kind": "ManilaDriver",
+               "metadata": {"name": "cluster", "finalizers": ["finalizer.manila.csi.openshift.io"]},
+               "spec": {}}),
+    )
+    .await;
+}
+
+async fn patch_namespaced_status(
+    bed: &testbed::Testbed,
+    api_version: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    status: Value,
+) {
+    let (group, version) = api_version.split_once('/').unwrap();
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk(group, version, kind),
+        &format!("{}s", kind.to_lowercase()),
+    );
+    Api::<DynamicObject>::namespaced_with(bed.client.clone(), ns, &ar)
+        .patch_status(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": status})),
+        )
+        .await
+        .expect("status patch");
+}
+
+fn olm_ar(kind: &str, plural: &str) -> kube::core::ApiResource {
+    kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("operators.coreos.com", "v1alpha1", kind),
+        plural,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_olm_installed_manila_operator_is_removed_first_and_a_restart_resumes_the_removal() {
+    const NS45: &str = "openshift-manila-csi-driver";
+    let bed = cso_bed().await;
+    install_manila_through_olm(&bed, true).await;
+    let cso = OperatorProcess::start_cso(&bed, &[], BTreeMap::new());
+
+    // The Subscription goes first; the CSV deletion stalls on the test's finalizer.
+    let st = eventually("the removal to wait for the CSV", || async {
+        let st = storage(&bed).await;
+        let c = conditions_of(&st);
+        match c.get("ManilaOLMOperatorRemovalProgressing") {
+            Some(p) if p.2 == "Waiting for OLM CSV to be deleted" => Ok(st),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let c = conditions_of(&st);
+    assert_eq!(
+        c["ManilaOLMOperatorRemovalProgressing"],
+        (
+            "True".into(),
+            "RemovingOLMOperator".into(),
+            "Waiting for OLM CSV to be deleted".into()
+        )
+    );
+    assert_eq!(c["ManilaOLMOperatorRemovalAvailable"].0, "False");
+    let annotations = &st["metadata"]["annotations"];
+    assert_eq!(
+        annotations["Manila.olm-removal.storage.openshift.io/namespace"],
+        NS45
+    );
+    assert_eq!(
+        annotations["Manila.olm-removal.storage.openshift.io/csvName"],
+        "manila-csi-driver-operator.4.5.0-202008031234"
+    );
+    let subs: Api<DynamicObject> = Api::namespaced_with(
+        bed.client.clone(),
+        NS45,
+        &olm_ar("Subscription", "subscriptions"),
+    );
+    assert!(
+        subs.get_opt("manila-csi-driver-operator")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Cinder is deployed meanwhile; the new Manila operator is not.
+    wait_deployment(&bed, CINDER_OPERATOR).await;
+    assert!(deployment_in(&bed, NS, MANILA_OPERATOR).await.is_none());
+
+    // The CSO restarts in the middle; the saved progress carries the removal on.
+    drop(cso);
+    let _cso = OperatorProcess::start_cso(&bed, &[], BTreeMap::new());
+    let csvs: Api<DynamicObject> = Api::namespaced_with(
+        bed.client.clone(),
+        NS45,
+        &olm_ar("ClusterServiceVersion", "clusterserviceversions"),
+    );
+    csvs.patch(
+        "manila-csi-driver-operator.4.5.0-202008031234",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("release the CSV");
+
+    let (_, reason, message) = eventually("the removal to finish", || async {
+        let c = conditions_of(&storage(&bed).await);
+        match c.get("ManilaOLMOperatorRemovalAvailable") {
+            Some(a) if a.0 == "True" => Ok(a.clone()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert_eq!(reason, "Finished");
+    assert_eq!(message, "CSI driver has been removed from OLM");
+    // OLM's Deployment went with the CSV; the old CR lost its finalizer and is gone.
+    assert!(
+        deployment_in(&bed, NS45, "csi-driver-manila-operator")
+            .await
+            .is_none()
+    );
+    let old_cr = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("csi.openshift.io", "v1alpha1", "ManilaDriver"),
+        "maniladrivers",
+    );
+    eventually("the old CR to go", || async {
+        match Api::<DynamicObject>::all_with(bed.client.clone(), &old_cr)
+            .get_opt("cluster")
+            .await
+        {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    // Only now the new operator; the saved progress is cleared.
+    wait_deployment(&bed, MANILA_OPERATOR).await;
+    eventually("the saved progress to be cleared", || async {
+        let st = storage(&bed).await;
+        let ns =
+            &st["metadata"]["annotations"]["Manila.olm-removal.storage.openshift.io/namespace"];
+        if ns == "" {
+            Ok(())
+        } else {
+            Err(ns.to_string())
+        }
+    })
+    .await;
+    let c = conditions_of(&storage(&bed).await);
+    assert_eq!(c["ManilaOLMOperatorRemovalProgressing"].0, "False");
+    assert_eq!(c["ManilaOLMOperatorRemovalDegraded"].0, "False");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_olm_install_manila_is_deployed_at_once_and_the_flow_costs_nothing_after() {
+    let bed = cso_bed().await;
+    let _cso = OperatorProcess::start_cso(&bed, &[], BTreeMap::new());
+    wait_deployment(&bed, MANILA_OPERATOR).await;
+    let c = eventually("the flow to finish", || async {
+        let c = conditions_of(&storage(&bed).await);
+        match c.get("ManilaOLMOperatorRemovalAvailable") {
+            Some(a) if a.0 == "True" => Ok(c),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert_eq!(c["ManilaOLMOperatorRemovalAvailable"].1, "Finished");
+    // Once finished, no more OLM requests.
+    tokio::time::sleep(RESYNC).await;
+    bed.kube.clear_requests();
+    tokio::time::sleep(RESYNC * 2).await;
+    let olm: Vec<String> = bed
+        .kube
+        .requests()
+        .iter()
+        .filter(|r| r.user == CSO_USER && r.resource.starts_with("operators.coreos.com"))
+        .map(describe)
+        .collect();
+    assert!(olm.is_empty(), "{olm:#?}");
+}
