@@ -24,7 +24,7 @@ use operator_kit::hooks::{self, TopologyMode};
 use operator_kit::loglevel::LogLevel;
 use operator_kit::observed_config::ServingInfo;
 
-use crate::registry::{CINDER, Driver, MANILA};
+use crate::registry::Driver;
 
 /// The env var (of the CSO, and of the operator it starts) carrying the release version.
 pub const OPERATOR_IMAGE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
@@ -33,7 +33,7 @@ pub const OPERATOR_IMAGE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
 pub const OPERATOR_CONFIG_KEY: &str = "config.yaml";
 
 /// The YAML assets of one driver operator.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DriverAssets {
     /// ServiceAccount.
     pub service_account: Asset,
@@ -95,15 +95,10 @@ impl DriverAssets {
     }
 }
 
-/// The assets of a registered driver, `None` for a driver without assets in this crate.
+/// The assets of a registered driver ([`Driver::assets`]); `Option` so that callers handle a
+/// driver registered without assets as an error rather than a panic.
 pub fn assets_for(driver: &Driver) -> Option<&'static DriverAssets> {
-    if driver.name == CINDER.name {
-        Some(&CINDER_ASSETS)
-    } else if driver.name == MANILA.name {
-        Some(&MANILA_ASSETS)
-    } else {
-        None
-    }
+    Some(driver.assets)
 }
 
 /// What is wrong when the objects cannot be built. Messages say what to fix.
@@ -373,7 +368,7 @@ pub fn cluster_csi_driver(driver: &Driver, storage_log_level: &ApiLogLevel) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::DRIVERS;
+    use crate::registry::{CINDER, DRIVERS, MANILA};
     use k8s_openapi::api::rbac::v1::PolicyRule;
     use std::path::Path;
 

@@ -2,7 +2,8 @@
 //! each (anchors §3.2–§3.3), and the platform rule that picks them ([`select`],
 //! [`drivers_for`]).
 //!
-//! Adding a driver operator means adding a [`Driver`] to [`DRIVERS`]. The names here (condition
+//! Adding a driver operator means adding a [`Driver`] to [`DRIVERS`] (with its assets in
+//! `assets/<name>/`). The names here (condition
 //! prefixes, object names, env vars) are OpenShift's exactly: CSO's conditions on
 //! `Storage/cluster`, the operator Deployments and the image env vars are read by other tools.
 //!
@@ -123,6 +124,8 @@ pub struct Driver {
     /// How the driver's operator was installed through OLM before OpenShift 4.6, when it was
     /// (Manila): the CSO removes that installation before deploying its own (anchors §3.7).
     pub olm: Option<&'static crate::olm::OlmOptions>,
+    /// The YAML assets of the operator's objects (`assets/<name>/`).
+    pub assets: &'static crate::build::DriverAssets,
 }
 
 impl Driver {
@@ -209,6 +212,7 @@ pub const MANILA: Driver = Driver {
         },
     ],
     olm: Some(&crate::olm::MANILA_OLM),
+    assets: &crate::build::MANILA_ASSETS,
 };
 
 /// OpenStack Cinder (`csioperatorclient/cinder.go`).
@@ -265,6 +269,7 @@ pub const CINDER: Driver = Driver {
         },
     ],
     olm: None,
+    assets: &crate::build::CINDER_ASSETS,
 };
 
 /// Every driver operator, in the order of the Go CSO's standalone list (Manila before Cinder).
