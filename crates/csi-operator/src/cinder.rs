@@ -13,8 +13,6 @@ use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::Metrics;
 use operator_kit::observed_config::ServingInfo;
-use operator_kit::process::{self, ProcessOptions};
-use operator_kit::runtime::LoopOptions;
 
 use crate::sim::parse_duration;
 
@@ -59,28 +57,20 @@ pub async fn start(
         topology_refresh: args.topology_refresh,
         cluster_id: args.cluster_id.clone(),
     };
-    let timing = crate::client::leader_timing(&client).await;
     let cache = operator::watches(client.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("openstack_cinder_csi_driver_operator");
     let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
-    let identity = args
-        .identity
-        .unwrap_or_else(|| format!("{}-{}", cinder::USER_AGENT, std::process::id()));
-    let options = ProcessOptions {
+    let launch = crate::client::Launch {
         namespace: args.namespace,
-        lock_name: cinder::OPERATOR_LOCK_NAME.to_string(),
-        identity,
-        timing,
-        metrics_addr: Some(args.metrics_listen),
-        loop_options: LoopOptions {
-            resync: args.resync,
-            ..LoopOptions::default()
-        },
+        lock_name: cinder::OPERATOR_LOCK_NAME,
+        identity: args.identity,
+        component: cinder::USER_AGENT,
+        metrics_listen: args.metrics_listen,
+        resync: args.resync,
     };
-    process::run(client, options, cache, metrics, op, shutdown).await?;
-    Ok(())
+    crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
 }
 
 #[derive(clap::Args)]

@@ -39,3 +39,46 @@ pub async fn leader_timing(client: &Client) -> operator_kit::leader_timing::Lead
         _ => LeaderTiming::DEFAULT,
     }
 }
+
+/// What every operator subcommand passes to [`run_operator`].
+pub struct Launch {
+    /// Namespace of the lease.
+    pub namespace: String,
+    /// The lease name.
+    pub lock_name: &'static str,
+    /// `--identity`, else `<component>-<pid>`.
+    pub identity: Option<String>,
+    /// The component name for the default identity.
+    pub component: &'static str,
+    pub metrics_listen: std::net::SocketAddr,
+    pub resync: std::time::Duration,
+}
+
+/// Runs a reconciler as an operator process: the lease timing for the control-plane topology,
+/// leader election, metrics and the loop, until `shutdown` or a lost lease.
+pub async fn run_operator<R: operator_kit::process::Reconciler>(
+    client: Client,
+    launch: Launch,
+    cache: operator_kit::cache::Cache,
+    metrics: std::sync::Arc<operator_kit::metrics::Metrics>,
+    reconciler: R,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let timing = leader_timing(&client).await;
+    let identity = launch
+        .identity
+        .unwrap_or_else(|| format!("{}-{}", launch.component, std::process::id()));
+    let options = operator_kit::process::ProcessOptions {
+        namespace: launch.namespace,
+        lock_name: launch.lock_name.to_string(),
+        identity,
+        timing,
+        metrics_addr: Some(launch.metrics_listen),
+        loop_options: operator_kit::runtime::LoopOptions {
+            resync: launch.resync,
+            ..operator_kit::runtime::LoopOptions::default()
+        },
+    };
+    operator_kit::process::run(client, options, cache, metrics, reconciler, shutdown).await?;
+    Ok(())
+}

@@ -7,8 +7,6 @@ use std::time::Duration;
 use cluster_storage::operator::{self, Operator, Options};
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
-use operator_kit::process::{self, ProcessOptions};
-use operator_kit::runtime::LoopOptions;
 
 use crate::sim::parse_duration;
 
@@ -48,24 +46,16 @@ pub async fn start(
         env: operator::env_from_process(),
         degraded_inertia: args.degraded_inertia,
     };
-    let timing = crate::client::leader_timing(&client).await;
     let cache = operator::watches(client.clone(), &opts).start();
     let metrics = Metrics::new("cluster_storage_operator");
     let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
-    let identity = args
-        .identity
-        .unwrap_or_else(|| format!("{}-{}", operator::COMPONENT, std::process::id()));
-    let options = ProcessOptions {
+    let launch = crate::client::Launch {
         namespace: args.namespace,
-        lock_name: operator::LOCK_NAME.to_string(),
-        identity,
-        timing,
-        metrics_addr: Some(args.metrics_listen),
-        loop_options: LoopOptions {
-            resync: args.resync,
-            ..LoopOptions::default()
-        },
+        lock_name: operator::LOCK_NAME,
+        identity: args.identity,
+        component: operator::COMPONENT,
+        metrics_listen: args.metrics_listen,
+        resync: args.resync,
     };
-    process::run(client, options, cache, metrics, op, shutdown).await?;
-    Ok(())
+    crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
 }

@@ -12,8 +12,6 @@ use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::Metrics;
 use operator_kit::observed_config::ServingInfo;
-use operator_kit::process::{self, ProcessOptions};
-use operator_kit::runtime::LoopOptions;
 
 use crate::sim::parse_duration;
 
@@ -63,28 +61,20 @@ pub async fn start(
         cluster_id: args.cluster_id.clone(),
         fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
     };
-    let timing = crate::client::leader_timing(&client).await;
     let cache = operator::watches(client.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("openstack_manila_csi_driver_operator");
     let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
-    let identity = args
-        .identity
-        .unwrap_or_else(|| format!("{}-{}", manila::USER_AGENT, std::process::id()));
-    let options = ProcessOptions {
+    let launch = crate::client::Launch {
         namespace: args.namespace,
-        lock_name: manila::OPERATOR_LOCK_NAME.to_string(),
-        identity,
-        timing,
-        metrics_addr: Some(args.metrics_listen),
-        loop_options: LoopOptions {
-            resync: args.resync,
-            ..LoopOptions::default()
-        },
+        lock_name: manila::OPERATOR_LOCK_NAME,
+        identity: args.identity,
+        component: manila::USER_AGENT,
+        metrics_listen: args.metrics_listen,
+        resync: args.resync,
     };
-    process::run(client, options, cache, metrics, op, shutdown).await?;
-    Ok(())
+    crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
 }
 
 #[derive(clap::Args)]
