@@ -161,7 +161,16 @@ pub fn watches(client: Client, opts: &Options) -> CacheBuilder {
             .and_then(|o| o.static_desired(driver).ok())
             .unwrap_or_default();
         for d in statics {
-            builder = builder.object(&d.resource, &d.object);
+            // In namespaces the CSO does not own (openshift-config, default, the Manila
+            // namespace) only the objects it applies are watched, by name, so that its RBAC
+            // there can be limited to those names.
+            builder = match d.object.metadata.namespace.as_deref() {
+                Some(ns) if ns != CSI_OPERATOR_NAMESPACE && !ns.is_empty() => {
+                    let name = d.object.metadata.name.clone().unwrap_or_default();
+                    builder.namespaced_object(&d.resource, ns, &name)
+                }
+                _ => builder.object(&d.resource, &d.object),
+            };
         }
     }
     builder

@@ -2,8 +2,9 @@
 //! live object.
 //!
 //! One kube-rs reflector store of `DynamicObject` per (kind, scope): namespaced kinds are
-//! watched per namespace the operator owns, cluster-scoped kinds per object name with a
-//! `metadata.name` field selector, so memory never grows with what else is in the cluster.
+//! watched per namespace the operator owns, cluster-scoped kinds (and namespaced objects in
+//! namespaces it does not own) per object name with a `metadata.name` field selector, so memory
+//! never grows with what else is in the cluster and RBAC can pin the names.
 //! `managedFields` are stripped before objects enter a store. Every watch event bumps a change
 //! counter the runtime maps to "reconcile the root".
 //!
@@ -30,6 +31,10 @@ pub enum Scope {
     Namespace(String),
     /// The one cluster-scoped object of this name.
     ClusterObject(String),
+    /// The one namespaced object of this name in this namespace: for objects in namespaces
+    /// the operator does not own, where RBAC grants it only these names (`resourceNames`
+    /// allows a list and watch pinned by a `metadata.name` field selector).
+    NamespacedObject(String, String),
 }
 
 /// Where a watch is in its life.
@@ -120,6 +125,15 @@ impl CacheBuilder {
         self
     }
 
+    /// Watches one namespaced object by name (in a namespace the operator does not own).
+    pub fn namespaced_object(mut self, ar: &ApiResource, namespace: &str, name: &str) -> Self {
+        self.push(
+            ar,
+            Scope::NamespacedObject(namespace.to_string(), name.to_string()),
+        );
+        self
+    }
+
     /// Watches one cluster-scoped object by name.
     pub fn cluster_object(mut self, ar: &ApiResource, name: &str) -> Self {
         self.push(ar, Scope::ClusterObject(name.to_string()));
@@ -161,6 +175,10 @@ impl CacheBuilder {
                 ),
                 Scope::ClusterObject(name) => (
                     Api::<DynamicObject>::all_with(self.client.clone(), &ar),
+                    watcher::Config::default().fields(&format!("metadata.name={name}")),
+                ),
+                Scope::NamespacedObject(ns, name) => (
+                    Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
                     watcher::Config::default().fields(&format!("metadata.name={name}")),
                 ),
             };
@@ -369,11 +387,23 @@ impl Cache {
 
     /// What the cache knows about one object.
     pub fn lookup(&self, ar: &ApiResource, namespace: Option<&str>, name: &str) -> Lookup {
-        let scope = match namespace {
-            Some(ns) if !ns.is_empty() => Scope::Namespace(ns.to_string()),
-            _ => Scope::ClusterObject(name.to_string()),
+        let entry = match namespace {
+            Some(ns) if !ns.is_empty() => self
+                .inner
+                .entries
+                .get(&Key::new(ar, Scope::Namespace(ns.to_string())))
+                .or_else(|| {
+                    self.inner.entries.get(&Key::new(
+                        ar,
+                        Scope::NamespacedObject(ns.to_string(), name.to_string()),
+                    ))
+                }),
+            _ => self
+                .inner
+                .entries
+                .get(&Key::new(ar, Scope::ClusterObject(name.to_string()))),
         };
-        let Some(entry) = self.inner.entries.get(&Key::new(ar, scope)) else {
+        let Some(entry) = entry else {
             return Lookup::NotCached;
         };
         let state = *entry

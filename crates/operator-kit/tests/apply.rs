@@ -931,3 +931,73 @@ async fn objects_listed_at_start_can_be_updated() -> TestResult {
     assert!(live.data["data"].get("stale").is_none(), "{:?}", live.data);
     Ok(())
 }
+
+/// An object in a namespace the operator does not own is watched by name, so RBAC can grant
+/// exactly that name: with only `resourceNames: [one]` the watch syncs and the apply engine
+/// reads the object from the cache (no live GET); the neighbour stays invisible.
+#[tokio::test]
+async fn a_namespaced_object_watched_by_name_needs_only_that_name() -> TestResult {
+    let sim = KubeSim::start(
+        SimConfig {
+            rbac: Some(kube_sim::RbacConfig::default()),
+            ..SimConfig::default()
+        },
+        "127.0.0.1:0".parse()?,
+    )
+    .await?;
+    let admin = client_for(&sim, "admin").await;
+    create_namespace(&admin).await;
+    let rbac: Vec<(ApiResource, Value)> = vec![
+        (
+            ar("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "one", "namespace": NS},
+                   "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                              "resourceNames": ["mine"],
+                              "verbs": ["get", "list", "watch", "update", "patch"]}]}),
+        ),
+        (
+            ar("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "one", "namespace": NS},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "one"},
+                   "subjects": [{"kind": "User", "name": "pinned"}]}),
+        ),
+    ];
+    for (ar, body) in rbac {
+        Api::<DynamicObject>::namespaced_with(admin.clone(), NS, &ar)
+            .create(&Default::default(), &obj(body))
+            .await?;
+    }
+    let cms: Api<DynamicObject> = Api::namespaced_with(admin.clone(), NS, &configmap_ar());
+    for name in ["mine", "neighbour"] {
+        cms.create(
+            &Default::default(),
+            &obj(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": name, "namespace": NS}, "data": {"k": "old"}})),
+        )
+        .await?;
+    }
+    let client = client_for(&sim, "pinned").await;
+    let cache = CacheBuilder::new(client.clone(), Vec::<String>::new())
+        .namespaced_object(&configmap_ar(), NS, "mine")
+        .start();
+    tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
+    assert!(cache.get(&configmap_ar(), Some(NS), "mine").is_some());
+    assert!(cache.get(&configmap_ar(), Some(NS), "neighbour").is_none());
+    sim.clear_requests();
+    let applier = Applier::new(client.clone(), cache.clone(), recorder(&admin));
+    let desired = obj(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "mine", "namespace": NS}, "data": {"k": "new"}}));
+    let applied = applier.apply(&configmap_ar(), &desired, None).await?;
+    assert_eq!(applied.action, Action::Updated);
+    let by_pinned: Vec<String> = sim
+        .requests()
+        .iter()
+        .filter(|r| r.user == "pinned" && r.verb != "watch")
+        .map(|r| format!("{} {} {}", r.verb, r.resource, r.name))
+        .collect();
+    assert_eq!(by_pinned, ["update /configmaps mine"], "no live GET");
+    assert!(sim.forbidden_requests().is_empty(), "{:?}", sim.forbidden_requests());
+    Ok(())
+}
