@@ -134,6 +134,9 @@ pub enum BuildError {
     /// An asset does not render or parse (a bug in the assets, caught by the tests).
     #[error(transparent)]
     Asset(#[from] AssetError),
+    /// A built object does not convert to a desired object (a bug caught by the tests).
+    #[error(transparent)]
+    Desired(desired::BuildError),
 }
 
 /// The facts the per-driver objects depend on, read by the caller from its caches.
@@ -512,6 +515,35 @@ mod tests {
                 );
             }
             build(d, &inputs());
+        }
+    }
+
+    #[test]
+    fn versions_and_images_that_look_like_numbers_stay_strings() {
+        for version in ["0", "4.20", "4", "true"] {
+            let mut env = full_env();
+            env.insert(OPERATOR_IMAGE_VERSION_ENV.to_owned(), version.to_owned());
+            env.insert("PROVISIONER_IMAGE".to_owned(), "1.5".to_owned());
+            for d in DRIVERS {
+                let o = operator_objects(
+                    d,
+                    &Inputs {
+                        env: env.clone(),
+                        ..Inputs::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("{} with version {version}: {e}", d.name));
+                let c = &o.deployment.spec.unwrap().template.spec.unwrap().containers[0];
+                let value = |n: &str| {
+                    c.env
+                        .iter()
+                        .flatten()
+                        .find(|e| e.name == n)
+                        .and_then(|e| e.value.clone())
+                };
+                assert_eq!(value("OPERATOR_IMAGE_VERSION").as_deref(), Some(version));
+                assert_eq!(value("PROVISIONER_IMAGE").as_deref(), Some("1.5"));
+            }
         }
     }
 

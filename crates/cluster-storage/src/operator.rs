@@ -122,7 +122,10 @@ fn placeholder_inputs() -> Inputs {
     for v in DRIVERS.iter().flat_map(Driver::all_image_vars) {
         env.insert(v.cso_env.to_owned(), "placeholder".to_owned());
     }
-    env.insert(OPERATOR_IMAGE_VERSION_ENV.to_owned(), "0".to_owned());
+    env.insert(
+        OPERATOR_IMAGE_VERSION_ENV.to_owned(),
+        "placeholder".to_owned(),
+    );
     Inputs {
         env,
         ..Inputs::default()
@@ -132,7 +135,7 @@ fn placeholder_inputs() -> Inputs {
 /// What the CSO watches: its CR and ClusterOperator, the cluster singletons, every registered
 /// driver's ClusterCSIDriver and CSIDriver (by name), the Deployments and ConfigMaps of the
 /// driver operators' namespace, the installer's cloud config, and each object it applies.
-pub fn watches(client: Client, opts: &Options) -> CacheBuilder {
+pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::BuildError> {
     let mut builder = CacheBuilder::new(client, [opts.namespace.clone()])
         .cluster_object(&ar("operator.openshift.io/v1", "Storage"), STORAGE_NAME)
         .cluster_object(
@@ -156,10 +159,9 @@ pub fn watches(client: Client, opts: &Options) -> CacheBuilder {
                 &ar("storage.k8s.io/v1", "CSIDriver"),
                 driver.cluster_csi_driver,
             );
-        let statics = build::operator_objects(driver, &inputs)
-            .ok()
-            .and_then(|o| o.static_desired(driver).ok())
-            .unwrap_or_default();
+        let statics = build::operator_objects(driver, &inputs)?
+            .static_desired(driver)
+            .map_err(build::BuildError::Desired)?;
         for d in statics {
             // In namespaces the CSO does not own (openshift-config, default, the Manila
             // namespace) only the objects it applies are watched, by name, so that its RBAC
@@ -173,7 +175,7 @@ pub fn watches(client: Client, opts: &Options) -> CacheBuilder {
             };
         }
     }
-    builder
+    Ok(builder)
 }
 
 /// The state the operator keeps between reconciles.
@@ -848,5 +850,31 @@ fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 impl operator_kit::process::Reconciler for Operator {
     fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
         Operator::reconcile(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_applied_object_is_known_before_start_so_it_can_be_watched() {
+        for driver in DRIVERS {
+            let objects = build::operator_objects(driver, &placeholder_inputs())
+                .expect("placeholder inputs build");
+            let statics = objects.static_desired(driver).expect("desired");
+            assert!(statics.len() > 5, "{}", driver.name);
+            let outside: Vec<_> = statics
+                .iter()
+                .filter(|d| {
+                    d.object
+                        .metadata
+                        .namespace
+                        .as_deref()
+                        .is_some_and(|ns| ns != CSI_OPERATOR_NAMESPACE)
+                })
+                .collect();
+            assert!(!outside.is_empty(), "{}", driver.name);
+        }
     }
 }

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
 use cluster_storage::operator::{self, Operator, Options};
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
@@ -46,7 +47,9 @@ pub async fn start(
         env: operator::env_from_process(),
         degraded_inertia: args.degraded_inertia,
     };
-    let cache = operator::watches(client.clone(), &opts).start();
+    let cache = operator::watches(client.clone(), &opts)
+        .context("cannot prepare the watches")?
+        .start();
     let metrics = Metrics::new("cluster_storage_operator");
     let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
     let launch = crate::client::Launch {

@@ -9,6 +9,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod chain;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
