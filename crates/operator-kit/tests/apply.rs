@@ -957,7 +957,12 @@ async fn a_namespaced_object_watched_by_name_needs_only_that_name() -> TestResul
                               "verbs": ["get", "list", "watch", "update", "patch"]}]}),
         ),
         (
-            ar("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+            ar(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "RoleBinding",
+                "rolebindings",
+            ),
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
                    "metadata": {"name": "one", "namespace": NS},
                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "one"},
@@ -998,6 +1003,10 @@ async fn a_namespaced_object_watched_by_name_needs_only_that_name() -> TestResul
         .map(|r| format!("{} {} {}", r.verb, r.resource, r.name))
         .collect();
     assert_eq!(by_pinned, ["update /configmaps mine"], "no live GET");
-    assert!(sim.forbidden_requests().is_empty(), "{:?}", sim.forbidden_requests());
+    assert!(
+        sim.forbidden_requests().is_empty(),
+        "{:?}",
+        sim.forbidden_requests()
+    );
     Ok(())
 }
