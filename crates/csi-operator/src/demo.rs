@@ -250,6 +250,8 @@ pub async fn run(
             ..Settings::for_cluster_storage_operator()
         };
         s.kube.processes = Some(processes.clone());
+        // As on a cluster: each operator can do only what its service account is granted.
+        s.kube.rbac = Some(kube_sim::RbacConfig::default());
         s.openstack.share_types = share_types
             .as_ref()
             .map(|names| names.iter().map(|n| SimShareType::new(n)).collect());
@@ -324,7 +326,8 @@ pub async fn run(
         .context("the release manifests do not apply")?;
     eprintln!(
         "demo: applied {} release manifests from {} as the cluster version operator would; \
-         kube-sim runs each operator pod as a local process (logs in {}):",
+         kube-sim runs each operator pod as a local process under its service account, with RBAC \
+         enforced (logs in {}):",
         manifests.len(),
         manifest_dir.display(),
         absolute(&args.log_dir).display(),
@@ -413,6 +416,14 @@ pub async fn run(
                 .map(|d| (*d, get(Source::of(*d)).clone()))
                 .collect();
             let reports = reports(&bed.kube, &driver_conditions);
+            let refused = bed.kube.forbidden_requests();
+            if !refused.is_empty() {
+                eprintln!(
+                    "demo: RBAC refused {} request(s) of the operators:\n  {}",
+                    refused.len(),
+                    refused.join("\n  ")
+                );
+            }
             print!(
                 "{}",
                 summary(

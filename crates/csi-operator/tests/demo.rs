@@ -138,6 +138,9 @@ fn demo_installs_both_drivers_and_summarises_what_they_created() {
         "{stderr}"
     );
     assert!(stdout.contains("ClusterOperator storage:"), "{stdout}");
+    // RBAC is enforced and the release grants the operators every right they use.
+    assert!(stderr.contains("with RBAC enforced"), "{stderr}");
+    assert!(!stderr.contains("RBAC refused"), "{stderr}");
     for (t, status) in [
         ("Available", "True"),
         ("Progressing", "False"),

@@ -47,6 +47,11 @@ pub enum SyncState {
     /// The API server does not serve the kind (its CRD is missing); the watch keeps retrying
     /// with backoff and turns `Synced` once the CRD is created.
     NotServed,
+    /// RBAC refuses the list or watch (403). The watch keeps retrying; meanwhile the object
+    /// counts as not cached, so a step that needs it reads it live, meets the same 403 and
+    /// reports it in its condition, instead of the whole operator waiting silently for a sync
+    /// that cannot come.
+    Forbidden,
 }
 
 /// The answer of [`Cache::lookup`].
@@ -258,7 +263,14 @@ async fn run_watch(
                 changes.send_modify(|n| *n = n.wrapping_add(1));
             }
             Err(error) => {
-                if is_not_served(&error) {
+                if is_forbidden(&error) {
+                    let was = set_state(&state, SyncState::Forbidden);
+                    if was != SyncState::Forbidden {
+                        tracing::error!(kind = %ar.kind, ?scope, %error,
+                            "RBAC refuses this watch; the operator's role lacks list/watch here");
+                        changes.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                } else if is_not_served(&error) {
                     let was = set_state(&state, SyncState::NotServed);
                     if was != SyncState::NotServed {
                         tracing::info!(kind = %ar.kind, api_version = %ar.api_version, ?scope,
@@ -278,6 +290,15 @@ fn set_state(state: &Mutex<SyncState>, new: SyncState) -> SyncState {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     std::mem::replace(&mut *guard, new)
+}
+
+fn is_forbidden(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 403,
+        _ => false,
+    }
 }
 
 fn is_not_served(error: &watcher::Error) -> bool {
@@ -411,7 +432,7 @@ impl Cache {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match state {
-            SyncState::Starting => Lookup::NotCached,
+            SyncState::Starting | SyncState::Forbidden => Lookup::NotCached,
             SyncState::NotServed => Lookup::NotServed,
             SyncState::Synced => {
                 let key = match namespace {
@@ -454,8 +475,8 @@ impl Cache {
             .collect()
     }
 
-    /// Waits until every watch has either synced or found its kind not served. Wrap in
-    /// `tokio::time::timeout` to bound it.
+    /// Waits until every watch has synced, found its kind not served, or been refused by RBAC.
+    /// Wrap in `tokio::time::timeout` to bound it.
     pub async fn wait_until_ready(&self) {
         let mut changes = self.inner.changes.subscribe();
         loop {

@@ -1010,3 +1010,43 @@ async fn a_namespaced_object_watched_by_name_needs_only_that_name() -> TestResul
     );
     Ok(())
 }
+
+/// A watch RBAC refuses does not hold the operator up: the cache settles (`Forbidden`), and
+/// a step that needs the object reads it live and reports the 403 that says what is missing.
+#[tokio::test]
+async fn a_forbidden_watch_settles_and_the_step_reports_the_403() -> TestResult {
+    let sim = KubeSim::start(
+        SimConfig {
+            rbac: Some(kube_sim::RbacConfig::default()),
+            ..SimConfig::default()
+        },
+        "127.0.0.1:0".parse()?,
+    )
+    .await?;
+    let admin = client_for(&sim, "admin").await;
+    create_namespace(&admin).await;
+    let client = client_for(&sim, "nobody").await;
+    let cache = CacheBuilder::new(client.clone(), [NS])
+        .namespaced(&configmap_ar())
+        .start();
+    tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
+    assert!(
+        cache
+            .states()
+            .iter()
+            .all(|(_, _, s)| *s == operator_kit::cache::SyncState::Forbidden),
+        "{:?}",
+        cache.states()
+    );
+    let applier = Applier::new(client.clone(), cache.clone(), recorder(&admin));
+    let err = applier
+        .apply(&configmap_ar(), &configmap(), None)
+        .await
+        .expect_err("forbidden");
+    let text = err.to_string();
+    assert!(
+        text.contains("forbidden") && text.contains("configmaps"),
+        "{text}"
+    );
+    Ok(())
+}
