@@ -801,3 +801,120 @@ async fn applying_every_manifest_in_order_succeeds() {
         }
     }
 }
+
+/// The CSO may watch, read, create and update every object it applies for the driver
+/// operators, and may grant every Role and ClusterRole among them (an API server's escalation
+/// check: one grants only what one holds, or with `bind`). Checked statically with kube-sim's
+/// RBAC evaluator; `chain_e2e.rs` checks the same dynamically.
+#[test]
+fn the_cso_may_watch_apply_and_grant_every_object_it_applies() {
+    use cluster_storage::registry::{CSI_OPERATOR_NAMESPACE, DRIVERS};
+    use kube_sim::rbac::{self, Attributes, Decision, PolicyRule as Rule, StaticPolicy, UserInfo};
+
+    let all = load();
+    let policy = StaticPolicy::new(all.iter().map(|m| m.obj.clone()));
+    let cso = UserInfo::resolve(
+        &format!("system:serviceaccount:{CSO_NS}:cluster-storage-operator"),
+        &kube_sim::RbacConfig::default(),
+    );
+    let deployment: Deployment = typed(find(
+        &all,
+        "Deployment",
+        Some(CSO_NS),
+        "cluster-storage-operator",
+    ));
+    let env: BTreeMap<String, String> = deployment.spec.unwrap().template.spec.unwrap().containers
+        [0]
+    .env
+    .clone()
+    .unwrap_or_default()
+    .into_iter()
+    .filter_map(|e| Some((e.name, e.value?)))
+    .collect();
+    let inputs = cluster_storage::build::Inputs {
+        env,
+        ..Default::default()
+    };
+    let refused = std::cell::RefCell::new(Vec::new());
+    let check = |verb: &str, group: &str, resource: &str, ns: &str, name: &str| {
+        let attrs = Attributes::resource(cso.clone(), verb, group, resource, ns, name);
+        if let Decision::Deny { .. } = rbac::authorize(&policy, &attrs) {
+            refused
+                .borrow_mut()
+                .push(format!("{verb} {group}/{resource} {ns}/{name}"));
+        }
+    };
+    for driver in DRIVERS {
+        let objects = cluster_storage::build::operator_objects(driver, &inputs).expect("builds");
+        let mut desired = objects.static_desired(driver).expect("desired");
+        desired.push(objects.deployment_desired(driver).expect("deployment"));
+        for d in &desired {
+            let group = d.resource.group.as_str();
+            let plural = d.resource.plural.as_str();
+            let ns = d.object.metadata.namespace.clone().unwrap_or_default();
+            let name = d.object.metadata.name.clone().unwrap_or_default();
+            // The watch: the whole namespace the CSO owns, else the object by name.
+            let watched = if ns == CSI_OPERATOR_NAMESPACE {
+                ""
+            } else {
+                &name
+            };
+            for verb in ["list", "watch"] {
+                check(verb, group, plural, &ns, watched);
+            }
+            for verb in ["get", "update"] {
+                check(verb, group, plural, &ns, &name);
+            }
+            check("create", group, plural, &ns, "");
+            if d.resource.kind == "Role" || d.resource.kind == "ClusterRole" {
+                let rules: Vec<Rule> = d.object.data["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(Rule::from_value)
+                    .collect();
+                if let Err((message, _)) = rbac::confirm_no_escalation(&policy, &cso, &ns, &rules) {
+                    refused
+                        .borrow_mut()
+                        .push(format!("grant {} {ns}/{name}: {message}", d.resource.kind));
+                }
+            }
+        }
+        check(
+            "create",
+            "operator.openshift.io",
+            "clustercsidrivers",
+            "",
+            "",
+        );
+        check(
+            "get",
+            "operator.openshift.io",
+            "clustercsidrivers",
+            "",
+            driver.cluster_csi_driver,
+        );
+    }
+    for verb in ["get", "update"] {
+        check(
+            verb,
+            "operator.openshift.io",
+            "storages/status",
+            "",
+            "cluster",
+        );
+        check(
+            verb,
+            "config.openshift.io",
+            "clusteroperators/status",
+            "",
+            "storage",
+        );
+    }
+    let refused = refused.into_inner();
+    assert!(
+        refused.is_empty(),
+        "the CSO may not:\n{}",
+        refused.join("\n")
+    );
+}
