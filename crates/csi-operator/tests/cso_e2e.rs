@@ -759,3 +759,39 @@ async fn without_an_olm_install_manila_is_deployed_at_once_and_the_flow_costs_no
         .collect();
     assert!(olm.is_empty(), "{olm:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_log_level_drives_the_operators_verbosity_but_never_rewrites_a_cluster_csi_driver()
+{
+    let bed = cso_bed().await;
+    let _cso = OperatorProcess::start_cso(&bed, &[], BTreeMap::new());
+    wait_deployment(&bed, CINDER_OPERATOR).await;
+    patch_object(
+        &bed,
+        "operator.openshift.io/v1",
+        "Storage",
+        "cluster",
+        json!({"spec": {"logLevel": "Debug"}}),
+    )
+    .await;
+    for name in [CINDER_OPERATOR, MANILA_OPERATOR] {
+        eventually(&format!("{name} at -v=4"), || async {
+            let d = wait_deployment(&bed, name).await;
+            let args = deployment_pod(&d)
+                .and_then(|p| p.containers.first())
+                .and_then(|c| c.args.clone())
+                .unwrap_or_default();
+            if args.iter().any(|a| a == "-v=4") {
+                Ok(())
+            } else {
+                Err(format!("{args:?}"))
+            }
+        })
+        .await;
+    }
+    // The ClusterCSIDrivers were created with Normal and keep it: the CSO creates them once.
+    let cr = cluster_object(&bed, "operator.openshift.io/v1", "ClusterCSIDriver", CR)
+        .await
+        .expect("exists");
+    assert_eq!(cr["spec"]["logLevel"], "Normal");
+}

@@ -5,8 +5,9 @@
 //! namespaces OpenShift uses (anchors §2.2, §2.3, §3.1, §3.3, §3.5, §4.2, §4.7); that applying
 //! them in file order to a kube-sim testbed succeeds; that the sidecar ClusterRoles grant what
 //! the upstream sidecars need and that every `openshift-csi-*` role the driver assets bind to
-//! exists; and that the RBAC is least privilege (no wildcards; Secrets only in the two driver
-//! namespaces). These tests must not edit the manifests or reach any network but loopback.
+//! exists; that the RBAC is least privilege (no wildcards; Secrets only in the two driver
+//! namespaces); and that the CSO may watch, apply and grant every object it applies for the
+//! driver operators. These tests must not edit the manifests or reach any network but loopback.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
