@@ -4,6 +4,7 @@
 //! returns, also on error, so `bench all` runs scenarios one after another on a quiet machine.
 
 mod cinder;
+mod cluster_storage;
 mod kube_sim_scale;
 mod manila;
 
@@ -40,5 +41,9 @@ pub const ALL: &[Scenario] = &[
     Scenario {
         name: manila::NAME,
         run: |options| Box::pin(manila::run(options)),
+    },
+    Scenario {
+        name: cluster_storage::NAME,
+        run: |options| Box::pin(cluster_storage::run(options)),
     },
 ];
