@@ -571,3 +571,72 @@ async fn a_driver_operator_that_never_becomes_ready_is_progressing_then_degraded
     );
     chain.assert_no_denials();
 }
+
+/// Seed 001's un-installation semantics on the running chain: deleting a ClusterCSIDriver does
+/// not remove the driver (no owner reference ties the driver to it); the CSO recreates the CR,
+/// the driver operator picks it up again, and storage stays available.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_cluster_csi_driver_comes_back_and_the_driver_is_untouched() {
+    let mut settings = Settings::for_cluster_storage_operator();
+    settings.openstack.share_types = None;
+    let chain = release_chain(settings, None).await;
+    chain.wait_driver(CR, &CINDER_AVAILABLE).await;
+    chain.wait_co(&HEALTHY).await;
+    let controllers: Api<Deployment> = Api::namespaced(chain.bed.client.clone(), NS);
+    let before = controllers.get(CONTROLLER).await.expect("controller");
+    let old = cluster_object(
+        &chain.bed,
+        "operator.openshift.io/v1",
+        "ClusterCSIDriver",
+        CR,
+    )
+    .await
+    .expect("the CR");
+
+    let ar = operator_kit::kinds::api_resource("operator.openshift.io/v1", "ClusterCSIDriver")
+        .expect("known kind");
+    Api::<kube::api::DynamicObject>::all_with(chain.bed.client.clone(), &ar)
+        .delete(CR, &Default::default())
+        .await
+        .expect("delete the ClusterCSIDriver");
+
+    chain
+        .wait(
+            "the ClusterCSIDriver to be recreated and report again",
+            || async {
+                let now = cluster_object(
+                    &chain.bed,
+                    "operator.openshift.io/v1",
+                    "ClusterCSIDriver",
+                    CR,
+                )
+                .await;
+                match now {
+                    Some(cr) if cr["metadata"]["uid"] != old["metadata"]["uid"] => {
+                        let c = conditions_of(&cr);
+                        if CINDER_AVAILABLE
+                            .iter()
+                            .all(|t| c.get(*t).is_some_and(|(s, _, _)| s == "True"))
+                        {
+                            Ok(())
+                        } else {
+                            Err(format!("recreated, not reporting yet: {c:#?}"))
+                        }
+                    }
+                    other => Err(format!("{:?}", other.map(|o| o["metadata"]["uid"].clone()))),
+                }
+            },
+        )
+        .await;
+    let after = controllers.get(CONTROLLER).await.expect("controller");
+    assert_eq!(
+        before.metadata.uid, after.metadata.uid,
+        "the driver was not recreated"
+    );
+    assert_eq!(
+        before.metadata.generation, after.metadata.generation,
+        "nor rolled"
+    );
+    chain.wait_co(&HEALTHY).await;
+    chain.assert_no_denials();
+}
