@@ -9,6 +9,10 @@
 //! This module only measures and reports; it asserts nothing (budgets are printed as
 //! PASS/OVER, never enforced) and owns every process and file it starts or writes.
 
+use super::budget::{
+    CONVERGE_LIMIT, IDLE_WINDOW, INSTALL as BUDGET_INSTALL, MEMORY_KIB as BUDGET_MEMORY_KIB, QUIET,
+    RESYNC,
+};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -47,21 +51,13 @@ const TRACE_ENV: &str = "BENCH_CINDER_TRACE";
 /// The operator's Event source (`cinder::USER_AGENT`).
 const EVENT_COMPONENT: &str = "openstack-cinder-csi-driver-operator";
 
-/// The operator's resync period in this scenario, and the idle window it is watched for.
-const RESYNC: Duration = Duration::from_secs(2);
-const IDLE_WINDOW: Duration = Duration::from_secs(10);
-/// No operator write for this long ends the install (and each rotation) window.
-const QUIET: Duration = Duration::from_secs(2);
-/// Bounds on waiting, so a stuck operator fails the run instead of hanging it.
-const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
+/// Bound on waiting for a rotation, so a stuck operator fails the run instead of hanging it.
 const ROTATION_LIMIT: Duration = Duration::from_secs(30);
 /// How often the rotation loop reads the pod templates: the resolution of that figure.
 const ROTATION_POLL: Duration = Duration::from_millis(5);
 
 /// DESIGN §7.
-const BUDGET_INSTALL: Duration = Duration::from_millis(100);
 const BUDGET_ROTATION: Duration = Duration::from_millis(500);
-const BUDGET_MEMORY_KIB: u64 = 20 * 1024;
 
 #[derive(Debug, Clone, Copy)]
 struct Scale {

@@ -15,6 +15,10 @@
 //! reports; it asserts nothing (budgets are printed as PASS/OVER, never enforced) and owns
 //! every process and file it starts or writes.
 
+use super::budget::{
+    CONVERGE_LIMIT, IDLE_WINDOW, INSTALL as BUDGET_INSTALL, MEMORY_KIB as BUDGET_MEMORY_KIB, QUIET,
+    RESYNC,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -69,21 +73,13 @@ const CLUSTER_OPERATORS: &str = "config.openshift.io/clusteroperators";
 const CLUSTER_CSI_DRIVERS: &str = "operator.openshift.io/clustercsidrivers";
 const LEASES: &str = "coordination.k8s.io/leases";
 
-/// The CSO's resync period in this scenario, and the idle window it is watched for.
-const RESYNC: Duration = Duration::from_secs(2);
-const IDLE_WINDOW: Duration = Duration::from_secs(10);
-/// No CSO write for this long ends the install (and each condition change) window.
-const QUIET: Duration = Duration::from_secs(2);
-/// Bounds on waiting, so a stuck operator fails the run instead of hanging it.
-const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
+/// Bound on waiting for a condition change to reach the ClusterOperator.
 const CHANGE_LIMIT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(10);
 
 /// DESIGN §7. It has no figure for a status roll-up; the nearest is "a change in the cluster
 /// → the operator's answer written" of a credential rotation (500 ms).
-const BUDGET_INSTALL: Duration = Duration::from_millis(100);
 const BUDGET_CHANGE: Duration = Duration::from_millis(500);
-const BUDGET_MEMORY_KIB: u64 = 20 * 1024;
 
 #[derive(Debug, Clone, Copy)]
 struct Scale {

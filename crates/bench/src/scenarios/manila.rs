@@ -15,6 +15,9 @@
 //! This module only measures and reports; it asserts nothing (targets are printed as
 //! PASS/OVER, never enforced) and owns every process it starts.
 
+use super::budget::{
+    CONVERGE_LIMIT, INSTALL as BUDGET_INSTALL, MEMORY_KIB as BUDGET_MEMORY_KIB, QUIET, RESYNC,
+};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -62,16 +65,11 @@ const AVAILABLE: [&str; 3] = [
 ];
 const DISABLED_CONDITION: &str = "CSIControllerDisabled";
 
-/// The operator's resync period in every phase: resyncs must cost OpenStack nothing either.
-const RESYNC: Duration = Duration::from_secs(2);
-/// No operator write for this long ends the install window.
-const QUIET: Duration = Duration::from_secs(2);
 /// Unrelated StorageClasses and CSIDrivers created (then deleted) while the operator watches.
 const UNRELATED_OBJECTS: usize = 50;
 /// How long after the last unrelated event the logs are read: more than two resync periods,
 /// so a reaction deferred to a resync would be counted.
 const CHURN_SETTLE: Duration = Duration::from_secs(5);
-const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
 const CHURN_LIMIT: Duration = Duration::from_secs(60);
 const CONCURRENCY: usize = 32;
 
@@ -90,10 +88,6 @@ const DEFAULTS: Cadence = Cadence {
 const MAX_RENEW_MARGIN: Duration = Duration::from_secs(300);
 /// Below this many share-type lists per refresh period, the report explains why.
 const LAGGING: f64 = 0.95;
-
-/// DESIGN §7 (the install budget is the Cinder one; it is the only one there is).
-const BUDGET_INSTALL: Duration = Duration::from_millis(100);
-const BUDGET_MEMORY_KIB: u64 = 20 * 1024;
 
 #[derive(Debug, Clone, Copy)]
 struct Scale {

@@ -47,3 +47,21 @@ pub const ALL: &[Scenario] = &[
         run: |options| Box::pin(cluster_storage::run(options)),
     },
 ];
+
+/// DESIGN §7 budgets and the timing every operator scenario shares.
+pub mod budget {
+    use std::time::Duration;
+
+    /// CR created → every operand object applied.
+    pub const INSTALL: Duration = Duration::from_millis(100);
+    /// Resident memory per operator.
+    pub const MEMORY_KIB: u64 = 20 * 1024;
+    /// The operators' resync period in the scenarios (short, so idle windows see several).
+    pub const RESYNC: Duration = Duration::from_secs(2);
+    /// How long an idle operator is watched for requests.
+    pub const IDLE_WINDOW: Duration = Duration::from_secs(10);
+    /// No write for this long ends an install (or change) window.
+    pub const QUIET: Duration = Duration::from_secs(2);
+    /// Bound on waiting for an install, so a stuck operator fails the run instead of hanging it.
+    pub const CONVERGE_LIMIT: Duration = Duration::from_secs(120);
+}
