@@ -15,7 +15,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
 use kube::Client;
 use kube::api::DynamicObject;
-use kube::core::ApiResource;
+
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::{ClusterCSIDriver, StorageClassState};
 use operator_kit::apply::{Applier, ApplyError};
@@ -24,7 +24,8 @@ use operator_kit::conditions::{self, OperatorCondition, reasons};
 use operator_kit::config_observer;
 use operator_kit::events::EventRecorder;
 use operator_kit::hooks::TopologyMode;
-use operator_kit::kinds;
+
+use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::{Metrics, WriteVerb};
@@ -66,11 +67,6 @@ pub struct Options {
     pub topology_refresh: Duration,
     /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
     pub cluster_id: Option<String>,
-}
-
-fn ar(api_version: &str, kind: &str) -> ApiResource {
-    // The table covers every kind used here; a miss is a programming error caught by tests.
-    kinds::api_resource(api_version, kind).unwrap_or_else(|_| ApiResource::erase::<ConfigMap>(&()))
 }
 
 /// What the operator watches: its CR, the cluster singletons, its namespace's objects, and

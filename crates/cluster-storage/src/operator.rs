@@ -24,10 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::ApiResource;
+
 use openshift_api::common::ManagementState;
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::Storage;
@@ -37,7 +37,8 @@ use operator_kit::conditions::{self, OperatorCondition, reasons, types};
 use operator_kit::config_observer;
 use operator_kit::events::{EventRecorder, EventType};
 use operator_kit::hooks::TopologyMode;
-use operator_kit::kinds;
+
+use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::{Metrics, WriteVerb};
 use operator_kit::observed_config::{self, ServingInfo};
@@ -109,11 +110,6 @@ pub fn env_from_process() -> BTreeMap<String, String> {
         .chain([OPERATOR_IMAGE_VERSION_ENV])
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_owned(), v)))
         .collect()
-}
-
-fn ar(api_version: &str, kind: &str) -> ApiResource {
-    // The table covers every kind used here; a miss is a programming error caught by tests.
-    kinds::api_resource(api_version, kind).unwrap_or_else(|_| ApiResource::erase::<ConfigMap>(&()))
 }
 
 /// Inputs with every image set, for what does not depend on values (names and kinds).
@@ -311,10 +307,16 @@ impl Operator {
 
         let mut failed = false;
         let mut storage_obj = storage_obj;
+        let infra: Option<Infrastructure> =
+            self.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
         let mut inputs = Inputs {
             env: self.opts.env.clone(),
             log_level: storage.spec.operator.log_level(),
-            topology: self.topology(),
+            topology: infra
+                .as_ref()
+                .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
+                .unwrap_or(TopologyMode::HighlyAvailable),
             ..Inputs::default()
         };
         match config_observer::observe_with(
@@ -346,7 +348,7 @@ impl Operator {
             }
         }
 
-        failed |= self.starter_step(&mut board).await;
+        failed |= self.starter_step(&mut board, infra.as_ref()).await;
         let mut requeue: Option<Duration> = None;
         for driver in self.started.clone() {
             // A driver once installed through OLM is removed from OLM before its operator is
@@ -387,24 +389,15 @@ impl Operator {
             .await
     }
 
-    fn topology(&self) -> TopologyMode {
-        let infra: Option<Infrastructure> =
-            self.cache
-                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
-        infra
-            .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
-            .unwrap_or(TopologyMode::HighlyAvailable)
-    }
-
     /// Picks the drivers for the platform and starts those whose CSIDriver is not someone
     /// else's. Posts `CSIDriverStarterDegraded` (foreign CSIDrivers), the no-driver condition
     /// and `StorageOperatorUpgradeable`. Returns whether the step failed.
-    async fn starter_step(&mut self, board: &mut StatusBoard) -> bool {
-        let infra: Option<Infrastructure> =
-            self.cache
-                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+    async fn starter_step(
+        &mut self,
+        board: &mut StatusBoard,
+        infra: Option<&Infrastructure>,
+    ) -> bool {
         let platform = infra
-            .as_ref()
             .and_then(Infrastructure::platform_type)
             .map(|p| p.as_str().to_owned());
         let selection = registry::select(platform.as_deref());

@@ -18,9 +18,8 @@ use crate::sim::parse_duration;
 
 #[derive(clap::Args)]
 pub struct StartArgs {
-    /// Kubeconfig to use; in a pod, leave it out to use the service account.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    process: crate::client::ProcessFlags,
     /// Namespace of the driver and of the operator's lease.
     #[arg(long, default_value = cinder::DEFAULT_NAMESPACE)]
     namespace: String,
@@ -34,23 +33,14 @@ pub struct StartArgs {
     /// Cluster ID for `--cluster` when the cluster has no Infrastructure object (plain Kubernetes).
     #[arg(long)]
     cluster_id: Option<String>,
-    /// The replica's identity in the lease (defaults to the pod name).
-    #[arg(long, env = "POD_NAME")]
-    identity: Option<String>,
-    /// Reconcile at least this often even when nothing changes.
-    #[arg(long, default_value = "1m", value_parser = parse_duration)]
-    resync: Duration,
-    /// Initial klog verbosity of the operator (the CR's operatorLogLevel takes over).
-    #[arg(short = 'v', long = "v", default_value_t = 2)]
-    verbosity: u8,
 }
 
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let log = LogControl::init(args.verbosity);
-    let client = crate::client::client(args.kubeconfig.as_deref()).await?;
+    let log = LogControl::init(args.process.verbosity);
+    let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
     let opts = Options {
         namespace: args.namespace.clone(),
         images: operator::images_from_env(),
@@ -65,10 +55,10 @@ pub async fn start(
     let launch = crate::client::Launch {
         namespace: args.namespace,
         lock_name: cinder::OPERATOR_LOCK_NAME,
-        identity: args.identity,
+        identity: args.process.identity,
         component: cinder::USER_AGENT,
         metrics_listen: args.metrics_listen,
-        resync: args.resync,
+        resync: args.process.resync,
     };
     crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
 }

@@ -40,6 +40,24 @@ pub async fn leader_timing(client: &Client) -> operator_kit::leader_timing::Lead
     }
 }
 
+/// The flags every operator process shares (`openstack-cinder start`, `openstack-manila start`,
+/// `cluster-storage start`).
+#[derive(clap::Args)]
+pub struct ProcessFlags {
+    /// Kubeconfig to use; in a pod, leave it out to use the service account.
+    #[arg(long)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The replica's identity in the lease (defaults to the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Reconcile at least this often even when nothing changes.
+    #[arg(long, default_value = "1m", value_parser = crate::sim::parse_duration)]
+    pub resync: std::time::Duration,
+    /// Initial klog verbosity of the operator (its CR's operatorLogLevel takes over).
+    #[arg(short = 'v', long = "v", default_value_t = 2)]
+    pub verbosity: u8,
+}
+
 /// What every operator subcommand passes to [`run_operator`].
 pub struct Launch {
     /// Namespace of the lease.

@@ -1,7 +1,6 @@
 //! `csi-operator cluster-storage start`: the Cluster Storage Operator process.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,35 +12,25 @@ use crate::sim::parse_duration;
 
 #[derive(clap::Args)]
 pub struct StartArgs {
-    /// Kubeconfig to use; in a pod, leave it out to use the service account.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    process: crate::client::ProcessFlags,
     /// Namespace of the operator: its lease and its Events.
     #[arg(long, default_value = operator::OPERATOR_NAMESPACE)]
     namespace: String,
     /// Where to serve Prometheus metrics (`/metrics`) and `/healthz`.
     #[arg(long, default_value = "0.0.0.0:8443")]
     metrics_listen: SocketAddr,
-    /// The replica's identity in the lease (defaults to the pod name).
-    #[arg(long, env = "POD_NAME")]
-    identity: Option<String>,
-    /// Reconcile at least this often even when nothing changes.
-    #[arg(long, default_value = "1m", value_parser = parse_duration)]
-    resync: Duration,
     /// How long a Degraded condition must last before ClusterOperator/storage says Degraded.
     #[arg(long, default_value = "2m", value_parser = parse_duration, hide = true)]
     degraded_inertia: Duration,
-    /// Initial klog verbosity (Storage's operatorLogLevel takes over).
-    #[arg(short = 'v', long = "v", default_value_t = 2)]
-    verbosity: u8,
 }
 
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let log = LogControl::init(args.verbosity);
-    let client = crate::client::client(args.kubeconfig.as_deref()).await?;
+    let log = LogControl::init(args.process.verbosity);
+    let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
     let opts = Options {
         namespace: args.namespace.clone(),
         env: operator::env_from_process(),
@@ -55,10 +44,10 @@ pub async fn start(
     let launch = crate::client::Launch {
         namespace: args.namespace,
         lock_name: operator::LOCK_NAME,
-        identity: args.identity,
+        identity: args.process.identity,
         component: operator::COMPONENT,
         metrics_listen: args.metrics_listen,
-        resync: args.resync,
+        resync: args.process.resync,
     };
     crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
 }

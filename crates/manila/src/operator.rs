@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use kube::Client;
 use kube::api::DynamicObject;
-use kube::core::ApiResource;
+
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::ClusterCSIDriver;
 use operator_kit::apply::{Applier, ApplyError};
@@ -30,7 +30,8 @@ use operator_kit::conditions::{self, OperatorCondition, reasons};
 use operator_kit::config_observer;
 use operator_kit::events::EventRecorder;
 use operator_kit::hooks::TopologyMode;
-use operator_kit::kinds;
+
+use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::{Metrics, WriteVerb};
@@ -103,11 +104,6 @@ impl Options {
             fs_group_policy: None,
         }
     }
-}
-
-fn ar(api_version: &str, kind: &str) -> ApiResource {
-    // The table covers every kind used here; a miss is a programming error caught by tests.
-    kinds::api_resource(api_version, kind).unwrap_or_else(|_| ApiResource::erase::<ConfigMap>(&()))
 }
 
 /// What the operator watches: its CR, the cluster singletons, both of its namespaces, the

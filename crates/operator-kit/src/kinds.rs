@@ -125,6 +125,20 @@ pub fn api_resource(api_version: &str, kind: &str) -> Result<ApiResource, KindEr
     ))
 }
 
+/// The ApiResource of a kind the caller names literally (and so knows to be in the table; each
+/// operator's tests exercise every kind it uses). A miss is a programming error: it is logged and
+/// answered with the resource a Kubernetes naming guess gives (`<kind>s`), never a panic.
+pub fn known(api_version: &str, kind: &str) -> ApiResource {
+    api_resource(api_version, kind).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "kind missing from operator-kit's table");
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, kind),
+            &format!("{}s", kind.to_lowercase()),
+        )
+    })
+}
+
 /// Whether a known kind is namespaced.
 pub fn is_namespaced(api_version: &str, kind: &str) -> bool {
     KINDS
@@ -189,5 +203,17 @@ mod tests {
             from_value(json!({"kind": "ConfigMap"})).is_err(),
             "no apiVersion"
         );
+    }
+
+    #[test]
+    fn known_kinds_come_from_the_table_and_a_miss_keeps_its_group_and_kind() {
+        let sc = known("storage.k8s.io/v1", "StorageClass");
+        assert_eq!(sc.plural, "storageclasses");
+        let miss = known("example.com/v1", "Widget");
+        assert_eq!(
+            (miss.group.as_str(), miss.kind.as_str()),
+            ("example.com", "Widget")
+        );
+        assert_eq!(miss.plural, "widgets");
     }
 }
