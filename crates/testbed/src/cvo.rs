@@ -141,3 +141,61 @@ async fn apply_one(client: &Client, m: &Manifest) -> Result<bool, CvoError> {
         .map_err(err)?;
     Ok(before.and_then(|b| b.metadata.resource_version) != after.metadata.resource_version)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(files: &[(&str, &str)]) -> PathBuf {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("cvo-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).expect("write");
+        }
+        dir
+    }
+
+    #[test]
+    fn manifests_load_in_file_name_order_and_malformed_files_are_named() {
+        let dir = dir_with(&[
+            (
+                "02_b.yaml",
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n",
+            ),
+            (
+                "01_a.yaml",
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+            ),
+            ("README.md", "not a manifest"),
+        ]);
+        let loaded = load(&dir).expect("loads");
+        let files: Vec<&str> = loaded.iter().map(|m| m.file.as_str()).collect();
+        assert_eq!(files, ["01_a.yaml", "02_b.yaml"]);
+
+        let two = dir_with(&[("x.yaml", "kind: A\n---\nkind: B\n")]);
+        let e = load(&two).expect_err("two objects").to_string();
+        assert!(
+            e.contains("x.yaml") && e.contains("expected one object, found 2"),
+            "{e}"
+        );
+        let bad = dir_with(&[("y.yaml", "kind: [unclosed\n")]);
+        assert!(
+            load(&bad)
+                .expect_err("bad yaml")
+                .to_string()
+                .starts_with("y.yaml: ")
+        );
+        let missing = std::env::temp_dir().join("cvo-test-no-such-dir");
+        assert!(
+            load(&missing)
+                .expect_err("no dir")
+                .to_string()
+                .contains("cannot read the manifest directory")
+        );
+        for d in [dir, two, bad] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
