@@ -204,6 +204,9 @@ pub enum FaultAction {
     Status(u16),
     /// Wait this long, then serve normally (or apply the other faults).
     Latency(Duration),
+    /// Answer with this status and exactly these body bytes: an oversized, truncated or
+    /// malformed answer, or an error that echoes what the client sent (a password).
+    Respond { status: u16, body: String },
 }
 
 /// An injected fault: `Fault::status(503).on(SimService::Compute).times(2)`.
@@ -220,6 +223,18 @@ impl Fault {
         Self {
             target: FaultTarget::Any,
             action: FaultAction::Status(code),
+            remaining: None,
+        }
+    }
+
+    /// Answer `status` with `body` verbatim (see [`FaultAction::Respond`]).
+    pub fn respond(status: u16, body: impl Into<String>) -> Self {
+        Self {
+            target: FaultTarget::Any,
+            action: FaultAction::Respond {
+                status,
+                body: body.into(),
+            },
             remaining: None,
         }
     }

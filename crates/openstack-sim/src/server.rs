@@ -72,6 +72,8 @@ async fn connection(
 struct Outcome {
     status: u16,
     body: Value,
+    /// Sent instead of `body` when set (an injected raw answer).
+    raw: Option<String>,
     subject_token: Option<String>,
     user_id: Option<String>,
     auth_method: Option<String>,
@@ -82,6 +84,7 @@ impl Outcome {
         Self {
             status,
             body,
+            raw: None,
             subject_token: None,
             user_id: None,
             auth_method: None,
@@ -135,8 +138,8 @@ fn classify(path: &str) -> (SimService, Option<String>) {
     (s, Some(iface.to_string()))
 }
 
-/// Consumes matching faults: the total latency and the first status to answer with.
-fn take_faults(state: &mut State, service: SimService, path: &str) -> (Duration, Option<u16>) {
+/// Consumes matching faults: the total latency and the first answer to give instead of serving.
+fn take_faults(state: &mut State, service: SimService, path: &str) -> (Duration, Option<Outcome>) {
     let mut delay = Duration::ZERO;
     let mut status = None;
     for f in state.faults.iter_mut() {
@@ -148,13 +151,14 @@ fn take_faults(state: &mut State, service: SimService, path: &str) -> (Duration,
         if !hit || f.remaining == Some(0) {
             continue;
         }
-        match f.action {
-            FaultAction::Latency(d) => delay += d,
-            FaultAction::Status(code) => {
-                if status.is_some() {
-                    continue;
-                }
-                status = Some(code);
+        match &f.action {
+            FaultAction::Latency(d) => delay += *d,
+            FaultAction::Status(_) | FaultAction::Respond { .. } if status.is_some() => continue,
+            FaultAction::Status(code) => status = Some(Outcome::error(*code, "injected fault")),
+            FaultAction::Respond { status: code, body } => {
+                let mut out = Outcome::json(*code, Value::Null);
+                out.raw = Some(body.clone());
+                status = Some(out);
             }
         }
         if let Some(n) = f.remaining.as_mut() {
@@ -186,7 +190,7 @@ async fn handle(
     let presented = header(&headers, "x-auth-token");
     let microversion = header(&headers, "x-openstack-manila-api-version");
     let out = match fault {
-        Some(code) => Outcome::error(code, "injected fault"),
+        Some(out) => out,
         None => {
             let mut state = shared.lock();
             route(
@@ -217,7 +221,10 @@ async fn handle(
     };
     shared.lock().log.push(record);
 
-    let bytes = serde_json::to_vec(&out.body).unwrap_or_default();
+    let bytes = match out.raw {
+        Some(raw) => raw.into_bytes(),
+        None => serde_json::to_vec(&out.body).unwrap_or_default(),
+    };
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
     *resp.status_mut() =
         StatusCode::from_u16(out.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -480,6 +487,7 @@ fn authenticate(state: &mut State, base: &str, body: &[u8]) -> Outcome {
     Outcome {
         status: 201,
         body,
+        raw: None,
         subject_token: Some(token),
         user_id: Some(user.id),
         auth_method: Some(method.into()),

@@ -30,6 +30,13 @@ const MANILA_VERSION_HEADER: &str = "X-OpenStack-Manila-API-Version";
 /// short-lived tokens), so a call never starts with a token about to lapse.
 const MAX_REFRESH_MARGIN: Duration = Duration::from_secs(300);
 
+/// The largest answer read from any endpoint. A catalog of a large cloud or thousands of share
+/// types stays well below it.
+const MAX_BODY_BYTES: usize = 8 << 20;
+
+/// Server messages are cut to this many characters (after secrets are scrubbed).
+const MAX_MESSAGE_CHARS: usize = 300;
+
 /// How to reach the cloud through a proxy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ProxySetting {
@@ -182,12 +189,25 @@ impl Client {
     }
 
     /// Whether the catalog lists `service` at all (Manila detection).
+    ///
+    /// A catalog comes with its token and a token lives for hours, so an absent service is
+    /// confirmed with a fresh token before the answer is `false`: a cloud that adds Manila
+    /// after install is then seen at the caller's next check, not when the token expires. A
+    /// present service needs no such check (a removed one fails its own calls).
     pub async fn has_service(&self, service: Service) -> Result<bool, Error> {
+        let lists = |catalog: &[CatalogService]| {
+            service
+                .catalog_types()
+                .iter()
+                .any(|t| catalog.iter().any(|s| s.service_type == *t))
+        };
+        let (token, catalog, fresh) = self.token_and_freshness().await?;
+        if lists(&catalog) || fresh {
+            return Ok(lists(&catalog));
+        }
+        self.discard(&token).await;
         let (_, catalog) = self.token().await?;
-        Ok(service
-            .catalog_types()
-            .iter()
-            .any(|t| catalog.iter().any(|s| s.service_type == *t)))
+        Ok(lists(&catalog))
     }
 
     /// Nova's available zones, sorted. None available is an error, as in the Go operator.
@@ -240,15 +260,21 @@ impl Client {
 
     /// The current token, authenticating if there is none or it is about to expire.
     async fn token(&self) -> Result<(Secret, Arc<Vec<CatalogService>>), Error> {
+        let (token, catalog, _) = self.token_and_freshness().await?;
+        Ok((token, catalog))
+    }
+
+    /// [`Self::token`], and whether Keystone issued it for this call (its catalog is current).
+    async fn token_and_freshness(&self) -> Result<(Secret, Arc<Vec<CatalogService>>, bool), Error> {
         let mut slot = self.token.lock().await;
         if let Some(t) = slot.as_ref()
             && Instant::now() < t.refresh_at
         {
-            return Ok((t.value.clone(), t.catalog.clone()));
+            return Ok((t.value.clone(), t.catalog.clone(), false));
         }
         *slot = None;
         let fresh = self.issue_token().await?;
-        let out = (fresh.value.clone(), fresh.catalog.clone());
+        let out = (fresh.value.clone(), fresh.catalog.clone(), true);
         *slot = Some(fresh);
         Ok(out)
     }
@@ -280,10 +306,7 @@ impl Client {
             .get("X-Subject-Token")
             .map(|v| v.to_str().map(Secret::new));
         let location = header_text(resp.headers(), "location");
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| self.transport_error(step, &shown, &e))?;
+        let body = self.read_body(step, &shown, resp).await?;
         self.check_status(step, &shown, status, location, &body, None)?;
         let value = match token {
             Some(Ok(v)) if !v.is_empty() => v,
@@ -356,10 +379,7 @@ impl Client {
                 .map_err(|e| self.transport_error(step, &shown, &e))?;
             let status = resp.status();
             let location = header_text(resp.headers(), "location");
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| self.transport_error(step, &shown, &e))?;
+            let body = self.read_body(step, &shown, resp).await?;
             if status.as_u16() == 401 && !retried {
                 tracing::debug!(url = %shown, "token rejected; authenticating again");
                 self.discard(&token).await;
@@ -369,6 +389,34 @@ impl Client {
             self.check_status(step, &shown, status, location, &body, Some(&token))?;
             return Ok((shown, body));
         }
+    }
+
+    /// The response body, refused past [`MAX_BODY_BYTES`] so a broken or hostile endpoint
+    /// cannot make the operator buffer without bound (its memory budget is 20 MiB).
+    async fn read_body(
+        &self,
+        step: Step,
+        url: &str,
+        mut resp: reqwest::Response,
+    ) -> Result<bytes::Bytes, Error> {
+        if resp
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+        {
+            return Err(too_large(step, url));
+        }
+        let mut body = bytes::BytesMut::new();
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| self.transport_error(step, url, &e))?
+        {
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(too_large(step, url));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
     }
 
     fn check_status(
@@ -397,7 +445,8 @@ impl Client {
             }
             Failure::Status {
                 code: status.as_u16(),
-                message: server_message(body).map(|m| scrub(&m, &secrets)),
+                // Scrub first: a secret cut in half by the length limit would survive.
+                message: server_message(body).map(|m| shorten(&scrub(&m, &secrets))),
             }
         };
         Err(Error::Request {
@@ -445,6 +494,17 @@ impl Client {
             failure,
         }
     }
+}
+
+fn too_large(step: Step, url: &str) -> Error {
+    bad(
+        step,
+        url,
+        format!(
+            "the answer is larger than {} MiB; is the endpoint in the catalog the right service?",
+            MAX_BODY_BYTES >> 20
+        ),
+    )
 }
 
 fn bad(step: Step, url: &str, reason: impl Into<String>) -> Error {
@@ -554,11 +614,16 @@ fn server_message(body: &[u8]) -> Option<String> {
         obj.values()
             .find_map(|inner| inner.get("message").and_then(|m| m.as_str()))
     })?;
-    let mut msg: String = msg.chars().filter(|c| !c.is_control()).collect();
-    if msg.chars().count() > 300 {
-        msg = msg.chars().take(300).collect::<String>() + "…";
+    Some(msg.chars().filter(|c| !c.is_control()).collect())
+}
+
+/// A server message cut to [`MAX_MESSAGE_CHARS`] for conditions and logs.
+fn shorten(msg: &str) -> String {
+    if msg.chars().count() > MAX_MESSAGE_CHARS {
+        msg.chars().take(MAX_MESSAGE_CHARS).collect::<String>() + "…"
+    } else {
+        msg.to_string()
     }
-    Some(msg)
 }
 
 /// Replaces every occurrence of a secret (servers sometimes echo request fields).
@@ -640,6 +705,20 @@ mod tests {
             Some("gone".into())
         );
         assert_eq!(server_message(b"<html>"), None);
+    }
+
+    #[test]
+    fn a_secret_across_the_length_limit_is_scrubbed_before_the_cut() {
+        let secret = "s3cr3t-password-value";
+        let padding = "x".repeat(MAX_MESSAGE_CHARS - 5);
+        let body = format!(r#"{{"error": {{"message": "{padding}{secret} rest"}}}}"#);
+        let msg = shorten(&scrub(
+            &server_message(body.as_bytes()).expect("msg"),
+            &[secret],
+        ));
+        assert!(!msg.contains("s3cr3"), "{msg}");
+        assert!(msg.ends_with('…'), "{msg}");
+        assert!(msg.chars().count() <= MAX_MESSAGE_CHARS + 1);
     }
 
     #[test]

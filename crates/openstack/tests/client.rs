@@ -433,6 +433,91 @@ async fn manila_absent_from_the_catalog() {
 }
 
 #[tokio::test]
+async fn manila_added_while_the_token_is_valid_is_seen_at_the_next_check() {
+    let sim = start(SimConfig {
+        share_types: None,
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim);
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
+    assert_eq!(sim.token_issuances(), 1, "a fresh token is not asked twice");
+
+    // The cached token (valid for hours) has a catalog without Manila; the cloud adds it.
+    sim.add_share_type(SimShareType::new("ceph_fs"));
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
+    assert_eq!(
+        sim.token_issuances(),
+        2,
+        "absence is confirmed with a new catalog"
+    );
+
+    // Present: the cached catalog is trusted, no new token.
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
+    assert_eq!(sim.token_issuances(), 2);
+}
+
+#[tokio::test]
+async fn an_oversized_answer_is_refused_not_buffered() {
+    let sim = start(SimConfig::default()).await;
+    let c = client(&sim);
+    c.authenticate().await.expect("token");
+    let huge = format!(
+        r#"{{"availabilityZoneInfo": [], "pad": "{}"}}"#,
+        "x".repeat(9 << 20)
+    );
+    sim.inject(Fault::respond(200, huge).on(SimService::Compute).times(1));
+    let e = c.compute_availability_zones().await.expect_err("too large");
+    assert_eq!(e.kind(), ErrorKind::InvalidResponse, "{e}");
+    assert!(e.to_string().contains("larger than 8 MiB"), "{e}");
+    // The next answer is read as usual.
+    assert_eq!(c.compute_availability_zones().await, Ok(names(&["nova"])));
+}
+
+#[tokio::test]
+async fn truncated_and_malformed_answers_are_named_not_panicked_on() {
+    let sim = start(SimConfig::default()).await;
+    let c = client(&sim);
+    c.authenticate().await.expect("token");
+    for body in [
+        r#"{"availabilityZoneInfo": [{"zoneName": "no"#,
+        "",
+        "[]",
+        "null",
+        "\u{0}",
+    ] {
+        sim.inject(Fault::respond(200, body).on(SimService::Compute).times(1));
+        let e = c.compute_availability_zones().await.expect_err(body);
+        assert_eq!(e.kind(), ErrorKind::InvalidResponse, "{body}: {e}");
+        assert!(e.to_string().contains("list Nova"), "{e}");
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_echoes_the_password_never_leaks_it() {
+    let sim = start(SimConfig::default()).await;
+    let yaml = sim.clouds_yaml("openstack");
+    let c = client(&sim);
+    let password = DEFAULT_PASSWORD;
+    assert!(yaml.contains(password));
+    for pad in [0usize, 280, 295, 299] {
+        let body = format!(
+            r#"{{"error": {{"code": 401, "message": "{}bad password {password} for user"}}}}"#,
+            "p".repeat(pad)
+        );
+        sim.inject(Fault::respond(401, body).on(SimService::Identity).times(1));
+        c.forget_token().await;
+        let e = c.authenticate().await.expect_err("refused");
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains(password), "pad {pad}: {shown}");
+        assert!(
+            !shown.contains(&password[..password.len().min(6)]),
+            "pad {pad}: {shown}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn hidden_catalog_entry() {
     let sim = start(SimConfig::default()).await;
     sim.hide_catalog_entry("volumev3");
