@@ -9,7 +9,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use k8s_openapi::api::{apps, coordination, core, events, networking, policy, rbac, storage};
+use k8s_openapi::api::{
+    admissionregistration, apps, coordination, core, events, networking, policy, rbac, storage,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 
 /// The result of decoding: the normalized object and the paths of the fields it dropped.
@@ -47,6 +49,12 @@ pub fn roundtrip(group: &str, kind: &str, obj: &Value) -> Option<Result<Decoded,
             typed::<apiext::CustomResourceDefinition>
         }
         ("networking.k8s.io", "NetworkPolicy") => typed::<networking::v1::NetworkPolicy>,
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            typed::<admissionregistration::v1::ValidatingAdmissionPolicy>
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            typed::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>
+        }
         _ => return None,
     };
     Some(f(obj).map(|mut object| {

@@ -321,6 +321,24 @@ const BUILTINS: &[Builtin] = &[
         true,
         &["netpol"],
     )),
+    // Stored and served so that release manifests shipping them apply; their CEL is not
+    // evaluated (docs/kube-sim.md).
+    with_generation(with_status(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        false,
+        &[],
+    ))),
+    with_generation(b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        false,
+        &[],
+    )),
 ];
 
 /// All served resources, keyed by `(group, version)` then plural.
