@@ -638,20 +638,24 @@ mod tests {
             .push(Fault::status(503).on(SimService::Compute).times(2));
         s.faults
             .push(Fault::latency(Duration::from_millis(5)).on_path("/identity"));
+        let status = |s: &mut State, service, path| {
+            let (delay, out) = take_faults(s, service, path);
+            (delay, out.map(|o| o.status))
+        };
         assert_eq!(
-            take_faults(&mut s, SimService::Volume, "/public/volume"),
+            status(&mut s, SimService::Volume, "/public/volume"),
             (Duration::ZERO, None)
         );
         assert_eq!(
-            take_faults(&mut s, SimService::Compute, "/public/compute"),
+            status(&mut s, SimService::Compute, "/public/compute"),
             (Duration::ZERO, Some(503))
         );
         assert_eq!(
-            take_faults(&mut s, SimService::Compute, "/public/compute").1,
+            status(&mut s, SimService::Compute, "/public/compute").1,
             Some(503)
         );
         assert_eq!(
-            take_faults(&mut s, SimService::Compute, "/public/compute").1,
+            status(&mut s, SimService::Compute, "/public/compute").1,
             None
         );
         assert_eq!(
