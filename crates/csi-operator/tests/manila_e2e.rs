@@ -589,6 +589,33 @@ async fn a_share_type_added_later_gets_its_storage_class() {
     assert!(op.is_running());
 }
 
+/// Seed 002: the driver appears when Manila appears. The operator's Keystone token (valid for
+/// hours) was issued with a catalog without `sharev2`; the next detection must not trust it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manila_enabled_in_the_cloud_after_install_is_installed_at_the_next_refresh() {
+    let bed = bed_with(manila_settings(None)).await;
+    seed_manila(&bed).await;
+    let mut op = OperatorProcess::start_manila(&bed, "2s");
+    wait_condition_of(&bed, MANILA_CR, "CSIControllerDisabled", "True").await;
+    assert!(manila_deployment(&bed).await.is_none());
+
+    bed.openstack.set_manila_enabled(true);
+    bed.openstack.add_share_type(SimShareType::new("default"));
+    wait_manila_available(&bed).await;
+    assert_driver_installed(&bed, &["csi-manila-default"]).await;
+    let disabled = bed
+        .conditions(MANILA_CR)
+        .await
+        .remove("CSIControllerDisabled");
+    assert!(
+        disabled
+            .as_ref()
+            .is_none_or(|(status, ..)| status != "True"),
+        "{disabled:?}"
+    );
+    assert!(op.is_running(), "installed without a restart");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn credential_rotation_rolls_the_pods_and_the_next_detection_uses_the_new_credentials() {
     let bed = bed_with(manila_settings(Some(&["default"]))).await;
