@@ -6,6 +6,11 @@
 //! its own watches. Reconciles run only while this process leads; a failed reconcile retries
 //! with exponential backoff; a quiet cluster costs one in-memory reconcile per resync period
 //! and no API request.
+//!
+//! Fencing: a reconcile in flight is cancelled (its future dropped, so no further request of
+//! it is sent, not even a retry after a 409) the moment leadership is lost or shutdown is
+//! asked, and every reconcile has a deadline, so a stalled API server cannot hold the loop,
+//! and with it the lease release on SIGTERM, indefinitely.
 
 use std::future::Future;
 use std::time::Duration;
@@ -32,6 +37,8 @@ pub struct LoopOptions {
     pub debounce: Duration,
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// A reconcile still running after this long is cancelled and counts as failed.
+    pub deadline: Duration,
 }
 
 impl Default for LoopOptions {
@@ -41,6 +48,9 @@ impl Default for LoopOptions {
             debounce: Duration::from_millis(5),
             min_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(300),
+            // Well above a healthy reconcile (milliseconds) plus an OpenStack timeout, well
+            // below the 10 minutes after which `/healthz` calls the loop stuck.
+            deadline: Duration::from_secs(180),
         }
     }
 }
@@ -74,7 +84,27 @@ pub async fn run<F, Fut>(
                 _ = leading.changed() => continue,
             }
             changes.borrow_and_update();
-            let outcome = reconcile().await;
+            let outcome = tokio::select! {
+                biased;
+                _ = shutdown.wait_for(|stop| *stop) => {
+                    tracing::info!("shutting down: the reconcile in flight is cancelled");
+                    return;
+                }
+                _ = leading.wait_for(|lead| !*lead) => {
+                    tracing::warn!("leadership lost: the reconcile in flight is cancelled");
+                    continue;
+                }
+                done = tokio::time::timeout(options.deadline, reconcile()) => match done {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        tracing::warn!(
+                            deadline_s = options.deadline.as_secs(),
+                            "a reconcile ran past its deadline and was cancelled"
+                        );
+                        Outcome::Failed { requeue_after: None }
+                    }
+                },
+            };
             let now = Instant::now();
             next = match outcome {
                 Outcome::Done { requeue_after } => {
@@ -110,7 +140,109 @@ mod tests {
             debounce: Duration::from_millis(1),
             min_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(40),
+            deadline: Duration::from_secs(3600),
         }
+    }
+
+    /// A reconcile that "writes" once, then waits (a slow API server) and "writes" again; the
+    /// counter holds the writes that were made.
+    fn slow_writer(
+        writes: Arc<AtomicUsize>,
+        started: Arc<AtomicUsize>,
+        stall: Duration,
+    ) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Outcome> + Send>> {
+        move || {
+            let writes = writes.clone();
+            let started = started.clone();
+            Box::pin(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                writes.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(stall).await;
+                writes.fetch_add(1, Ordering::SeqCst);
+                Outcome::Done {
+                    requeue_after: None,
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn losing_the_lease_cancels_the_reconcile_in_flight() {
+        let (_change_tx, change_rx) = watch::channel(0u64);
+        let (lead_tx, lead_rx) = watch::channel(true);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (writes, started) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let task = tokio::spawn(run(
+            opts(),
+            change_rx,
+            lead_rx,
+            stop_rx,
+            slow_writer(writes.clone(), started.clone(), Duration::from_millis(300)),
+        ));
+        wait_for(&started, 1).await;
+        lead_tx.send_replace(false);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(
+            writes.load(Ordering::SeqCst),
+            1,
+            "no write after leadership was lost"
+        );
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            1,
+            "a follower never starts one"
+        );
+        stop_tx.send_replace(true);
+        task.await.expect("loop ends on shutdown");
+    }
+
+    #[tokio::test]
+    async fn shutdown_cancels_the_reconcile_in_flight_and_returns_at_once() {
+        let (_change_tx, change_rx) = watch::channel(0u64);
+        let (_lead_tx, lead_rx) = watch::channel(true);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (writes, started) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let task = tokio::spawn(run(
+            opts(),
+            change_rx,
+            lead_rx,
+            stop_rx,
+            slow_writer(writes.clone(), started.clone(), Duration::from_secs(3600)),
+        ));
+        wait_for(&started, 1).await;
+        stop_tx.send_replace(true);
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("the loop returns without waiting for the stalled reconcile")
+            .expect("no panic");
+        assert_eq!(writes.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_reconcile_past_its_deadline_is_cancelled_and_retried() {
+        let (_change_tx, change_rx) = watch::channel(0u64);
+        let (_lead_tx, lead_rx) = watch::channel(true);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (writes, started) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let options = LoopOptions {
+            deadline: Duration::from_millis(50),
+            ..opts()
+        };
+        let task = tokio::spawn(run(
+            options,
+            change_rx,
+            lead_rx,
+            stop_rx,
+            slow_writer(writes.clone(), started.clone(), Duration::from_secs(3600)),
+        ));
+        wait_for(&started, 3).await;
+        assert_eq!(
+            writes.load(Ordering::SeqCst),
+            started.load(Ordering::SeqCst),
+            "each attempt was cut before its second write"
+        );
+        stop_tx.send_replace(true);
+        task.await.expect("loop ends on shutdown");
     }
 
     #[tokio::test]
