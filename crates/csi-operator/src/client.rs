@@ -23,7 +23,21 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
         }
         None => Config::infer().await.context("no kubeconfig given and none found in the environment (KUBECONFIG, ~/.kube/config, in-cluster)")?,
     };
-    Client::try_from(config).context("cannot build a Kubernetes client")
+    Client::try_from(without_client_retries(config)).context("cannot build a Kubernetes client")
+}
+
+/// How long the start-up read of `Infrastructure/cluster` may take before the default lease
+/// timing is used: a stalled API server must not keep a starting operator from answering
+/// SIGTERM or from campaigning.
+const STARTUP_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// kube-rs retries 429/503/504 up to 15 times with back-off up to 1000 s by default, so one
+/// apply could hang for hours behind a struggling API server. Every operator call already sits
+/// in a reconcile that is retried with capped back-off (and fenced by leadership and a
+/// deadline), and lease calls have their own timeouts, so the client itself does not retry.
+fn without_client_retries(mut config: Config) -> Config {
+    config.default_retry = false;
+    config
 }
 
 /// The operator's own lease timing: SingleReplica control planes get the longer lease
@@ -32,8 +46,8 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
 pub async fn leader_timing(client: &Client) -> operator_kit::leader_timing::LeaderTiming {
     use operator_kit::leader_timing::LeaderTiming;
     let api: kube::Api<openshift_api::config::Infrastructure> = kube::Api::all(client.clone());
-    match api.get_opt("cluster").await {
-        Ok(Some(infra)) => LeaderTiming::for_control_plane(
+    match tokio::time::timeout(STARTUP_READ_TIMEOUT, api.get_opt("cluster")).await {
+        Ok(Ok(Some(infra))) => LeaderTiming::for_control_plane(
             &operator_kit::hooks::TopologyMode::parse(infra.control_plane_topology().as_str()),
         ),
         _ => LeaderTiming::DEFAULT,
@@ -56,6 +70,8 @@ pub struct ProcessFlags {
     /// Initial klog verbosity of the operator (its CR's operatorLogLevel takes over).
     #[arg(short = 'v', long = "v", default_value_t = 2)]
     pub verbosity: u8,
+    #[command(flatten)]
+    pub metrics: crate::flags::MetricsFlags,
 }
 
 /// What every operator subcommand passes to [`run_operator`].
@@ -69,6 +85,8 @@ pub struct Launch {
     /// The component name for the default identity.
     pub component: &'static str,
     pub metrics_listen: std::net::SocketAddr,
+    /// How the metrics endpoint is served (`ProcessFlags::metrics`).
+    pub endpoint: operator_kit::process::EndpointOptions,
     pub resync: std::time::Duration,
 }
 
@@ -92,6 +110,7 @@ pub async fn run_operator<R: operator_kit::process::Reconciler>(
         identity,
         timing,
         metrics_addr: Some(launch.metrics_listen),
+        endpoint: launch.endpoint,
         loop_options: operator_kit::runtime::LoopOptions {
             resync: launch.resync,
             ..operator_kit::runtime::LoopOptions::default()
@@ -99,4 +118,16 @@ pub async fn run_operator<R: operator_kit::process::Reconciler>(
     };
     operator_kit::process::run(client, options, cache, metrics, reconciler, shutdown).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_clients_do_not_retry_by_themselves() {
+        let config = Config::new("https://127.0.0.1:6443".parse().expect("uri"));
+        assert!(config.default_retry, "kube-rs retries by default");
+        assert!(!without_client_retries(config).default_retry);
+    }
 }
