@@ -37,8 +37,12 @@ async fn an_update_that_changes_role_ref_is_invalid_and_other_updates_are_not() 
     let mut changed = binding("cluster-storage-operator");
     changed.metadata.resource_version = live.metadata.resource_version.clone();
     let s = status(
-        api.replace("cluster-storage-operator-role", &PostParams::default(), &changed)
-            .await,
+        api.replace(
+            "cluster-storage-operator-role",
+            &PostParams::default(),
+            &changed,
+        )
+        .await,
     );
     assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
     assert!(s.message.contains("cannot change roleRef"), "{}", s.message);

@@ -36,6 +36,9 @@ pub const CREDENTIALS_REQUESTS: &str =
 /// `servicemonitors.monitoring.coreos.com` (minimal schema).
 pub const SERVICE_MONITORS: &str =
     include_str!("../crds/servicemonitors.monitoring.coreos.com.yaml");
+/// `prometheusrules.monitoring.coreos.com` (minimal schema; the CSO's release ships one).
+pub const PROMETHEUS_RULES: &str =
+    include_str!("../crds/prometheusrules.monitoring.coreos.com.yaml");
 /// `volumesnapshotclasses.snapshot.storage.k8s.io`.
 pub const VOLUME_SNAPSHOT_CLASSES: &str =
     include_str!("../crds/volumesnapshotclasses.snapshot.storage.k8s.io.yaml");
@@ -66,6 +69,7 @@ pub fn all() -> Vec<(&'static str, &'static str)> {
             CREDENTIALS_REQUESTS,
         ),
         ("servicemonitors.monitoring.coreos.com", SERVICE_MONITORS),
+        ("prometheusrules.monitoring.coreos.com", PROMETHEUS_RULES),
         (
             "volumesnapshotclasses.snapshot.storage.k8s.io",
             VOLUME_SNAPSHOT_CLASSES,

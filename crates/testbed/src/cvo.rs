@@ -1,22 +1,57 @@
 //! A stand-in for the cluster version operator: applies a directory of release manifests
-//! (`manifests/openshift/`) in file-name order, as the CVO applies a release payload.
+//! (`manifests/openshift/`) in file-name order, as the CVO applies a release payload, with the
+//! CVO's update semantics, so that an upgrade from objects another release left behind (the Go
+//! operators') meets what it would meet on a cluster.
 //!
-//! Semantics kept from the CVO: manifests are applied in order, one object per file; objects
-//! annotated `release.openshift.io/create-only: "true"` (`Storage/cluster`) are created when
-//! missing and never updated; a `ClusterOperator` manifest only makes sure the object exists
-//! (its status belongs to the operator). Everything else is applied with server-side apply
-//! under the field manager `cluster-version-operator`, so a second run (an upgrade) updates
-//! what changed and leaves fields others own alone.
+//! Semantics kept from the CVO (`openshift/cluster-version-operator`, `lib/resourcemerge` and
+//! `lib/resourcebuilder`):
+//! - **Filtering.** A manifest is applied only if it is annotated
+//!   `include.release.openshift.io/<profile>: "true"` for the cluster profile
+//!   ([`Options::profile`], `self-managed-high-availability` by default), and none of the
+//!   capabilities in its `capability.openshift.io/name` (`A+B` names several) is disabled.
+//! - **Create.** A missing object is created.
+//! - **Update in place.** An existing object is read (GET), the manifest is merged into it and
+//!   the result written back whole (PUT), never with server-side apply. Metadata labels and
+//!   annotations are merged (the manifest's keys win, other keys stay, a key ending in `-`
+//!   removes that key); the rest follows the kind, as `resourcemerge` does:
+//!   bindings take the manifest's `subjects` and `roleRef` (which the API server refuses when
+//!   `roleRef` changes), roles their `rules`, ConfigMaps merge `data` key by key,
+//!   ServiceAccounts and Namespaces keep everything but metadata, Deployments and DaemonSets
+//!   take the manifest's selector, replicas, strategy and pod template (template metadata
+//!   merged, `nodeSelector` merged, containers matched by name with the fields the CVO
+//!   manages replaced), Services keep their allocated cluster IPs, and every other kind takes
+//!   every field of the manifest but `metadata` and `status` (its spec wins).
+//! - **`release.openshift.io/create-only: "true"`** (`Storage/cluster`): created when missing,
+//!   never updated.
+//! - **`release.openshift.io/delete: "true"`**: the object is deleted if it exists; this is how
+//!   a release retires an object an earlier release shipped.
+//! - **ClusterOperator** manifests only make sure the object exists (its status belongs to the
+//!   operator); [`pending_cluster_operators`] is the CVO's wait for the operator to report the
+//!   release's versions.
+//! - **A refused write is reported, not fatal to the rest.** The real CVO retries a refused
+//!   manifest forever and reports it in ClusterVersion; here every other manifest is still
+//!   applied and [`CvoError::Refused`] lists each refused one with the API server's answer.
+//!
+//! Simplified: container fields the CVO merges member by member (probes, security contexts)
+//! are replaced as a whole, and the CVO's wait for a Deployment's rollout is left to callers.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use serde_json::Value;
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::Scope;
+use serde_json::{Map, Value};
 
-/// The CVO's field manager.
-pub const FIELD_MANAGER: &str = "cluster-version-operator";
 const CREATE_ONLY: &str = "release.openshift.io/create-only";
+const DELETE: &str = "release.openshift.io/delete";
+const CAPABILITY: &str = "capability.openshift.io/name";
+const INCLUDE_PREFIX: &str = "include.release.openshift.io/";
+/// The profile of a standalone cluster (the only one our manifests target besides SNO).
+pub const DEFAULT_PROFILE: &str = "self-managed-high-availability";
+/// Writes that lose a race with an operator's own update are retried this often.
+const CONFLICT_RETRIES: usize = 5;
 
 /// Why a manifest could not be applied; names the file.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +70,34 @@ pub enum CvoError {
         #[source]
         source: kube::Error,
     },
+    #[error(
+        "the API server refused {} manifest(s); the cluster version operator would retry them forever:\n{}",
+        .0.len(),
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    )]
+    Refused(Vec<Refusal>),
+}
+
+/// One manifest the API server refused to create, update or delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub file: String,
+    /// `Kind namespace/name` (`Kind name` when cluster-scoped).
+    pub object: String,
+    /// HTTP status code of the answer (422 for an invalid update).
+    pub code: u16,
+    /// The API server's reason and message.
+    pub message: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}: {} {}",
+            self.file, self.object, self.code, self.message
+        )
+    }
 }
 
 /// One parsed manifest.
@@ -42,6 +105,75 @@ pub enum CvoError {
 pub struct Manifest {
     pub file: String,
     pub object: Value,
+}
+
+impl Manifest {
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.object["metadata"]["annotations"][key].as_str()
+    }
+
+    /// Whether the manifest retires its object (`release.openshift.io/delete: "true"`).
+    pub fn is_delete(&self) -> bool {
+        self.annotation(DELETE) == Some("true")
+    }
+
+    /// Whether the manifest is only created, never updated.
+    pub fn is_create_only(&self) -> bool {
+        self.annotation(CREATE_ONLY) == Some("true")
+    }
+}
+
+/// The cluster the CVO applies to.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The cluster profile (`include.release.openshift.io/<profile>`).
+    pub profile: String,
+    /// Capabilities the cluster has disabled (`capability.openshift.io/name`).
+    pub disabled_capabilities: BTreeSet<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            profile: DEFAULT_PROFILE.to_owned(),
+            disabled_capabilities: BTreeSet::new(),
+        }
+    }
+}
+
+/// What applying one manifest did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Created,
+    /// Written in place (the stored object changed).
+    Updated,
+    /// Already as the manifest wants it (or create-only and present).
+    Unchanged,
+    /// Retired by a delete manifest.
+    Deleted,
+    /// A delete manifest whose object did not exist.
+    AlreadyGone,
+    /// Not for this profile, or of a disabled capability.
+    Skipped,
+    /// The API server refused the write (see [`Refusal`]).
+    Refused,
+}
+
+/// The outcome of every manifest, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub outcomes: Vec<(String, Action)>,
+}
+
+impl Report {
+    /// The files whose action is one of `actions`.
+    pub fn files(&self, actions: &[Action]) -> Vec<String> {
+        self.outcomes
+            .iter()
+            .filter(|(_, a)| actions.contains(a))
+            .map(|(f, _)| f.clone())
+            .collect()
+    }
 }
 
 /// Reads every `.yaml` file of `dir`, sorted by name, one object each.
@@ -85,15 +217,11 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, CvoError> {
         .collect()
 }
 
-/// Applies `manifests` in order; returns the files that changed something.
+/// Applies `manifests` in order with the default [`Options`]; returns the files that changed
+/// something (created, updated or deleted an object).
 pub async fn apply(client: &Client, manifests: &[Manifest]) -> Result<Vec<String>, CvoError> {
-    let mut changed = Vec::new();
-    for m in manifests {
-        if apply_one(client, m).await? {
-            changed.push(m.file.clone());
-        }
-    }
-    Ok(changed)
+    let report = apply_with(client, manifests, &Options::default()).await?;
+    Ok(report.files(&[Action::Created, Action::Updated, Action::Deleted]))
 }
 
 /// Loads and applies a directory.
@@ -101,50 +229,437 @@ pub async fn apply_dir(client: &Client, dir: &Path) -> Result<Vec<String>, CvoEr
     apply(client, &load(dir)?).await
 }
 
-async fn apply_one(client: &Client, m: &Manifest) -> Result<bool, CvoError> {
-    let parse = |message: String| CvoError::Parse {
-        file: m.file.clone(),
-        message,
-    };
-    let (ar, mut obj) =
-        operator_kit::kinds::from_value(m.object.clone()).map_err(|e| parse(e.to_string()))?;
-    let name = obj.metadata.name.clone().unwrap_or_default();
-    let api: Api<DynamicObject> = match obj.metadata.namespace.as_deref() {
-        Some(ns) if !ns.is_empty() => Api::namespaced_with(client.clone(), ns, &ar),
-        _ => Api::all_with(client.clone(), &ar),
-    };
-    let create_only = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(CREATE_ONLY))
-        .is_some_and(|v| v == "true");
-    let err = |source| CvoError::Apply {
-        file: m.file.clone(),
-        source,
-    };
-    if create_only || ar.kind == "ClusterOperator" {
-        if let Some(data) = obj.data.as_object_mut() {
-            data.remove("status");
+/// Applies `manifests` in order for the cluster `options` describes. Every manifest is tried;
+/// if the API server refused any, the error lists them all.
+pub async fn apply_with(
+    client: &Client,
+    manifests: &[Manifest],
+    options: &Options,
+) -> Result<Report, CvoError> {
+    let mut report = Report::default();
+    let mut refused = Vec::new();
+    for m in manifests {
+        let action = if included(m, options) {
+            match apply_one(client, m).await {
+                Ok(a) => a,
+                Err(Failure::Refused(r)) => {
+                    refused.push(r);
+                    Action::Refused
+                }
+                Err(Failure::Fatal(e)) => return Err(e),
+            }
+        } else {
+            Action::Skipped
+        };
+        report.outcomes.push((m.file.clone(), action));
+    }
+    if refused.is_empty() {
+        Ok(report)
+    } else {
+        Err(CvoError::Refused(refused))
+    }
+}
+
+/// The ClusterOperators among `manifests` whose `status.versions` do not yet show every
+/// version the manifest names (the CVO waits for these before it calls an upgrade done), as
+/// readable lines; empty once all have reported.
+pub async fn pending_cluster_operators(
+    client: &Client,
+    manifests: &[Manifest],
+) -> Result<Vec<String>, CvoError> {
+    let mut pending = Vec::new();
+    for m in manifests
+        .iter()
+        .filter(|m| m.object["kind"] == "ClusterOperator")
+    {
+        let (ar, _) = resource_of(client, m).await?;
+        let name = m.object["metadata"]["name"].as_str().unwrap_or_default();
+        let live = Api::<DynamicObject>::all_with(client.clone(), &ar)
+            .get_opt(name)
+            .await
+            .map_err(|source| CvoError::Apply {
+                file: m.file.clone(),
+                source,
+            })?;
+        let reported = live
+            .as_ref()
+            .map(|o| o.data["status"]["versions"].clone())
+            .unwrap_or(Value::Null);
+        for want in m.object["status"]["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let found = reported
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v["name"] == want["name"] && v["version"] == want["version"]);
+            if !found {
+                pending.push(format!(
+                    "ClusterOperator {name}: wants {} {}, reports {reported}",
+                    want["name"], want["version"]
+                ));
+            }
         }
-        return match api.create(&PostParams::default(), &obj).await {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-            Err(e) => Err(err(e)),
+    }
+    Ok(pending)
+}
+
+fn included(m: &Manifest, options: &Options) -> bool {
+    let profile = format!("{INCLUDE_PREFIX}{}", options.profile);
+    if m.annotation(&profile) != Some("true") {
+        return false;
+    }
+    m.annotation(CAPABILITY).is_none_or(|caps| {
+        caps.split('+')
+            .all(|c| !options.disabled_capabilities.contains(c.trim()))
+    })
+}
+
+enum Failure {
+    Refused(Refusal),
+    Fatal(CvoError),
+}
+
+/// The manifest's resource: from operator-kit's table, else from the API server's discovery
+/// (as the CVO's REST mapper finds it).
+async fn resource_of(client: &Client, m: &Manifest) -> Result<(ApiResource, bool), CvoError> {
+    let api_version = m.object["apiVersion"].as_str().unwrap_or_default();
+    let kind = m.object["kind"].as_str().unwrap_or_default();
+    if let Ok(ar) = operator_kit::kinds::api_resource(api_version, kind) {
+        return Ok((ar, operator_kit::kinds::is_namespaced(api_version, kind)));
+    }
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|source| CvoError::Apply {
+            file: m.file.clone(),
+            source,
+        })?;
+    Ok((ar, caps.scope == Scope::Namespaced))
+}
+
+async fn apply_one(client: &Client, m: &Manifest) -> Result<Action, Failure> {
+    let parse = |message: String| {
+        Failure::Fatal(CvoError::Parse {
+            file: m.file.clone(),
+            message,
+        })
+    };
+    if !m.object.is_object() || m.object["metadata"]["name"].as_str().is_none() {
+        return Err(parse("not an object with metadata.name".into()));
+    }
+    let (ar, namespaced) = resource_of(client, m).await.map_err(Failure::Fatal)?;
+    let name = m.object["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let namespace = m.object["metadata"]["namespace"].as_str().unwrap_or("");
+    let api: Api<DynamicObject> = if namespaced && !namespace.is_empty() {
+        Api::namespaced_with(client.clone(), namespace, &ar)
+    } else {
+        Api::all_with(client.clone(), &ar)
+    };
+    let object = if namespace.is_empty() {
+        format!("{} {name}", ar.kind)
+    } else {
+        format!("{} {namespace}/{name}", ar.kind)
+    };
+    let fail = |e: kube::Error| match e {
+        kube::Error::Api(s) => Failure::Refused(Refusal {
+            file: m.file.clone(),
+            object: object.clone(),
+            code: s.code,
+            message: format!("{}: {}", s.reason, s.message),
+        }),
+        other => Failure::Fatal(CvoError::Apply {
+            file: m.file.clone(),
+            source: other,
+        }),
+    };
+
+    if m.is_delete() {
+        return match api.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => Ok(Action::Deleted),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Action::AlreadyGone),
+            Err(e) => Err(fail(e)),
         };
     }
-    let before = api.get_opt(&name).await.map_err(err)?;
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let after = api
-        .patch(&name, &params, &Patch::Apply(&obj))
-        .await
-        .map_err(err)?;
-    Ok(before.and_then(|b| b.metadata.resource_version) != after.metadata.resource_version)
+
+    let mut required = m.object.clone();
+    if let Some(o) = required.as_object_mut() {
+        o.remove("status");
+    }
+    for _ in 0..CONFLICT_RETRIES {
+        let live = api.get_opt(&name).await.map_err(fail)?;
+        let Some(live) = live else {
+            let obj: DynamicObject =
+                serde_json::from_value(required.clone()).map_err(|e| parse(e.to_string()))?;
+            return match api.create(&PostParams::default(), &obj).await {
+                Ok(_) => Ok(Action::Created),
+                // Created by someone else meanwhile: merge into it next round.
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => Err(fail(e)),
+            };
+        };
+        if m.is_create_only() || ar.kind == "ClusterOperator" {
+            return Ok(Action::Unchanged);
+        }
+        let existing = serde_json::to_value(&live).map_err(|e| parse(e.to_string()))?;
+        let mut merged = existing.clone();
+        merge(&ar.kind, &mut merged, &required);
+        if merged == existing {
+            return Ok(Action::Unchanged);
+        }
+        let obj: DynamicObject =
+            serde_json::from_value(merged).map_err(|e| parse(e.to_string()))?;
+        match api.replace(&name, &PostParams::default(), &obj).await {
+            Ok(after) => {
+                return Ok(
+                    if after.metadata.resource_version == live.metadata.resource_version {
+                        Action::Unchanged
+                    } else {
+                        Action::Updated
+                    },
+                );
+            }
+            // An operator wrote the object between our read and write: read it again.
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Err(Failure::Refused(Refusal {
+        file: m.file.clone(),
+        object,
+        code: 409,
+        message: format!("Conflict: still conflicting after {CONFLICT_RETRIES} attempts"),
+    }))
+}
+
+/// Merges `required` (a manifest) into `existing` (the live object) as the CVO's
+/// `resourcemerge` does for `kind`.
+pub fn merge(kind: &str, existing: &mut Value, required: &Value) {
+    merge_meta(&mut existing["metadata"], &required["metadata"]);
+    match kind {
+        "Namespace" => {}
+        "ServiceAccount" => set_if_present(existing, required, "automountServiceAccountToken"),
+        "ConfigMap" => merge_map(&mut existing["data"], &required["data"]),
+        "ClusterRole" | "Role" => {
+            replace(existing, required, "rules");
+            replace(existing, required, "aggregationRule");
+        }
+        "ClusterRoleBinding" | "RoleBinding" => {
+            replace(existing, required, "subjects");
+            let mut role_ref = required["roleRef"].clone();
+            if let Some(r) = role_ref.as_object_mut() {
+                r.entry("apiGroup")
+                    .or_insert_with(|| Value::from("rbac.authorization.k8s.io"));
+            }
+            existing["roleRef"] = role_ref;
+        }
+        "Deployment" | "DaemonSet" => merge_workload(kind, existing, &required["spec"]),
+        "Service" => {
+            let kept: Vec<(&str, Value)> = ["clusterIP", "clusterIPs"]
+                .into_iter()
+                .filter_map(|k| Some((k, existing["spec"].get(k)?.clone())))
+                .collect();
+            existing["spec"] = required["spec"].clone();
+            for (k, v) in kept {
+                existing["spec"][k] = v;
+            }
+        }
+        _ => {
+            let Some(req) = required.as_object() else {
+                return;
+            };
+            for (k, v) in req {
+                if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status") {
+                    existing[k.as_str()] = v.clone();
+                }
+            }
+        }
+    }
+}
+
+/// Labels and annotations merged; a required key ending in `-` removes that key.
+fn merge_meta(existing: &mut Value, required: &Value) {
+    for field in ["labels", "annotations"] {
+        let Some(req) = required[field].as_object() else {
+            continue;
+        };
+        if !existing[field].is_object() {
+            existing[field] = Value::Object(Map::new());
+        }
+        let Some(ex) = existing[field].as_object_mut() else {
+            continue;
+        };
+        for (k, v) in req {
+            match k.strip_suffix('-') {
+                Some(removed) => {
+                    ex.remove(removed);
+                }
+                None => {
+                    ex.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The required map's keys overwrite, other keys stay.
+fn merge_map(existing: &mut Value, required: &Value) {
+    let Some(req) = required.as_object() else {
+        return;
+    };
+    if !existing.is_object() {
+        *existing = Value::Object(Map::new());
+    }
+    if let Some(ex) = existing.as_object_mut() {
+        for (k, v) in req {
+            ex.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+fn replace(existing: &mut Value, required: &Value, key: &str) {
+    match (existing.as_object_mut(), required.get(key)) {
+        (Some(ex), Some(v)) => {
+            ex.insert(key.to_owned(), v.clone());
+        }
+        (Some(ex), None) => {
+            ex.remove(key);
+        }
+        _ => {}
+    }
+}
+
+fn set_if_present(existing: &mut Value, required: &Value, key: &str) {
+    if let (Some(ex), Some(v)) = (existing.as_object_mut(), required.get(key)) {
+        ex.insert(key.to_owned(), v.clone());
+    }
+}
+
+fn merge_workload(kind: &str, existing: &mut Value, required: &Value) {
+    if !existing["spec"].is_object() {
+        existing["spec"] = Value::Object(Map::new());
+    }
+    let spec = &mut existing["spec"];
+    replace(spec, required, "selector");
+    if kind == "Deployment" {
+        spec["replicas"] = required.get("replicas").cloned().unwrap_or(Value::from(1));
+        for key in ["paused", "minReadySeconds"] {
+            replace(spec, required, key);
+        }
+        for key in ["revisionHistoryLimit", "progressDeadlineSeconds"] {
+            set_if_present(spec, required, key);
+        }
+        let mut strategy = required["strategy"].clone();
+        let rolling = strategy["type"]
+            .as_str()
+            .is_none_or(|t| t == "RollingUpdate");
+        if rolling {
+            strategy["type"] = Value::from("RollingUpdate");
+            for k in ["maxUnavailable", "maxSurge"] {
+                if strategy["rollingUpdate"][k].is_null() {
+                    strategy["rollingUpdate"][k] = Value::from("25%");
+                }
+            }
+        }
+        spec["strategy"] = strategy;
+    }
+    let template = &mut spec["template"];
+    let req_template = &required["template"];
+    if !template["metadata"].is_object() {
+        template["metadata"] = Value::Object(Map::new());
+    }
+    merge_meta(&mut template["metadata"], &req_template["metadata"]);
+    if !template["spec"].is_object() {
+        template["spec"] = Value::Object(Map::new());
+    }
+    merge_pod_spec(&mut template["spec"], &req_template["spec"]);
+}
+
+fn merge_pod_spec(existing: &mut Value, required: &Value) {
+    for key in ["initContainers", "containers"] {
+        merge_containers(existing, required, key);
+    }
+    for key in ["volumes", "tolerations", "affinity", "securityContext"] {
+        replace(existing, required, key);
+    }
+    for key in [
+        "restartPolicy",
+        "serviceAccountName",
+        "priorityClassName",
+        "priority",
+        "shareProcessNamespace",
+        "dnsPolicy",
+        "terminationGracePeriodSeconds",
+    ] {
+        set_if_present(existing, required, key);
+    }
+    existing["hostNetwork"] = required
+        .get("hostNetwork")
+        .cloned()
+        .unwrap_or(Value::Bool(false));
+    merge_map(&mut existing["nodeSelector"], &required["nodeSelector"]);
+}
+
+/// Containers matched by name: those the manifest lacks go, new ones are added whole, and
+/// matched ones take the fields the CVO manages (others, such as `imagePullPolicy` or
+/// `terminationMessagePolicy`, keep their live values, as on a real cluster).
+fn merge_containers(existing: &mut Value, required: &Value, key: &str) {
+    const REPLACED: &[&str] = &[
+        "command",
+        "args",
+        "env",
+        "envFrom",
+        "resources",
+        "ports",
+        "volumeMounts",
+        "livenessProbe",
+        "readinessProbe",
+        "securityContext",
+    ];
+    let req: Vec<Value> = required[key].as_array().cloned().unwrap_or_default();
+    let live: Vec<Value> = existing[key].as_array().cloned().unwrap_or_default();
+    let mut out = Vec::with_capacity(req.len());
+    for r in &req {
+        let mut c = live
+            .iter()
+            .find(|l| l["name"] == r["name"])
+            .cloned()
+            .unwrap_or_else(|| r.clone());
+        for k in REPLACED {
+            replace(&mut c, r, k);
+        }
+        for k in ["image", "workingDir"] {
+            set_if_present(&mut c, r, k);
+        }
+        out.push(c);
+    }
+    // Keep the live order of matched containers, as the CVO edits the list in place.
+    out.sort_by_key(|c| {
+        live.iter()
+            .position(|l| l["name"] == c["name"])
+            .unwrap_or(usize::MAX)
+    });
+    match existing.as_object_mut() {
+        Some(ex) if out.is_empty() => {
+            ex.remove(key);
+        }
+        Some(ex) => {
+            ex.insert(key.to_owned(), Value::Array(out));
+        }
+        None => {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn dir_with(files: &[(&str, &str)]) -> PathBuf {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -169,6 +684,7 @@ mod tests {
                 "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
             ),
             ("README.md", "not a manifest"),
+            ("image-references", "kind: ImageStream\n"),
         ]);
         let loaded = load(&dir).expect("loads");
         let files: Vec<&str> = loaded.iter().map(|m| m.file.as_str()).collect();
@@ -197,5 +713,130 @@ mod tests {
         for d in [dir, two, bad] {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+
+    fn manifest(annotations: Value) -> Manifest {
+        Manifest {
+            file: "f.yaml".into(),
+            object: json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "n", "annotations": annotations}}),
+        }
+    }
+
+    #[test]
+    fn manifests_are_filtered_by_profile_and_disabled_capability() {
+        let ha = "include.release.openshift.io/self-managed-high-availability";
+        let opts = Options::default();
+        assert!(included(&manifest(json!({ha: "true"})), &opts));
+        assert!(!included(&manifest(json!({})), &opts));
+        assert!(!included(
+            &manifest(json!({"include.release.openshift.io/hypershift": "true"})),
+            &opts
+        ));
+        let no_cco = Options {
+            disabled_capabilities: BTreeSet::from(["CloudCredential".to_owned()]),
+            ..Options::default()
+        };
+        let both = manifest(json!({ha: "true", CAPABILITY: "Storage+CloudCredential"}));
+        assert!(included(&both, &opts));
+        assert!(!included(&both, &no_cco));
+        assert!(included(
+            &manifest(json!({ha: "true", CAPABILITY: "Storage"})),
+            &no_cco
+        ));
+    }
+
+    #[test]
+    fn metadata_merges_and_a_trailing_dash_removes_a_key() {
+        let mut live = json!({"metadata": {"name": "x",
+            "labels": {"keep": "1", "set": "old", "drop": "x"},
+            "annotations": {"a": "1"}}});
+        merge(
+            "Namespace",
+            &mut live,
+            &json!({"metadata": {"labels": {"set": "new", "drop-": ""}, "annotations": {"b": "2"}}}),
+        );
+        assert_eq!(
+            live["metadata"]["labels"],
+            json!({"keep": "1", "set": "new"})
+        );
+        assert_eq!(live["metadata"]["annotations"], json!({"a": "1", "b": "2"}));
+    }
+
+    #[test]
+    fn bindings_take_the_manifest_role_ref_and_subjects() {
+        let mut live = json!({"metadata": {"name": "b"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "User", "name": "u"}]});
+        merge(
+            "ClusterRoleBinding",
+            &mut live,
+            &json!({"metadata": {"name": "b"}, "roleRef": {"kind": "ClusterRole", "name": "small"},
+                "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]}),
+        );
+        assert_eq!(
+            live["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "small"})
+        );
+        assert_eq!(live["subjects"][0]["name"], "sa");
+    }
+
+    #[test]
+    fn config_map_data_merges_and_other_kinds_take_the_manifest_spec() {
+        let mut cm = json!({"metadata": {}, "data": {"a": "1", "b": "2"}});
+        merge("ConfigMap", &mut cm, &json!({"data": {"b": "3"}}));
+        assert_eq!(cm["data"], json!({"a": "1", "b": "3"}));
+        let mut np = json!({"metadata": {}, "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}});
+        merge(
+            "NetworkPolicy",
+            &mut np,
+            &json!({"spec": {"podSelector": {"matchLabels": {"a": "b"}}, "policyTypes": ["Egress"]}}),
+        );
+        assert_eq!(np["spec"]["policyTypes"], json!(["Egress"]));
+    }
+
+    #[test]
+    fn deployments_merge_as_the_cvo_merges_them() {
+        let mut live = json!({"metadata": {"name": "d"}, "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"name": "d"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}},
+            "template": {"metadata": {"labels": {"name": "d"}, "annotations": {"old": "x"}},
+                "spec": {
+                    "nodeSelector": {"node-role.kubernetes.io/master": "", "extra": "y"},
+                    "volumes": [{"name": "config", "configMap": {"name": "c"}}],
+                    "containers": [
+                        {"name": "sidecar", "image": "s"},
+                        {"name": "op", "image": "old", "args": ["--old"], "imagePullPolicy": "Always",
+                         "terminationMessagePolicy": "FallbackToLogsOnError",
+                         "volumeMounts": [{"name": "config", "mountPath": "/c"}]}]}}}});
+        merge(
+            "Deployment",
+            &mut live,
+            &json!({"metadata": {"name": "d"}, "spec": {
+                "selector": {"matchLabels": {"name": "d"}},
+                "strategy": {"type": "Recreate"},
+                "template": {"metadata": {"labels": {"name": "d", "new": "1"}},
+                    "spec": {"nodeSelector": {"node-role.kubernetes.io/master": ""},
+                        "containers": [{"name": "op", "image": "new", "command": ["op"]}]}}}}),
+        );
+        let spec = &live["spec"];
+        assert_eq!(spec["strategy"], json!({"type": "Recreate"}));
+        assert_eq!(
+            spec["template"]["metadata"]["annotations"],
+            json!({"old": "x"})
+        );
+        assert_eq!(spec["template"]["metadata"]["labels"]["new"], "1");
+        let pod = &spec["template"]["spec"];
+        assert!(pod.get("volumes").is_none());
+        assert_eq!(pod["nodeSelector"]["extra"], "y");
+        let containers = pod["containers"].as_array().unwrap();
+        assert_eq!(containers.len(), 1);
+        let c = &containers[0];
+        assert_eq!(c["image"], "new");
+        assert_eq!(c["command"], json!(["op"]));
+        assert!(c.get("args").is_none() && c.get("volumeMounts").is_none());
+        // Not managed by the CVO: the live value stays.
+        assert_eq!(c["imagePullPolicy"], "Always");
     }
 }
