@@ -39,7 +39,7 @@ pub(crate) struct OperatorCommand {
     pub user: &'static str,
     /// The prefix of its metrics, e.g. `openstack_cinder_csi_driver_operator`.
     pub metric_prefix: &'static str,
-    /// Arguments after `start --kubeconfig F --metrics-listen A --v N`.
+    /// Arguments after `start --kubeconfig F --metrics-listen A --metrics-insecure-http --v N`.
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     /// Run at `--v 4` and keep the log afterwards (for finding out why a figure is what it is).
@@ -79,6 +79,10 @@ impl OperatorProcess {
             .arg(&kubeconfig)
             .arg("--metrics-listen")
             .arg(metrics.to_string())
+            // Plain HTTP: the bench reads the page without credentials, and delegated
+            // authentication would add TokenReview/SubjectAccessReview creates to the request
+            // counts it measures.
+            .arg("--metrics-insecure-http")
             .args(["--v", if command.trace { "4" } else { "2" }])
             .args(&command.args)
             .envs(&command.env)

@@ -58,6 +58,7 @@ pub async fn start(
         identity: args.process.identity,
         component: cinder::USER_AGENT,
         metrics_listen: args.metrics_listen,
+        endpoint: args.process.metrics.endpoint(),
         resync: args.process.resync,
     };
     crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await

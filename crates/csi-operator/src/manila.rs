@@ -61,6 +61,7 @@ pub async fn start(
         identity: args.process.identity,
         component: manila::USER_AGENT,
         metrics_listen: args.metrics_listen,
+        endpoint: args.process.metrics.endpoint(),
         resync: args.process.resync,
     };
     crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await

@@ -62,6 +62,7 @@ async fn start_operator(
         identity: "test".into(),
         timing: operator_kit::leader_timing::LeaderTiming::DEFAULT,
         metrics_addr: None,
+        endpoint: operator_kit::process::EndpointOptions::default(),
         loop_options: LoopOptions {
             resync: Duration::from_secs(1),
             ..LoopOptions::default()

@@ -3,16 +3,18 @@
 //! What an administrator wants to see about an operator (not about its driver): how often it
 //! reconciles and how long that takes, which errors it meets by category, and how many writes
 //! it makes per kind (a steady-state operator makes none). Served as Prometheus text on
-//! `/metrics`, with `/healthz` beside it; nothing here reads cluster state.
+//! `/metrics`, behind delegated authentication and authorization when the endpoint is HTTPS
+//! (`delegated_auth`), with the open `/healthz` and `/readyz` (`health`) beside it; nothing
+//! here reads cluster state. docs/metrics.md lists the metrics.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -20,6 +22,10 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use tracing::warn;
+
+use crate::delegated_auth::{DelegatedAuth, Verdict};
+use crate::health::{Health, Report};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
@@ -161,37 +167,114 @@ impl Metrics {
     }
 }
 
-async fn metrics_page(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+/// What the endpoint serves: the metrics, the health of the process, and who may scrape.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub metrics: Arc<Metrics>,
+    pub health: Arc<Health>,
+    /// `None` serves `/metrics` to anyone (plain HTTP for local development only).
+    pub auth: Option<Arc<DelegatedAuth>>,
+}
+
+fn text(code: StatusCode, body: impl Into<String>) -> Response {
+    (
+        code,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body.into(),
+    )
+        .into_response()
+}
+
+async fn metrics_page(State(ep): State<Endpoint>, headers: HeaderMap) -> Response {
+    if let Some(auth) = &ep.auth {
+        let authorization = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        match auth.check(authorization, "get", "/metrics").await {
+            Verdict::Allowed { .. } => {}
+            Verdict::Unauthenticated => {
+                let mut r = text(StatusCode::UNAUTHORIZED, "Unauthorized\n");
+                r.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+                return r;
+            }
+            Verdict::Forbidden { user } => {
+                return text(
+                    StatusCode::FORBIDDEN,
+                    format!("Forbidden: user {user:?} may not get /metrics\n"),
+                );
+            }
+            Verdict::Unavailable { reason } => {
+                warn!(%reason, "cannot authorize a metrics scrape");
+                return text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "cannot check the request's credentials now; try again\n",
+                );
+            }
+        }
+    }
     (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        metrics.render(),
+        ep.metrics.render(),
     )
+        .into_response()
 }
 
-async fn healthz() -> &'static str {
-    "ok"
+fn verbose(query: &Option<String>) -> bool {
+    query.as_deref().is_some_and(|q| {
+        q.split('&')
+            .any(|kv| kv == "verbose" || kv.starts_with("verbose="))
+    })
 }
 
-/// The router serving `/metrics` and `/healthz`.
-pub fn router(metrics: Arc<Metrics>) -> Router {
+fn health_response(report: &Report, query: &Option<String>) -> Response {
+    let code = if report.ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    text(code, report.render(verbose(query)))
+}
+
+async fn healthz(State(ep): State<Endpoint>, RawQuery(q): RawQuery) -> Response {
+    health_response(&ep.health.healthz(), &q)
+}
+
+async fn readyz(State(ep): State<Endpoint>, RawQuery(q): RawQuery) -> Response {
+    health_response(&ep.health.readyz(), &q)
+}
+
+/// The router serving `/metrics` (authorized when `auth` is set), `/healthz` and `/readyz`
+/// (open, as the kubelet probes them without credentials).
+pub fn router(endpoint: Endpoint) -> Router {
     Router::new()
         .route("/metrics", get(metrics_page))
         .route("/healthz", get(healthz))
-        .with_state(metrics)
+        .route("/readyz", get(readyz))
+        .with_state(endpoint)
 }
 
-/// Serves the metrics on `addr` until `shutdown` resolves.
+/// Serves the metrics over plain HTTP without authentication on `addr` until `shutdown`
+/// resolves (local development; operators serve through `process`).
 pub async fn serve(
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
     addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    axum::serve(listener, router(metrics))
+    let endpoint = Endpoint {
+        metrics,
+        health,
+        auth: None,
+    };
+    axum::serve(listener, router(endpoint))
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -241,7 +324,13 @@ mod tests {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let server = tokio::spawn(async move { axum::serve(listener, router(m)).await });
+        let health = Health::new(Duration::from_secs(60));
+        let endpoint = Endpoint {
+            metrics: m,
+            health,
+            auth: None,
+        };
+        let server = tokio::spawn(async move { axum::serve(listener, router(endpoint)).await });
         let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         stream

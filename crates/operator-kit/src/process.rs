@@ -1,6 +1,11 @@
 //! One operator process: leader election, the metrics endpoint, the watch caches and the
 //! reconcile loop, wired together and shut down in order.
 //!
+//! The endpoint serves `/metrics` over HTTPS with delegated authentication (`serving`,
+//! `delegated_auth`) and `/healthz`, `/readyz` from the state this module feeds to `health`:
+//! the caches' sync state, the leader election's state, and when each reconcile starts and
+//! ends.
+//!
 //! Writes happen only while this replica holds the lease. On SIGTERM the loop stops, then the
 //! lease is released so a successor takes over at once; losing the lease makes the process
 //! exit with an error (the kubelet restarts it as a candidate), as client-go's elector does.
@@ -8,16 +13,20 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::{Mutex, watch};
 use tracing::{info, warn};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, SyncState};
+use crate::delegated_auth::DelegatedAuth;
+use crate::health::{Health, Leadership};
 use crate::leader::{LeaderElector, LeaderState};
 use crate::leader_timing::LeaderTiming;
 use crate::metrics::{self, Metrics};
 use crate::runtime::{self, LoopOptions, Outcome};
+use crate::serving::{self, CertSource, Serving};
 
 /// How the process runs.
 #[derive(Debug, Clone)]
@@ -31,7 +40,32 @@ pub struct ProcessOptions {
     pub timing: LeaderTiming,
     /// Where `/metrics` is served; `None` for no endpoint.
     pub metrics_addr: Option<SocketAddr>,
+    /// How the endpoint is served.
+    pub endpoint: EndpointOptions,
     pub loop_options: LoopOptions,
+}
+
+/// How the metrics and health endpoint is served.
+#[derive(Debug, Clone)]
+pub struct EndpointOptions {
+    pub serving: Serving,
+    /// Names in the self-signed certificate, when one is served.
+    pub self_signed_names: Vec<String>,
+    /// A reconcile running longer than this fails `/healthz` (the kubelet then restarts the
+    /// container).
+    pub stuck_after: Duration,
+}
+
+impl Default for EndpointOptions {
+    /// HTTPS with the service-ca certificate from OpenShift's mount path, as the operators'
+    /// Deployments have it.
+    fn default() -> Self {
+        Self {
+            serving: Serving::Https(CertSource::dir(serving::DEFAULT_CERT_DIR)),
+            self_signed_names: vec!["localhost".into(), "127.0.0.1".into()],
+            stuck_after: Duration::from_secs(600),
+        }
+    }
 }
 
 /// Why the process stopped.
@@ -45,6 +79,23 @@ pub enum ProcessError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot serve metrics over HTTPS: {0}")]
+    Certificate(#[from] serving::CertError),
+    #[error("cannot serve metrics over HTTPS: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+/// The watches that have not completed their first list.
+fn unsynced(cache: &Cache) -> Vec<String> {
+    let mut out: Vec<String> = cache
+        .states()
+        .into_iter()
+        .filter(|(_, _, state)| *state == SyncState::Starting)
+        .map(|(kind, _, _)| kind)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Something that reconciles the operator's CR once.
@@ -69,23 +120,62 @@ pub async fn run<R: Reconciler>(
         stop_tx.send_replace(true);
     });
 
+    let health = Health::new(options.endpoint.stuck_after);
+    {
+        let cache = cache.clone();
+        health.watch_caches(Box::new(move || unsynced(&cache)));
+    }
     if let Some(addr) = options.metrics_addr {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ProcessError::Metrics { addr, source })?;
-        info!(%addr, "serving metrics");
-        let router = metrics::router(metrics.clone());
-        tokio::spawn(async move {
-            let stopped = async move {
-                let _ = stop_for_metrics.wait_for(|s| *s).await;
-            };
-            if let Err(e) = axum::serve(listener, router)
-                .with_graceful_shutdown(stopped)
-                .await
-            {
-                warn!(error = %e, "metrics endpoint stopped");
+        let addr = listener
+            .local_addr()
+            .map_err(|source| ProcessError::Metrics { addr, source })?;
+        let stopped = async move {
+            let _ = stop_for_metrics.wait_for(|s| *s).await;
+        };
+        match &options.endpoint.serving {
+            Serving::PlainHttp => {
+                warn!(%addr, "serving metrics over plain HTTP without authentication");
+                let router = metrics::router(metrics::Endpoint {
+                    metrics: metrics.clone(),
+                    health: health.clone(),
+                    auth: None,
+                });
+                tokio::spawn(async move {
+                    if let Err(e) = axum::serve(listener, router)
+                        .with_graceful_shutdown(stopped)
+                        .await
+                    {
+                        warn!(error = %e, "metrics endpoint stopped");
+                    }
+                });
             }
-        });
+            Serving::Https(source) => {
+                let cert = serving::certificate(
+                    source,
+                    &options.endpoint.self_signed_names,
+                    stop_rx.clone(),
+                )?;
+                let tls = serving::TlsListener::new(listener, serving::acceptor(cert)?)
+                    .map_err(|source| ProcessError::Metrics { addr, source })?;
+                info!(%addr, "serving metrics over HTTPS");
+                let router = metrics::router(metrics::Endpoint {
+                    metrics: metrics.clone(),
+                    health: health.clone(),
+                    auth: Some(DelegatedAuth::kube(client.clone())),
+                });
+                tokio::spawn(async move {
+                    if let Err(e) = axum::serve(tls, router)
+                        .with_graceful_shutdown(stopped)
+                        .await
+                    {
+                        warn!(error = %e, "metrics endpoint stopped");
+                    }
+                });
+            }
+        }
     }
 
     let elector = LeaderElector::new(
@@ -104,9 +194,16 @@ pub async fn run<R: Reconciler>(
     let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let lost_flag = lost.clone();
     let stop_on_loss = stop_rx.clone();
+    let health_of_lease = health.clone();
     tokio::spawn(async move {
         loop {
             let state = *states.borrow_and_update();
+            health_of_lease.set_leadership(match state {
+                LeaderState::Candidate => Leadership::Standby,
+                LeaderState::Leading => Leadership::Leading,
+                LeaderState::Lost => Leadership::Lost,
+                LeaderState::Stopped => Leadership::Stopped,
+            });
             leading_tx.send_replace(state == LeaderState::Leading);
             if state == LeaderState::Leading {
                 info!(lease = %lock, "leading");
@@ -147,7 +244,11 @@ pub async fn run<R: Reconciler>(
         loop_stop_rx,
         move || {
             let r = reconciler.clone();
-            async move { r.lock().await.reconcile().await }
+            let health = health.clone();
+            async move {
+                let _busy = health.begin_reconcile();
+                r.lock().await.reconcile().await
+            }
         },
     )
     .await;
