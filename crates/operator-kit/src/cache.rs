@@ -226,60 +226,122 @@ impl CacheBuilder {
 async fn run_watch(
     api: Api<DynamicObject>,
     config: watcher::Config,
-    writer: reflector::store::Writer<DynamicObject>,
+    mut writer: reflector::store::Writer<DynamicObject>,
     ar: ApiResource,
     scope: Scope,
     state: Arc<Mutex<SyncState>>,
     seen_rv: Arc<AtomicU64>,
     changes: Arc<watch::Sender<u64>>,
 ) {
-    let stream = watcher(api, config)
-        .default_backoff()
-        .modify(|obj: &mut DynamicObject| {
-            // managedFields are most of an object's size and nothing here reads them.
-            obj.metadata.managed_fields = None;
-        })
-        .reflect(writer);
+    let client: Client = api.clone().into_client();
+    let mut crd_backoff = CRD_RECHECK_MIN;
+    loop {
+        let stream = watcher(api.clone(), config.clone())
+            .default_backoff()
+            .modify(|obj: &mut DynamicObject| {
+                // managedFields are most of an object's size and nothing here reads them.
+                obj.metadata.managed_fields = None;
+            });
+        let mut stream = std::pin::pin!(stream);
+        let mut not_served = false;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    writer.apply_watcher_event(&event);
+                    let note = |obj: &DynamicObject| {
+                        if let Some(rv) = resource_version(obj) {
+                            seen_rv.fetch_max(rv, Ordering::AcqRel);
+                        }
+                    };
+                    match &event {
+                        watcher::Event::Apply(o) | watcher::Event::Delete(o) => note(o),
+                        watcher::Event::InitApply(o) => {
+                            note(o);
+                            continue;
+                        }
+                        watcher::Event::Init => continue,
+                        watcher::Event::InitDone => {
+                            set_state(&state, SyncState::Synced);
+                            crd_backoff = CRD_RECHECK_MIN;
+                        }
+                    }
+                    changes.send_modify(|n| *n = n.wrapping_add(1));
+                }
+                Err(error) => {
+                    if is_forbidden(&error) {
+                        let was = set_state(&state, SyncState::Forbidden);
+                        if was != SyncState::Forbidden {
+                            tracing::error!(kind = %ar.kind, ?scope, %error,
+                                "RBAC refuses this watch; the operator's role lacks list/watch here");
+                            changes.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                    } else if is_not_served(&error) {
+                        let was = set_state(&state, SyncState::NotServed);
+                        if was != SyncState::NotServed {
+                            tracing::info!(kind = %ar.kind, api_version = %ar.api_version, ?scope,
+                                "the API server does not serve this kind (CRD missing?); watching for its CRD");
+                            changes.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                        not_served = true;
+                        break;
+                    } else {
+                        tracing::warn!(kind = %ar.kind, ?scope, %error, "watch failed; retrying with backoff");
+                    }
+                }
+            }
+        }
+        if !not_served {
+            return; // the watcher stream never ends by itself; only if it is dropped
+        }
+        // Listing a kind that is not served again and again is an idle cluster's only traffic
+        // on clusters without the snapshot or monitoring CRDs: wait on a watch of the CRD
+        // instead, which costs nothing until it appears.
+        match crd_name(&ar) {
+            Some(name) => wait_for_crd(&client, &name, crd_backoff).await,
+            None => tokio::time::sleep(CRD_RECHECK_MAX).await,
+        }
+        crd_backoff = (crd_backoff * 2).min(CRD_RECHECK_MAX);
+    }
+}
+
+/// After the CRD shows up, the kind may take a moment to be served; each new miss waits a
+/// little longer before the kind is listed again (and a missing CRD is waited for by watch).
+const CRD_RECHECK_MIN: std::time::Duration = std::time::Duration::from_millis(500);
+const CRD_RECHECK_MAX: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// `<plural>.<group>`, the name a CustomResourceDefinition serving `ar` must have; `None` for
+/// the core group, which no CRD can serve.
+fn crd_name(ar: &ApiResource) -> Option<String> {
+    (!ar.group.is_empty()).then(|| format!("{}.{}", ar.plural, ar.group))
+}
+
+/// Returns once the CRD `name` exists (after `settle`, so an existing but not yet
+/// established CRD is not listed in a tight loop). A watch by name, so this costs no request
+/// while waiting; if RBAC or the server refuses that watch, it falls back to a long sleep.
+async fn wait_for_crd(client: &Client, name: &str, settle: std::time::Duration) {
+    let crds = ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    };
+    let api = Api::<DynamicObject>::all_with(client.clone(), &crds);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let stream = watcher(api, config).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(item) = stream.next().await {
         match item {
-            Ok(event) => {
-                let note = |obj: &DynamicObject| {
-                    if let Some(rv) = resource_version(obj) {
-                        seen_rv.fetch_max(rv, Ordering::AcqRel);
-                    }
-                };
-                match &event {
-                    watcher::Event::Apply(o) | watcher::Event::Delete(o) => note(o),
-                    watcher::Event::InitApply(o) => {
-                        note(o);
-                        continue;
-                    }
-                    watcher::Event::Init => continue,
-                    watcher::Event::InitDone => {
-                        set_state(&state, SyncState::Synced);
-                    }
-                }
-                changes.send_modify(|n| *n = n.wrapping_add(1));
+            Ok(watcher::Event::Apply(_) | watcher::Event::InitApply(_)) => {
+                tokio::time::sleep(settle).await;
+                return;
             }
+            Ok(_) => {}
             Err(error) => {
-                if is_forbidden(&error) {
-                    let was = set_state(&state, SyncState::Forbidden);
-                    if was != SyncState::Forbidden {
-                        tracing::error!(kind = %ar.kind, ?scope, %error,
-                            "RBAC refuses this watch; the operator's role lacks list/watch here");
-                        changes.send_modify(|n| *n = n.wrapping_add(1));
-                    }
-                } else if is_not_served(&error) {
-                    let was = set_state(&state, SyncState::NotServed);
-                    if was != SyncState::NotServed {
-                        tracing::info!(kind = %ar.kind, api_version = %ar.api_version, ?scope,
-                            "the API server does not serve this kind (CRD missing?); watching for it");
-                        changes.send_modify(|n| *n = n.wrapping_add(1));
-                    }
-                } else {
-                    tracing::warn!(kind = %ar.kind, ?scope, %error, "watch failed; retrying with backoff");
-                }
+                tracing::warn!(crd = name, %error,
+                    "cannot watch for the CRD; checking again in a few minutes");
+                tokio::time::sleep(CRD_RECHECK_MAX).await;
+                return;
             }
         }
     }

@@ -1050,3 +1050,82 @@ async fn a_forbidden_watch_settles_and_the_step_reports_the_403() -> TestResult 
     );
     Ok(())
 }
+
+fn widget_ar() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    )
+}
+
+/// Idle means idle on clusters without an optional CRD (no snapshot controller, no
+/// monitoring): a watch of a kind that is not served waits on a watch of its CRD instead of
+/// listing the kind again and again, and picks the kind up within seconds of the CRD's
+/// creation.
+#[tokio::test]
+async fn a_kind_that_is_not_served_costs_no_request_until_its_crd_appears() -> TestResult {
+    let (sim, admin) = start().await;
+    let cache = CacheBuilder::new(admin.clone(), [NS])
+        .cluster_object(&widget_ar(), "blue")
+        .start();
+    tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
+    assert_eq!(
+        cache.states()[0].2,
+        operator_kit::cache::SyncState::NotServed
+    );
+    eventually("a watch on the missing kind's CRD", || async {
+        sim.requests()
+            .iter()
+            .any(|r| r.verb == "watch" && r.resource.ends_with("customresourcedefinitions"))
+            .then_some(())
+    })
+    .await;
+    sim.clear_requests();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let polls: Vec<String> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb != "watch")
+        .map(|r| format!("{} {}?{}", r.verb, r.path, r.query))
+        .collect();
+    assert!(polls.is_empty(), "idle requests: {polls:#?}");
+
+    let crd: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))?;
+    let crd_ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+    );
+    Api::<DynamicObject>::all_with(admin.clone(), &crd_ar)
+        .create(&Default::default(), &crd)
+        .await?;
+    eventually("the kind to be watched once its CRD exists", || async {
+        (cache.states()[0].2 == operator_kit::cache::SyncState::Synced).then_some(())
+    })
+    .await;
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "blue"}
+    }))?;
+    Api::<DynamicObject>::all_with(admin.clone(), &widget_ar())
+        .create(&Default::default(), &widget)
+        .await?;
+    eventually("the new object in the cache", || async {
+        matches!(
+            cache.lookup(&widget_ar(), None, "blue"),
+            operator_kit::cache::Lookup::Found(_)
+        )
+        .then_some(())
+    })
+    .await;
+    Ok(())
+}
