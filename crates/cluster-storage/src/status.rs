@@ -418,10 +418,12 @@ pub fn static_related_objects() -> Vec<ObjectReference> {
         r("", "namespaces", "openshift-cluster-storage-operator"),
         r("", "namespaces", "openshift-cluster-csi-drivers"),
         r("operator.openshift.io", "storages", "cluster"),
+        // OpenShift lists its `cluster-storage-operator-role` (bound to cluster-admin); ours is
+        // the least-privilege binding that replaces it (docs/compatibility.md).
         r(
             "rbac.authorization.k8s.io",
             "clusterrolebindings",
-            "cluster-storage-operator-role",
+            "cluster-storage-operator",
         ),
     ]
 }

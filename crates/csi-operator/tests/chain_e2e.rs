@@ -60,7 +60,7 @@ async fn openstack_with_manila_comes_up_through_the_cso_with_every_rbac_rule_gra
     let co = chain.wait_co(&HEALTHY).await;
     assert_eq!(
         co["status"]["versions"],
-        json!([{"name": "operator", "version": "4.20.0"}])
+        json!([{"name": "operator", "version": "0.0.1-snapshot"}])
     );
     chain
         .wait("the Cinder and Manila StorageClasses", || async {
@@ -315,7 +315,7 @@ async fn new_images_roll_the_cso_the_operators_and_the_drivers() {
     let co = chain.wait_co(&HEALTHY).await;
     assert_eq!(
         co["status"]["versions"],
-        json!([{"name": "operator", "version": "4.20.0"}])
+        json!([{"name": "operator", "version": "0.0.1-snapshot"}])
     );
     let cso = chain.wait_running(CSO_NS, CSO_DEPLOYMENT).await;
     let cinder = chain.wait_running(NS, CINDER_OPERATOR).await;

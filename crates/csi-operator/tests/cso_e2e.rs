@@ -224,11 +224,11 @@ async fn on_openstack_both_driver_operators_start_and_the_status_rolls_up_exactl
     assert_eq!(
         related.last().unwrap(),
         &json!({"group": "rbac.authorization.k8s.io", "resource": "clusterrolebindings",
-                "name": "cluster-storage-operator-role"})
+                "name": "cluster-storage-operator"})
     );
     assert_eq!(
         co["status"]["versions"],
-        json!([{"name": "operator", "version": "4.20.0"}])
+        json!([{"name": "operator", "version": "0.0.1-snapshot"}])
     );
 }
 

@@ -2,7 +2,11 @@
 //! operator (and `csi-operator demo`) applies to install the Cluster Storage Operator.
 //!
 //! They check that every file holds exactly one object of a kind we know, with the names and
-//! namespaces OpenShift uses (anchors §2.2, §2.3, §3.1, §3.3, §3.5, §4.2, §4.7); that applying
+//! namespaces OpenShift uses (anchors §2.2, §2.3, §3.1, §3.3, §3.5, §4.2, §4.7); that what the Go
+//! CSO's release ships on OpenStack is shipped too (storage alerts, the namespace admission
+//! policy, the operator namespace at run level 49 outside the Storage capability); that the
+//! objects a release retires (`release.openshift.io/delete`) are exactly the ones we renamed or
+//! dropped; that no default-deny NetworkPolicy isolates the driver pods; that applying
 //! them in file order to a kube-sim testbed succeeds; that the sidecar ClusterRoles grant what
 //! the upstream sidecars need and that every `openshift-csi-*` role the driver assets bind to
 //! exists; that the RBAC is least privilege (no wildcards; Secrets only in the two driver
@@ -12,6 +16,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -24,6 +31,9 @@ const CSO_NS: &str = "openshift-cluster-storage-operator";
 const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
 const MANILA_NS: &str = "openshift-manila-csi-driver";
 const CCO_NS: &str = "openshift-cloud-credential-operator";
+
+/// The release manifests that retire an object rather than create it.
+const DELETE: &str = "release.openshift.io/delete";
 
 /// One manifest file: its name and its single object.
 struct Manifest {
@@ -40,6 +50,12 @@ impl Manifest {
     }
     fn namespace(&self) -> Option<&str> {
         self.obj["metadata"]["namespace"].as_str()
+    }
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.obj["metadata"]["annotations"][key].as_str()
+    }
+    fn is_delete(&self) -> bool {
+        self.annotation(DELETE) == Some("true")
     }
 }
 
@@ -83,14 +99,43 @@ fn known_kinds() -> BTreeMap<&'static str, (&'static str, &'static str, bool)> {
             ("networking.k8s.io/v1", "networkpolicies", true),
         ),
         ("Deployment", ("apps/v1", "deployments", true)),
+        ("ConfigMap", ("v1", "configmaps", true)),
+        (
+            "PrometheusRule",
+            ("monitoring.coreos.com/v1", "prometheusrules", true),
+        ),
+        (
+            "ValidatingAdmissionPolicy",
+            (
+                "admissionregistration.k8s.io/v1",
+                "validatingadmissionpolicies",
+                false,
+            ),
+        ),
+        (
+            "ValidatingAdmissionPolicyBinding",
+            (
+                "admissionregistration.k8s.io/v1",
+                "validatingadmissionpolicybindings",
+                false,
+            ),
+        ),
     ])
 }
 
-/// Every file, in the order the cluster version operator applies them (by file name).
+/// The objects the release creates and updates, in the order the cluster version operator
+/// applies them (by file name); the retiring manifests are left out.
 fn load() -> Vec<Manifest> {
+    load_all().into_iter().filter(|m| !m.is_delete()).collect()
+}
+
+/// Every manifest file, retiring ones included, by file name. `image-references` (the release
+/// tooling's image list, not a manifest) is the one other file allowed.
+fn load_all() -> Vec<Manifest> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(manifest_dir())
         .expect("manifests/openshift exists")
         .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.file_name().is_none_or(|n| n != "image-references"))
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no manifests found");
@@ -132,7 +177,7 @@ fn find<'a>(all: &'a [Manifest], kind: &str, ns: Option<&str>, name: &str) -> &'
 #[test]
 fn every_file_is_one_object_of_a_known_kind() {
     let kinds = known_kinds();
-    for m in load() {
+    for m in load_all() {
         let Some((api_version, _, namespaced)) = kinds.get(m.kind()) else {
             panic!("{}: unknown kind {:?}", m.file, m.kind());
         };
@@ -144,9 +189,21 @@ fn every_file_is_one_object_of_a_known_kind() {
             "{}: namespace set iff the kind is namespaced",
             m.file
         );
+        // Run level 50 with the rest of the storage stack; the operator namespace alone at 49.
+        let prefix = if m.kind() == "Namespace" && m.name() == CSO_NS {
+            "0000_49_cluster-storage-operator_"
+        } else {
+            "0000_50_cluster-storage-operator_"
+        };
         assert!(
-            m.file.starts_with("0000_50_cluster-storage-operator_"),
-            "{}: CVO-style numeric prefix",
+            m.file.starts_with(prefix),
+            "{}: CVO-style run-level prefix {prefix}",
+            m.file
+        );
+        assert_eq!(
+            m.annotation("include.release.openshift.io/self-managed-high-availability"),
+            Some("true"),
+            "{}: included in the standalone profile",
             m.file
         );
         // Typed parses catch misspelled structure that a JSON value would accept.
@@ -162,16 +219,29 @@ fn every_file_is_one_object_of_a_known_kind() {
             "CredentialsRequest" => drop(typed::<openshift_api::CredentialsRequest>(&m)),
             "Storage" => drop(typed::<openshift_api::Storage>(&m)),
             "ClusterOperator" => drop(typed::<openshift_api::ClusterOperator>(&m)),
+            "ConfigMap" => drop(typed::<k8s_openapi::api::core::v1::ConfigMap>(&m)),
+            "ValidatingAdmissionPolicy" => drop(typed::<ValidatingAdmissionPolicy>(&m)),
+            "ValidatingAdmissionPolicyBinding" => {
+                drop(typed::<ValidatingAdmissionPolicyBinding>(&m))
+            }
+            "PrometheusRule" => assert!(m.obj["spec"]["groups"].is_array(), "{}", m.file),
             other => panic!("{}: no typed check for {other}", m.file),
         }
-        assert_eq!(
-            m.obj["metadata"]["annotations"]["capability.openshift.io/name"]
-                .as_str()
-                .map(|c| c.starts_with("Storage")),
-            Some(true),
-            "{}: belongs to the Storage capability",
-            m.file
-        );
+        // As OpenShift ships them: the operator namespace (the snapshot controller operator,
+        // of another capability, uses it) and the namespace admission policy are outside the
+        // Storage capability; everything else belongs to it.
+        let outside = (m.kind() == "Namespace" && m.name() == CSO_NS)
+            || m.kind().starts_with("ValidatingAdmissionPolicy");
+        let capability = m.annotation("capability.openshift.io/name");
+        if outside {
+            assert_eq!(capability, None, "{}: no capability annotation", m.file);
+        } else {
+            assert!(
+                capability.is_some_and(|c| c.starts_with("Storage")),
+                "{}: belongs to the Storage capability",
+                m.file
+            );
+        }
     }
 }
 
@@ -192,7 +262,6 @@ fn names_and_namespaces_are_openshifts() {
     let want = [
         ("Namespace", "", CSO_NS),
         ("Namespace", "", DRIVERS_NS),
-        ("Namespace", "", MANILA_NS),
         (
             "CredentialsRequest",
             CCO_NS,
@@ -217,9 +286,19 @@ fn names_and_namespaces_are_openshifts() {
             "openshift-csi-provisioner-volumesnapshot-reader-role",
         ),
         ("ServiceAccount", CSO_NS, "cluster-storage-operator"),
-        ("ClusterRoleBinding", "", "cluster-storage-operator-role"),
+        ("ClusterRoleBinding", "", "cluster-storage-operator"),
         ("Deployment", CSO_NS, "cluster-storage-operator"),
-        ("NetworkPolicy", DRIVERS_NS, "default-deny"),
+        ("PrometheusRule", CSO_NS, "prometheus"),
+        (
+            "ValidatingAdmissionPolicy",
+            "",
+            "openshift-storage-policy-validation",
+        ),
+        (
+            "ValidatingAdmissionPolicyBinding",
+            "",
+            "openshift-storage-policy-validation-binding",
+        ),
         ("NetworkPolicy", DRIVERS_NS, "allow-egress-to-api-server"),
         ("NetworkPolicy", DRIVERS_NS, "allow-to-dns"),
         ("NetworkPolicy", DRIVERS_NS, "allow-all-egress"),
@@ -237,6 +316,7 @@ fn names_and_namespaces_are_openshifts() {
         ("NetworkPolicy", CSO_NS, "allow-egress-to-api-server"),
         ("NetworkPolicy", CSO_NS, "allow-to-dns"),
         ("NetworkPolicy", CSO_NS, "allow-ingress-to-operator-metrics"),
+        ("NetworkPolicy", CSO_NS, "allow-all-egress"),
     ];
     for (kind, ns, name) in want {
         assert!(
@@ -256,7 +336,7 @@ fn order_is_dependencies_first() {
         {
             assert!(p < i, "{}: its namespace comes later", m.file);
         }
-        if m.kind().ends_with("Binding") {
+        if m.kind().ends_with("RoleBinding") {
             let role_kind = m.obj["roleRef"]["kind"].as_str().unwrap_or("");
             let role = m.obj["roleRef"]["name"].as_str().unwrap_or("");
             if let Some(p) = position(&|n| n.kind() == role_kind && n.name() == role) {
@@ -264,10 +344,35 @@ fn order_is_dependencies_first() {
             }
         }
     }
-    // The operator starts last, when everything it relies on exists.
-    assert_eq!(all.last().map(|m| m.kind()), Some("Deployment"));
+    // The operator starts when everything it relies on exists.
+    let deployment = position(&|m| m.kind() == "Deployment").expect("the CSO Deployment");
+    for (i, m) in all.iter().enumerate() {
+        if matches!(
+            m.kind(),
+            "Namespace"
+                | "ServiceAccount"
+                | "ClusterRole"
+                | "Role"
+                | "ClusterRoleBinding"
+                | "RoleBinding"
+        ) {
+            assert!(i < deployment, "{}: comes after the CSO Deployment", m.file);
+        }
+    }
+    // The Go CSO's cluster-admin binding is retired after the Deployment: the Go CSO keeps
+    // what it was granted until ours replaces it.
+    let all_files = load_all();
+    let go_binding = all_files
+        .iter()
+        .find(|m| m.is_delete() && m.name() == "cluster-storage-operator-role")
+        .expect("the retiring manifest of the Go CSO's binding");
+    assert!(
+        go_binding.file > all[deployment].file,
+        "{}: retires the Go CSO's rights before the CSO Deployment is replaced",
+        go_binding.file
+    );
     // Bindings point at roles that exist (here, or for the CSO's own, nowhere else).
-    for m in all.iter().filter(|m| m.kind().ends_with("Binding")) {
+    for m in all.iter().filter(|m| m.kind().ends_with("RoleBinding")) {
         let role = m.obj["roleRef"]["name"].as_str().unwrap_or("");
         assert!(
             all.iter()
@@ -281,7 +386,13 @@ fn order_is_dependencies_first() {
 #[test]
 fn namespaces_carry_the_anchor_labels_and_annotations() {
     let all = load();
-    for ns in [DRIVERS_NS, MANILA_NS] {
+    // The Manila namespace may also come from the CSO alone (a static asset of the Manila
+    // driver operator): checked here only when the release ships it.
+    let shipped = |ns: &str| {
+        all.iter()
+            .any(|m| m.kind() == "Namespace" && m.name() == ns)
+    };
+    for ns in [DRIVERS_NS, MANILA_NS].into_iter().filter(|ns| shipped(ns)) {
         let m = find(&all, "Namespace", None, ns);
         for mode in ["enforce", "audit", "warn"] {
             assert_eq!(
@@ -296,14 +407,27 @@ fn namespaces_carry_the_anchor_labels_and_annotations() {
         drivers.obj["metadata"]["labels"]["openshift.io/cluster-monitoring"],
         "true"
     );
-    let manila = find(&all, "Namespace", None, MANILA_NS);
+    for ns in [CSO_NS, DRIVERS_NS, MANILA_NS]
+        .into_iter()
+        .filter(|ns| shipped(ns))
+    {
+        let m = find(&all, "Namespace", None, ns);
+        assert_eq!(
+            m.obj["metadata"]["annotations"]["openshift.io/node-selector"], "",
+            "{ns}"
+        );
+        assert_eq!(
+            m.obj["metadata"]["annotations"]["workload.openshift.io/allowed"], "management",
+            "{ns}"
+        );
+    }
+    // The operator namespace: run level 49 and outside the Storage capability (checked with
+    // every file), scraped by cluster monitoring.
+    let cso = find(&all, "Namespace", None, CSO_NS);
+    assert!(cso.file.starts_with("0000_49_"), "{}", cso.file);
     assert_eq!(
-        manila.obj["metadata"]["annotations"]["openshift.io/node-selector"],
-        ""
-    );
-    assert_eq!(
-        manila.obj["metadata"]["annotations"]["workload.openshift.io/allowed"],
-        "management"
+        cso.obj["metadata"]["labels"]["openshift.io/cluster-monitoring"],
+        "true"
     );
 }
 
@@ -471,6 +595,206 @@ fn network_policies_open_the_anchor_ports() {
         ports(DRIVERS_NS, "allow-ingress-to-operator-metrics-range"),
         [(8443, Some(8445))]
     );
+}
+
+/// No default-deny in the driver namespace (OpenShift has none there; it isolated driver pods
+/// whose flows no policy allowed), and allow-all-egress as OpenShift writes it: every TCP port.
+#[test]
+fn no_default_deny_isolates_the_driver_pods_and_all_egress_is_openshifts() {
+    let all = load();
+    let isolating: Vec<&str> = all
+        .iter()
+        .filter(|m| m.kind() == "NetworkPolicy" && m.namespace() == Some(DRIVERS_NS))
+        .filter(|m| m.obj["spec"]["podSelector"] == serde_json::json!({}))
+        .map(|m| m.file.as_str())
+        .collect();
+    assert!(
+        isolating.is_empty(),
+        "policies selecting every pod of {DRIVERS_NS}: {isolating:?}"
+    );
+    for ns in [DRIVERS_NS, CSO_NS] {
+        let p = find(&all, "NetworkPolicy", Some(ns), "allow-all-egress");
+        assert_eq!(
+            p.obj["spec"],
+            serde_json::json!({
+                "podSelector": {"matchLabels": {"openshift.storage.network-policy.all-egress": "allow"}},
+                "egress": [{"ports": [{"protocol": "TCP", "port": 1, "endPort": 65535}]}],
+                "policyTypes": ["Egress"],
+            }),
+            "{ns}"
+        );
+    }
+    // The driver operators carry the label the policy selects.
+    for asset in [
+        include_str!("../../cluster-storage/assets/openstack-cinder/deployment.yaml"),
+        include_str!("../../cluster-storage/assets/openstack-manila/deployment.yaml"),
+    ] {
+        assert!(
+            asset.contains("openshift.storage.network-policy.all-egress: allow"),
+            "a driver operator Deployment lacks the all-egress label"
+        );
+    }
+}
+
+/// A release retires what an upgrade from the Go operators (or from an earlier version of
+/// ours) leaves behind that we renamed or no longer need; nothing retired is also shipped.
+#[test]
+fn retired_objects_are_the_renamed_and_dropped_ones() {
+    let all = load_all();
+    let retired: BTreeSet<(String, String, String)> = all
+        .iter()
+        .filter(|m| m.is_delete())
+        .map(|m| {
+            (
+                m.kind().to_owned(),
+                m.namespace().unwrap_or("").to_owned(),
+                m.name().to_owned(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(String, String, String)> = [
+        // The Go CSO's binding to cluster-admin, replaced by cluster-storage-operator.
+        ("ClusterRoleBinding", "", "cluster-storage-operator-role"),
+        // Our earlier default-deny among the driver pods.
+        ("NetworkPolicy", DRIVERS_NS, "default-deny"),
+        // The Go CSO's config file, which our CSO does not read.
+        ("ConfigMap", CSO_NS, "cluster-storage-operator-config"),
+    ]
+    .into_iter()
+    .map(|(k, n, x)| (k.to_owned(), n.to_owned(), x.to_owned()))
+    .collect();
+    // Other retirements (e.g. rights no longer needed) may join these; these must stay.
+    let missing: Vec<_> = want.difference(&retired).collect();
+    assert!(missing.is_empty(), "not retired: {missing:?}");
+    for m in load() {
+        let key = (
+            m.kind().to_owned(),
+            m.namespace().unwrap_or("").to_owned(),
+            m.name().to_owned(),
+        );
+        assert!(!retired.contains(&key), "{}: shipped and retired", m.file);
+    }
+    let go_binding = find(
+        &all,
+        "ClusterRoleBinding",
+        None,
+        "cluster-storage-operator-role",
+    );
+    assert_eq!(go_binding.obj["roleRef"]["name"], "cluster-admin");
+}
+
+/// Versions are the release tooling's placeholder, replaced by the release version when a
+/// release is cut (release.rs substitutes them).
+#[test]
+fn versions_are_the_release_placeholder() {
+    let all = load();
+    let d = find(&all, "Deployment", Some(CSO_NS), "cluster-storage-operator");
+    let env = d.obj["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env");
+    for name in ["OPERATOR_IMAGE_VERSION", "OPERAND_IMAGE_VERSION"] {
+        let v = env.iter().find(|e| e["name"] == name).expect(name);
+        assert_eq!(v["value"], "0.0.1-snapshot", "{name}");
+    }
+    let co = find(&all, "ClusterOperator", None, "storage");
+    assert_eq!(
+        co.obj["status"]["versions"],
+        serde_json::json!([{"name": "operator", "version": "0.0.1-snapshot"}])
+    );
+}
+
+/// The storage alerts of OpenShift's CSO, under the same object name so that an upgrade
+/// updates the Go operator's object instead of doubling every alert.
+#[test]
+fn prometheus_rules_ship_openshifts_storage_alerts() {
+    let all = load();
+    let rule = find(&all, "PrometheusRule", Some(CSO_NS), "prometheus");
+    assert_eq!(rule.obj["metadata"]["labels"]["role"], "alert-rules");
+    let mut alerts: Vec<(String, String, String)> = Vec::new();
+    let mut records = BTreeSet::new();
+    for g in rule.obj["spec"]["groups"].as_array().expect("groups") {
+        for r in g["rules"].as_array().expect("rules") {
+            assert!(
+                r["expr"].as_str().is_some_and(|e| !e.trim().is_empty()),
+                "{r}"
+            );
+            if let Some(a) = r["alert"].as_str() {
+                alerts.push((
+                    a.to_owned(),
+                    r["labels"]["severity"].as_str().unwrap_or("").to_owned(),
+                    r["for"].as_str().unwrap_or("").to_owned(),
+                ));
+                assert!(r["annotations"]["summary"].is_string(), "{a}: summary");
+                assert!(
+                    r["annotations"]["description"].is_string(),
+                    "{a}: description"
+                );
+            }
+            if let Some(rec) = r["record"].as_str() {
+                records.insert(rec.to_owned());
+            }
+        }
+    }
+    let t = |a: &str, s: &str, f: &str| (a.to_owned(), s.to_owned(), f.to_owned());
+    assert_eq!(
+        alerts,
+        [
+            t("MultipleDefaultStorageClasses", "warning", "10m"),
+            t("VolumeAttributesClassParameterMismatch", "warning", "10m"),
+            t("PodStartupStorageOperationsFailing", "info", "5m"),
+            t("SELinuxMountGAReadinessWorkloadsDetected", "warning", "10m"),
+            t("KubePersistentVolumeFillingUp", "critical", "1m"),
+            t("KubePersistentVolumeFillingUp", "warning", "1h"),
+            t("KubePersistentVolumeInodesFillingUp", "critical", "1m"),
+            t("KubePersistentVolumeInodesFillingUp", "warning", "1h"),
+            t("KubePersistentVolumeErrors", "warning", "5m"),
+        ]
+    );
+    assert_eq!(records.len(), 5, "{records:?}");
+}
+
+/// The namespace storage-label policy and its binding, as OpenShift names and scopes them.
+#[test]
+fn the_namespace_label_policy_is_bound_to_namespace_writes() {
+    let all = load();
+    let policy: ValidatingAdmissionPolicy = typed(find(
+        &all,
+        "ValidatingAdmissionPolicy",
+        None,
+        "openshift-storage-policy-validation",
+    ));
+    let binding: ValidatingAdmissionPolicyBinding = typed(find(
+        &all,
+        "ValidatingAdmissionPolicyBinding",
+        None,
+        "openshift-storage-policy-validation-binding",
+    ));
+    let spec = policy.spec.expect("policy spec");
+    assert_eq!(spec.failure_policy.as_deref(), Some("Fail"));
+    let validations = spec.validations.unwrap_or_default();
+    let text = serde_json::to_string(&validations).expect("json");
+    for value in [
+        "storage.openshift.io/fsgroup-change-policy",
+        "storage.openshift.io/selinux-change-policy",
+        "Always",
+        "OnRootMismatch",
+        "Recursive",
+        "MountOption",
+    ] {
+        assert!(
+            text.contains(value)
+                || serde_json::to_string(&spec.variables)
+                    .unwrap()
+                    .contains(value),
+            "{value}"
+        );
+    }
+    let b = binding.spec.expect("binding spec");
+    assert_eq!(
+        b.policy_name.as_deref(),
+        Some("openshift-storage-policy-validation")
+    );
+    assert_eq!(b.validation_actions, Some(vec!["Deny".to_owned()]));
 }
 
 // ---- RBAC -------------------------------------------------------------------------------------

@@ -596,7 +596,7 @@ fn related_objects_dynamic_first_then_static() {
             "/namespaces//openshift-cluster-storage-operator",
             "/namespaces//openshift-cluster-csi-drivers",
             "operator.openshift.io/storages//cluster",
-            "rbac.authorization.k8s.io/clusterrolebindings//cluster-storage-operator-role",
+            "rbac.authorization.k8s.io/clusterrolebindings//cluster-storage-operator",
         ]
     );
 }
