@@ -22,6 +22,9 @@ pub const DEFAULT_NAMESPACE: &str = "openshift-cluster-csi-drivers";
 pub const CONTROLLER_NAME_PREFIX: &str = "OpenStackCinder";
 /// User-Agent the operator presents to OpenStack.
 pub const USER_AGENT: &str = "openstack-cinder-csi-driver-operator";
+/// The operator's own Deployment (applied by the CSO, anchors §3.3): the object its Events are
+/// about, as library-go's recorder uses the controller reference of the current pod.
+pub const OPERATOR_DEPLOYMENT_NAME: &str = "openstack-cinder-csi-driver-operator";
 /// The operator's own leader-election lock (a Lease in the operator namespace).
 pub const OPERATOR_LOCK_NAME: &str = "openstack-cinder-csi-driver-operator-lock";
 

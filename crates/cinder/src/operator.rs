@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference, Secret};
 use kube::Client;
-use kube::api::DynamicObject;
+use kube::api::{Api, DynamicObject, ListParams};
 
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::{ClusterCSIDriver, StorageClassState};
@@ -122,6 +122,21 @@ fn placeholder_facts(opts: &Options) -> Facts {
     }
 }
 
+/// The object the operator's Events are about: its own Deployment in `operator_namespace`, as
+/// library-go's recorder uses the controller reference of the current pod. So the Events live
+/// in that namespace, which must-gather collects (a relatedObject of the ClusterOperator);
+/// Events about the cluster-scoped ClusterCSIDriver would have to live in `default`, which it
+/// does not collect.
+pub fn events_about(operator_namespace: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some("Deployment".into()),
+        namespace: Some(operator_namespace.to_string()),
+        name: Some(crate::OPERATOR_DEPLOYMENT_NAME.into()),
+        ..Default::default()
+    }
+}
+
 /// The state the operator keeps between reconciles.
 pub struct Operator {
     client: Client,
@@ -150,15 +165,10 @@ impl Operator {
         metrics: Arc<Metrics>,
         log: LogControl,
     ) -> Self {
-        let cr_ref = ObjectReference {
-            api_version: Some("operator.openshift.io/v1".into()),
-            kind: Some("ClusterCSIDriver".into()),
-            name: Some(CSI_DRIVER_NAME.into()),
-            ..Default::default()
-        };
+        let involved = events_about(&opts.namespace);
         let recorder = EventRecorder::new(
             client.clone(),
-            cr_ref,
+            involved,
             USER_AGENT,
             &steps::instance_name(USER_AGENT),
         );
@@ -644,7 +654,11 @@ impl Operator {
         };
         let result = match cr.spec.storage_class_state() {
             StorageClassState::Managed | StorageClassState::Unset => {
-                self.apply_one(&desired, None).await.map(|_| ())
+                let mut desired = desired;
+                match self.settle_default_class(&mut desired).await {
+                    Ok(()) => self.apply_one(&desired, None).await.map(|_| ()),
+                    Err(e) => Err(e),
+                }
             }
             StorageClassState::Unmanaged => Ok(()),
             StorageClassState::Removed => {
@@ -673,6 +687,27 @@ impl Operator {
                 true
             }
         }
+    }
+
+    /// Settles the default-class annotation of `desired` as library-go does (anchors §1.12),
+    /// listing the cluster's StorageClasses only when the live class of its name is missing or
+    /// has no default-class key (so a steady state reads nothing live).
+    async fn settle_default_class(&self, desired: &mut Desired) -> Result<(), String> {
+        let name = desired.object.metadata.name.clone().unwrap_or_default();
+        let live = match self.cache.lookup(&desired.resource, None, &name) {
+            Lookup::Found(o) => Some(o),
+            _ => None,
+        };
+        if !build::default_class_needs_list(&desired.object, live.as_deref()) {
+            return Ok(());
+        }
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &desired.resource);
+        let classes = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("cannot list StorageClasses to settle the default class: {e}"))?;
+        build::set_default_storage_class(&mut desired.object, &classes.items);
+        Ok(())
     }
 
     /// Waits for the snapshot CRD rather than failing (anchors §4.6).

@@ -159,7 +159,7 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::Bu
             .static_desired(driver)
             .map_err(build::BuildError::Desired)?;
         for d in statics {
-            // In namespaces the CSO does not own (openshift-config, default, the Manila
+            // In namespaces the CSO does not own (openshift-config, the Manila
             // namespace) only the objects it applies are watched, by name, so that its RBAC
             // there can be limited to those names.
             builder = match d.object.metadata.namespace.as_deref() {

@@ -106,6 +106,7 @@ pub const GUEST_STATIC: &[Asset] = &[
     asset!("lease_leader_election_role.yaml"),
     asset!("privileged_role.yaml"),
     asset!("prometheus_role.yaml"),
+    asset!("secret_reader_role.yaml"),
     // Stage 2: bindings (no attacher binding: Manila has no attacher).
     asset!("kube_rbac_proxy_binding.yaml"),
     asset!("lease_leader_election_binding.yaml"),
@@ -114,6 +115,7 @@ pub const GUEST_STATIC: &[Asset] = &[
     asset!("main_snapshotter_binding.yaml"),
     asset!("node_privileged_binding.yaml"),
     asset!("prometheus_binding.yaml"),
+    asset!("secret_reader_binding.yaml"),
     asset!("storageclass_reader_resizer_binding.yaml"),
     asset!("volumesnapshot_reader_provisioner_binding.yaml"),
     // Stage 3: everything else.
@@ -223,6 +225,7 @@ mod tests {
         ("lease_leader_election_role.yaml", "Role", "manila-csi-driver-lease-leader-election", Some(NS)),
         ("privileged_role.yaml", "ClusterRole", "openstack-manila-privileged-role", None),
         ("prometheus_role.yaml", "Role", "manila-csi-driver-prometheus", Some(NS)),
+        ("secret_reader_role.yaml", "Role", "manila-csi-driver-secret-reader", Some(NS)),
         ("kube_rbac_proxy_binding.yaml", "ClusterRoleBinding", "openstack-manila-kube-rbac-proxy-binding", None),
         ("lease_leader_election_binding.yaml", "RoleBinding", "manila-csi-driver-lease-leader-election", Some(NS)),
         ("main_provisioner_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-main-provisioner-binding", None),
@@ -230,6 +233,7 @@ mod tests {
         ("main_snapshotter_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-main-snapshotter-binding", None),
         ("node_privileged_binding.yaml", "ClusterRoleBinding", "openstack-manila-node-privileged-binding", None),
         ("prometheus_binding.yaml", "RoleBinding", "manila-csi-driver-prometheus", Some(NS)),
+        ("secret_reader_binding.yaml", "RoleBinding", "manila-csi-driver-secret-reader", Some(NS)),
         ("storageclass_reader_resizer_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-storageclass-reader-resizer-binding", None),
         ("volumesnapshot_reader_provisioner_binding.yaml", "ClusterRoleBinding", "openstack-manila-csi-volumesnapshot-reader-provisioner-binding", None),
         ("config_secret.yaml", "Secret", "csi-manila-secrets", Some(NS)),

@@ -384,7 +384,7 @@ mod tests {
             .filter_map(|d| d.object.metadata.name.clone())
             .collect();
         assert_eq!(scs, ["csi-manila-default", "csi-manila-gold-fast"]);
-        assert_eq!(all.len(), 21 + 5 + 2);
+        assert_eq!(all.len(), 23 + 5 + 2);
     }
 
     #[test]

@@ -165,6 +165,21 @@ struct ClassCache {
     applier: Applier,
 }
 
+/// The object the operator's Events are about: its own Deployment in `operator_namespace`, as
+/// library-go's recorder uses the controller reference of the current pod. So the Events live
+/// in that namespace, which must-gather collects (a relatedObject of the ClusterOperator);
+/// Events about the cluster-scoped ClusterCSIDriver would have to live in `default`, which it
+/// does not collect.
+pub fn events_about(operator_namespace: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some("Deployment".into()),
+        namespace: Some(operator_namespace.to_string()),
+        name: Some(crate::OPERATOR_DEPLOYMENT_NAME.into()),
+        ..Default::default()
+    }
+}
+
 /// The state the operator keeps between reconciles.
 pub struct Operator {
     client: Client,
@@ -189,15 +204,10 @@ impl Operator {
         metrics: Arc<Metrics>,
         log: LogControl,
     ) -> Self {
-        let cr_ref = ObjectReference {
-            api_version: Some("operator.openshift.io/v1".into()),
-            kind: Some("ClusterCSIDriver".into()),
-            name: Some(CSI_DRIVER_NAME.into()),
-            ..Default::default()
-        };
+        let involved = events_about(&opts.operator_namespace);
         let recorder = EventRecorder::new(
             client.clone(),
-            cr_ref,
+            involved,
             USER_AGENT,
             &steps::instance_name(USER_AGENT),
         );
