@@ -198,6 +198,21 @@ pub enum OlmError {
         /// `namespace` or `name`.
         field: &'static str,
     },
+    /// A saved CSV exists but is not the package's: the annotation was edited to name another
+    /// operator's CSV, which the CSO must not delete on anyone's word.
+    #[error(
+        "Storage/cluster annotation {key} names ClusterServiceVersion {namespace}/{name}, which does not belong to the OLM package {package}; the CSO will not delete it. Remove that name from the annotation (or set it to \"\") to continue the OLM removal"
+    )]
+    ForeignCsv {
+        /// The annotation key.
+        key: String,
+        /// The CSV's namespace.
+        namespace: String,
+        /// The CSV's name.
+        name: String,
+        /// The package whose CSVs may be deleted.
+        package: &'static str,
+    },
     /// A matching Subscription's CSV name is not an object name.
     #[error(
         "Subscription {namespace}/{name} reports CSV {csv:?}, which is not a ClusterServiceVersion name; the OLM removal cannot delete it: fix the Subscription's status or delete the CSV and the Subscription by hand"
@@ -317,6 +332,33 @@ pub struct ObjectFacts {
     pub name: String,
     /// Whether `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// For a ClusterServiceVersion: whether it is the package's ([`csv_of_package`]). The
+    /// saved CSV names live in `Storage/cluster` annotations that anyone allowed to edit that
+    /// object can change, so the flow deletes only CSVs that prove they are the package's.
+    /// Always `true` for other kinds.
+    pub of_package: bool,
+}
+
+/// Whether a ClusterServiceVersion (as the API returns it) belongs to the OLM package of
+/// `opts`: OLM labels the CSVs it installs `operators.coreos.com/<package>.<namespace>`, CSV
+/// names are `<package>.<version>` by OLM convention, and the package's install strategy
+/// deploys the operator Deployment.
+pub fn csv_of_package(opts: &OlmOptions, csv: &serde_json::Value) -> bool {
+    let namespace = csv["metadata"]["namespace"].as_str().unwrap_or_default();
+    let label = format!("operators.coreos.com/{}.{namespace}", opts.package);
+    let labelled = csv["metadata"]["labels"]
+        .as_object()
+        .is_some_and(|l| l.contains_key(&label));
+    let named = csv["metadata"]["name"]
+        .as_str()
+        .is_some_and(|n| n.starts_with(&format!("{}.", opts.package)));
+    let deploys_operator = csv["spec"]["install"]["spec"]["deployments"]
+        .as_array()
+        .is_some_and(|ds| {
+            ds.iter()
+                .any(|d| d["name"].as_str() == Some(opts.operator_deployment))
+        });
+    labelled || named || deploys_operator
 }
 
 impl ObjectFacts {
@@ -570,6 +612,14 @@ pub fn next_step(prefix: &str, opts: &OlmOptions, observed: &Observed) -> Result
         // 2. Its CSVs.
         for csv in &saved.csv_names {
             if let Some(found) = observed.csvs.iter().find(|c| c.is(&saved.namespace, csv)) {
+                if !found.of_package {
+                    return Err(OlmError::ForeignCsv {
+                        key: csv_annotation(prefix),
+                        namespace: saved.namespace.clone(),
+                        name: csv.clone(),
+                        package: opts.package,
+                    });
+                }
                 let key = ObjectKey::new(&saved.namespace, csv);
                 let action = if found.deleting {
                     Action::WaitCsvGone(key)
@@ -755,6 +805,7 @@ mod tests {
             namespace: ns.into(),
             name: name.into(),
             deleting: false,
+            of_package: true,
         }
     }
 
@@ -1442,6 +1493,59 @@ mod tests {
     }
 
     #[test]
+    fn a_saved_csv_of_another_package_is_never_deleted() {
+        // Someone allowed to edit storages/cluster points the saved progress at another
+        // operator's CSV: the CSO refuses, names the annotation, and deletes nothing.
+        let mut o = Observed {
+            saved: saved("openshift-operators", &["etcd-operator.v0.9.4"]),
+            ..Observed::default()
+        };
+        o.csvs = vec![ObjectFacts {
+            of_package: false,
+            ..obj("openshift-operators", "etcd-operator.v0.9.4")
+        }];
+        let err = next_step(P, &MANILA_OLM, &o).expect_err("foreign CSV");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("Manila.olm-removal.storage.openshift.io/csvName")
+                && msg.contains("openshift-operators/etcd-operator.v0.9.4")
+                && msg.contains("manila-csi-driver-operator"),
+            "{msg}"
+        );
+        // The package's own CSV in the same place is deleted as usual.
+        o.csvs[0].of_package = true;
+        assert!(matches!(step(&o).action, Action::DeleteCsv(_)));
+    }
+
+    #[test]
+    fn a_csv_proves_its_package_by_label_name_or_install_strategy() {
+        let csv = |v: serde_json::Value| csv_of_package(&MANILA_OLM, &v);
+        assert!(csv(serde_json::json!({"metadata": {
+            "namespace": "ns", "name": "manila-csi-driver-operator.v4.5.0"}})));
+        assert!(csv(
+            serde_json::json!({"metadata": {"namespace": "ns", "name": "renamed",
+            "labels": {"operators.coreos.com/manila-csi-driver-operator.ns": ""}}})
+        ));
+        assert!(csv(
+            serde_json::json!({"metadata": {"namespace": "ns", "name": "renamed"},
+            "spec": {"install": {"spec": {"deployments": [{"name": "csi-driver-manila-operator"}]}}}})
+        ));
+        for other in [
+            serde_json::json!({"metadata": {"namespace": "ns", "name": "etcd-operator.v0.9.4"}}),
+            // The label of the same package in another namespace proves nothing here.
+            serde_json::json!({"metadata": {"namespace": "ns", "name": "x",
+                "labels": {"operators.coreos.com/manila-csi-driver-operator.other": ""}}}),
+            // A prefix without the dot is another package.
+            serde_json::json!({"metadata": {"namespace": "ns", "name": "manila-csi-driver-operator-evil.v1"}}),
+            serde_json::json!({"metadata": {"namespace": "ns", "name": "x"},
+                "spec": {"install": {"spec": {"deployments": "not a list"}}}}),
+            serde_json::json!(null),
+        ] {
+            assert!(!csv(other.clone()), "{other}");
+        }
+    }
+
+    #[test]
     fn targets_are_the_saved_namespaces_objects() {
         assert_eq!(targets(&MANILA_OLM, None), Targets::default());
         let t = targets(&MANILA_OLM, saved(NS, &[CSV, CSV2]).as_ref());
@@ -1513,6 +1617,7 @@ mod tests {
                 namespace: o.ns.clone(),
                 name: o.name.clone(),
                 deleting: o.deleting.is_some(),
+                of_package: true,
             };
             Observed {
                 subscriptions: self

@@ -72,6 +72,17 @@ fn facts(obj: &DynamicObject) -> ObjectFacts {
         namespace: obj.metadata.namespace.clone().unwrap_or_default(),
         name: obj.metadata.name.clone().unwrap_or_default(),
         deleting: obj.metadata.deletion_timestamp.is_some(),
+        of_package: true,
+    }
+}
+
+fn package_csv_facts(opts: &OlmOptions, obj: &DynamicObject) -> ObjectFacts {
+    let of_package = serde_json::to_value(obj)
+        .map(|v| olm::csv_of_package(opts, &v))
+        .unwrap_or(false);
+    ObjectFacts {
+        of_package,
+        ..facts(obj)
     }
 }
 
@@ -251,7 +262,7 @@ async fn observe(
         )
         .await?
         {
-            csv_facts.push(facts(&obj));
+            csv_facts.push(package_csv_facts(opts, &obj));
         }
     }
     let deployments = ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&());

@@ -26,10 +26,13 @@ pub mod list_types;
 pub mod managed_fields;
 pub mod observe;
 pub mod patch;
+pub mod pod_admission;
+pub mod pod_security;
 mod printers;
 pub mod processes;
 pub mod rbac;
 pub mod resources;
+pub mod scc;
 pub mod selector;
 mod server;
 pub mod store;
@@ -48,6 +51,7 @@ use tokio::sync::watch;
 
 pub use api::Cluster;
 pub use observe::{Fault, RequestMatch, RequestRecord};
+pub use pod_admission::AdmissionConfig;
 pub use processes::{LocalProgram, ProcessConfig, ProcessInfo, ProcessState};
 pub use rbac::RbacConfig;
 pub use workload::WorkloadConfig;
@@ -72,6 +76,9 @@ pub struct SimConfig {
     /// Deployments whose image maps to a local program run it as real processes (see
     /// `processes.rs`); `None` runs none.
     pub processes: Option<ProcessConfig>,
+    /// Pod admission (see `pod_admission.rs`): Pod Security Admission by default; OpenShift's
+    /// SCC admission, SCC kind and namespace UID ranges with [`AdmissionConfig::openshift`].
+    pub admission: AdmissionConfig,
 }
 
 impl Default for SimConfig {
@@ -85,6 +92,7 @@ impl Default for SimConfig {
             workloads: Some(WorkloadConfig::default()),
             rbac: None,
             processes: None,
+            admission: AdmissionConfig::default(),
         }
     }
 }
@@ -104,6 +112,7 @@ pub struct Shared {
     pub(crate) workloads: Mutex<Option<WorkloadConfig>>,
     pub(crate) rbac: rbac::RbacState,
     pub(crate) processes: processes::Processes,
+    pub(crate) admission: Mutex<AdmissionConfig>,
     address: OnceLock<String>,
 }
 
@@ -119,6 +128,14 @@ impl Shared {
         let out = f(&mut self.lock());
         self.changed.send_modify(|n| *n += 1);
         out
+    }
+
+    /// The pod admission settings now in force.
+    pub(crate) fn admission(&self) -> AdmissionConfig {
+        self.admission
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn address(&self) -> String {
@@ -155,16 +172,22 @@ impl KubeSim {
             workloads: Mutex::new(config.workloads.clone()),
             rbac: rbac::RbacState::new(config.rbac.clone()),
             processes: processes::Processes::new(config.processes.clone(), ca_pem.clone()),
+            admission: Mutex::new(config.admission.clone()),
             config,
             address: OnceLock::new(),
         });
         let scheme = if ca_pem.is_some() { "https" } else { "http" };
         let _ = shared.address.set(format!("{scheme}://{addr}"));
         controllers::seed(&shared);
+        if shared.admission().openshift {
+            pod_admission::seed(&mut shared.lock());
+            pod_admission::allocate_namespaces(&mut shared.lock());
+        }
         tokio::spawn(server::serve(shared.clone(), listener, tls_acceptor));
         tokio::spawn(controllers::run(shared.clone()));
         tokio::spawn(workload::run(shared.clone()));
         tokio::spawn(processes::run(shared.clone()));
+        tokio::spawn(pod_admission::run(shared.clone()));
         Ok(Self {
             shared,
             addr,
@@ -262,6 +285,25 @@ impl KubeSim {
     /// start and exit notes), `None` for an unknown pod.
     pub fn process_output(&self, namespace: &str, pod: &str) -> Option<String> {
         self.shared.processes.output(namespace, pod)
+    }
+
+    /// Changes pod admission at runtime; switching the OpenShift mode on seeds the SCC kind and
+    /// default SCCs (keeping existing ones). Controllers re-judge their pods at once.
+    pub fn set_admission(&self, config: AdmissionConfig) {
+        if config.openshift {
+            pod_admission::seed(&mut self.shared.lock());
+        }
+        *self
+            .shared
+            .admission
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = config;
+        self.shared.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The pod admission settings now in force.
+    pub fn admission(&self) -> AdmissionConfig {
+        self.shared.admission()
     }
 
     /// Switches RBAC authorization on (`Some`) or off (`None`) at runtime.
