@@ -96,6 +96,10 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
+        if !self.is_custom() && crate::reviews::is_review(&self.group, &self.plural) {
+            // Reviews are answered, never stored.
+            return vec!["create"];
+        }
         if self.is(("", "Namespace")) {
             // Namespaces have no DeleteCollection: `DELETE /api/v1/namespaces` is refused.
             return vec![
@@ -339,6 +343,23 @@ const BUILTINS: &[Builtin] = &[
         false,
         &[],
     )),
+    // Create-only and never stored: delegated authentication and authorization (reviews.rs).
+    b(
+        "authentication.k8s.io",
+        "v1",
+        "TokenReview",
+        "tokenreviews",
+        false,
+        &[],
+    ),
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        false,
+        &[],
+    ),
 ];
 
 /// All served resources, keyed by `(group, version)` then plural.

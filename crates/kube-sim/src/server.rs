@@ -347,6 +347,9 @@ pub async fn handle(
         .to_string();
     let resp = match route {
         Route::Admin(rest) => admin::handle(&shared, &parts.method, &rest, &q, &body).await,
+        Route::Resource(p) if crate::reviews::is_review(&p.group, &p.plural) => {
+            review(&shared, &parts.method, &p, &content_type, &body)
+        }
         Route::Resource(p) => {
             resource(
                 &shared,
@@ -368,6 +371,29 @@ pub async fn handle(
         shared.log.push(record);
     }
     Ok(resp)
+}
+
+/// TokenReview and SubjectAccessReview: answered from kube-sim's authenticator and RBAC
+/// authorizer, never stored (`reviews.rs`).
+fn review(
+    shared: &Shared,
+    method: &Method,
+    p: &ResourcePath,
+    content_type: &str,
+    body: &Bytes,
+) -> Response<Body> {
+    let rt = shared.lock().resource(&p.group, &p.version, &p.plural);
+    let result = match rt {
+        None => return plain_not_found(),
+        Some(_) if p.namespace.is_some() || p.sub.is_some() => Err(ApiError::no_route()),
+        Some(rt) => crate::reviews::handle(shared, &rt, method.as_str(), p.name.as_deref(), || {
+            parse_body(body, content_type)
+        }),
+    };
+    match result {
+        Ok(v) => json_response(201, &v),
+        Err(e) => error_response(&e),
+    }
 }
 
 fn injected_error(code: u16) -> ApiError {

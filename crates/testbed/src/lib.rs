@@ -11,6 +11,7 @@
 
 pub mod cco;
 pub mod cvo;
+pub mod service_ca;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

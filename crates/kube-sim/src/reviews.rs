@@ -1,0 +1,237 @@
+//! `TokenReview` (`authentication.k8s.io/v1`) and `SubjectAccessReview`
+//! (`authorization.k8s.io/v1`): the create-only, never-stored resources through which a
+//! workload delegates authentication and authorization to the API server, as library-go's
+//! controllercmd and kube-rbac-proxy do for `/metrics`.
+//!
+//! They answer with kube-sim's own notions, the same ones every request is judged by:
+//! - a token is the user name (see `rbac`'s module documentation), so a TokenReview of a
+//!   non-empty token made of visible characters authenticates that user with the groups kube-sim
+//!   gives it; a token naming a ServiceAccount that does not exist is not authenticated (a real
+//!   token of a deleted ServiceAccount no longer is; kube-sim's own request authentication does
+//!   not check that, a known difference), nor is `system:anonymous`.
+//! - a SubjectAccessReview runs the RBAC authorizer on the attributes in its spec, with the
+//!   groups as given (not re-resolved), as the API server does; with RBAC switched off every
+//!   review is allowed (the AlwaysAllow authorizer).
+//!
+//! Creating either needs `create` on it, which the normal request authorization checks first
+//! (`system:auth-delegator` grants it on a real cluster). Nothing here writes the store.
+
+use serde_json::{Value, json};
+
+use crate::Shared;
+use crate::errors::ApiError;
+use crate::field_error::FieldError;
+use crate::rbac::{self, Attributes, Decision, RbacConfig, UserInfo};
+use crate::resources::ResourceType;
+
+pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
+
+/// Whether `group/plural` is one of the review resources this module answers.
+pub fn is_review(group: &str, plural: &str) -> bool {
+    matches!(
+        (group, plural),
+        (AUTHENTICATION_GROUP, "tokenreviews") | (AUTHORIZATION_GROUP, "subjectaccessreviews")
+    )
+}
+
+/// Answers a request to a review resource: only `POST` to the collection.
+pub fn handle(
+    shared: &Shared,
+    rt: &ResourceType,
+    method: &str,
+    name: Option<&str>,
+    body: impl FnOnce() -> Result<Value, ApiError>,
+) -> Result<Value, ApiError> {
+    if method != "POST" || name.is_some() {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let body = body()?;
+    check_kind(rt, &body)?;
+    match rt.plural.as_str() {
+        "tokenreviews" => Ok(token_review(shared, &body)),
+        _ => subject_access_review(shared, rt, &body),
+    }
+}
+
+fn check_kind(rt: &ResourceType, body: &Value) -> Result<(), ApiError> {
+    let kind = body["kind"].as_str().unwrap_or_default();
+    let api_version = body["apiVersion"].as_str().unwrap_or_default();
+    if (!kind.is_empty() && kind != rt.kind)
+        || (!api_version.is_empty() && api_version != rt.api_version())
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
+    }
+    Ok(())
+}
+
+fn rbac_config(shared: &Shared) -> Option<RbacConfig> {
+    shared.rbac.config()
+}
+
+/// Who a token is, or why it is not anyone.
+fn authenticate(shared: &Shared, token: &str) -> Result<UserInfo, &'static str> {
+    let token = token.trim();
+    if token.is_empty() || token.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("invalid bearer token");
+    }
+    if token == rbac::ANONYMOUS_USER {
+        return Err("invalid bearer token");
+    }
+    if let Some((ns, name)) = rbac::service_account_of(token) {
+        let cluster = shared.lock();
+        let exists = cluster
+            .store
+            .get(
+                &crate::resources::GroupResource::new("", "serviceaccounts"),
+                ns,
+                name,
+            )
+            .is_some();
+        if !exists {
+            return Err("service account token is no longer valid");
+        }
+    }
+    let config = rbac_config(shared).unwrap_or_default();
+    Ok(UserInfo::resolve(token, &config))
+}
+
+fn token_review(shared: &Shared, body: &Value) -> Value {
+    let token = body["spec"]["token"].as_str().unwrap_or_default();
+    let audiences = body["spec"]["audiences"].clone();
+    let status = match authenticate(shared, token) {
+        Ok(user) => {
+            let mut user_json = json!({"username": user.name, "groups": user.groups});
+            if let Some((ns, name)) = rbac::service_account_of(&user.name) {
+                // Real service-account tokens carry the pod-independent SA uid; a stable
+                // stand-in is enough for callers that key caches on it.
+                user_json["uid"] = json!(format!("kube-sim-sa-{ns}-{name}"));
+            }
+            let mut s = json!({"authenticated": true, "user": user_json});
+            if audiences.is_array() {
+                s["audiences"] = audiences.clone();
+            }
+            s
+        }
+        Err(why) => json!({"user": {}, "error": why}),
+    };
+    let mut spec = body["spec"].clone();
+    if !spec.is_object() {
+        spec = json!({});
+    }
+    json!({
+        "kind": "TokenReview",
+        "apiVersion": format!("{AUTHENTICATION_GROUP}/v1"),
+        "metadata": {"creationTimestamp": null},
+        "spec": spec,
+        "status": status,
+    })
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn subject_access_review(
+    shared: &Shared,
+    rt: &ResourceType,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let spec = &body["spec"];
+    let user = spec["user"].as_str().unwrap_or_default().to_owned();
+    let groups = strings(&spec["groups"]);
+    let resource = &spec["resourceAttributes"];
+    let non_resource = &spec["nonResourceAttributes"];
+    let mut errors = Vec::new();
+    if user.is_empty() && groups.is_empty() {
+        errors.push(FieldError::invalid(
+            "spec.user",
+            json!(user),
+            "at least one of user or group must be specified",
+        ));
+    }
+    match (resource.is_object(), non_resource.is_object()) {
+        (false, false) => errors.push(FieldError::invalid(
+            "spec.resourceAttributes",
+            Value::Null,
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        )),
+        (true, true) => errors.push(FieldError::invalid(
+            "spec.resourceAttributes",
+            resource.clone(),
+            "cannot be specified in combination with nonResourceAttributes",
+        )),
+        _ => {}
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::invalid(rt, "", &errors));
+    }
+    let who = UserInfo {
+        name: user,
+        groups: groups.clone(),
+    };
+    let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    let attrs = if non_resource.is_object() {
+        Attributes::non_resource(who, &s(non_resource, "verb"), &s(non_resource, "path"))
+    } else {
+        let mut a = Attributes::resource(
+            who,
+            &s(resource, "verb"),
+            &s(resource, "group"),
+            &s(resource, "resource"),
+            &s(resource, "namespace"),
+            &s(resource, "name"),
+        );
+        a.subresource = s(resource, "subresource");
+        a
+    };
+    let status = match rbac_config(shared) {
+        None => {
+            json!({"allowed": true, "reason": "kube-sim: RBAC is off, every request is allowed"})
+        }
+        Some(_) => match rbac::authorize(&*shared.lock(), &attrs) {
+            Decision::Allow => json!({"allowed": true, "reason": "allowed by RBAC"}),
+            Decision::Deny { reason } => {
+                let mut st = json!({"allowed": false});
+                if !reason.is_empty() {
+                    st["reason"] = json!(reason);
+                }
+                st
+            }
+        },
+    };
+    Ok(json!({
+        "kind": "SubjectAccessReview",
+        "apiVersion": format!("{AUTHORIZATION_GROUP}/v1"),
+        "metadata": {"creationTimestamp": null},
+        "spec": spec,
+        "status": status,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_two_reviews_are_handled_here() {
+        assert!(is_review("authentication.k8s.io", "tokenreviews"));
+        assert!(is_review("authorization.k8s.io", "subjectaccessreviews"));
+        assert!(!is_review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews"
+        ));
+        assert!(!is_review("", "tokenreviews"));
+    }
+}
