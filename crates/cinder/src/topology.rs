@@ -87,16 +87,16 @@ pub struct UserOverride<'a> {
 }
 
 /// Validates a user override: the spellings Go's `strconv.ParseBool` accepts (what the driver's
-/// `--with-topology` flag parses), after trimming surrounding whitespace. Returns the value to
-/// publish, verbatim otherwise. OpenShift copies any value and lets the driver crash-loop on a
-/// bad one; here it is a readable error instead.
+/// `--with-topology` flag parses, with no trimming). Returns the value to publish, copied
+/// verbatim as OpenShift does. OpenShift copies any value and lets the driver crash-loop on a
+/// bad one (surrounding whitespace included, e.g. a YAML block scalar's trailing newline); here
+/// it is a readable error instead.
 pub fn parse_override(user: UserOverride<'_>) -> Result<String, TopologyError> {
     const BOOLS: &[&str] = &[
         "1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False",
     ];
-    let value = user.value.trim();
-    if BOOLS.contains(&value) {
-        Ok(value.to_string())
+    if BOOLS.contains(&user.value) {
+        Ok(user.value.to_string())
     } else {
         // ConfigMap text, not a secret; bounded so a huge value cannot flood the condition.
         let shown: String = user.value.chars().take(64).collect();
@@ -362,8 +362,10 @@ mod tests {
         for v in ["true", "false", "True", "FALSE", "1", "0", "t", "F"] {
             assert_eq!(parse_override(o(v)).unwrap(), v);
         }
-        assert_eq!(parse_override(o(" true\n")).unwrap(), "true");
-        for v in ["yes", "no", "on", "enabled", "", "tRUE"] {
+        // Verbatim: the driver's flag parser does not trim, so neither does the check.
+        for v in [
+            "yes", "no", "on", "enabled", "", "tRUE", " true\n", "false ",
+        ] {
             let err = parse_override(o(v)).unwrap_err();
             let msg = err.to_string();
             assert!(msg.contains("openshift-config/cinder-csi-config"), "{msg}");

@@ -494,6 +494,36 @@ mod tests {
             .collect()
     }
 
+    /// The Go assets' Deployment strategy (unset: RollingUpdate by default), no Deployment
+    /// labels, and the metrics Service labelled `app: <operator>` (anchors §3.3), so a takeover
+    /// from the Go CSO changes neither.
+    #[test]
+    fn deployment_strategy_and_service_labels_are_the_go_assets() {
+        for driver in DRIVERS {
+            let o = build(driver, &inputs());
+            let spec = o.deployment.spec.as_ref().expect("spec");
+            assert_eq!(
+                spec.strategy,
+                Some(Default::default()),
+                "{}: strategy {{}}",
+                driver.name
+            );
+            assert_eq!(o.deployment.metadata.labels, None, "{}", driver.name);
+            let labels = o
+                .metrics_service
+                .metadata
+                .labels
+                .clone()
+                .unwrap_or_default();
+            assert_eq!(
+                labels,
+                BTreeMap::from([("app".to_string(), driver.operator_deployment.to_string())]),
+                "{}",
+                driver.name
+            );
+        }
+    }
+
     #[test]
     fn every_asset_renders_with_no_placeholder_left() {
         for d in DRIVERS {

@@ -73,6 +73,26 @@ const RESOURCE_SYNC_PREFIX: &str = "ResourceSyncController";
 const DEFAULT_STORAGE_CLASS_PREFIX: &str = "DefaultStorageClassController";
 const DEFAULT_STORAGE_CLASS_MESSAGE: &str =
     "StorageClass provided by supplied CSI Driver instead of the cluster-storage-operator";
+/// The `DefaultStorageClassController` conditions on OpenStack, as the Go controller writes
+/// them for a platform whose CSI driver provides the default class: Available with its message
+/// and Progressing False, both with no reason (Go sets none).
+pub fn default_storage_class_conditions() -> [OperatorCondition; 2] {
+    [
+        OperatorCondition::new(
+            conditions::available_type(DEFAULT_STORAGE_CLASS_PREFIX),
+            conditions::TRUE,
+            "",
+            DEFAULT_STORAGE_CLASS_MESSAGE,
+        ),
+        OperatorCondition::new(
+            conditions::progressing_type(DEFAULT_STORAGE_CLASS_PREFIX),
+            conditions::FALSE,
+            "",
+            "",
+        ),
+    ]
+}
+
 /// How long a driver operator may go without a status before the CR step looks again (Go's
 /// CR controller resyncs every 20 minutes; the watch on the ClusterCSIDriver does the rest).
 const RESYNC: Duration = Duration::from_secs(20 * 60);
@@ -369,18 +389,9 @@ impl Operator {
                 .driver_steps(&mut board, driver, &inputs, &storage_obj, deploy)
                 .await;
         }
-        board.set_condition(OperatorCondition::new(
-            conditions::available_type(DEFAULT_STORAGE_CLASS_PREFIX),
-            conditions::TRUE,
-            reasons::AS_EXPECTED,
-            DEFAULT_STORAGE_CLASS_MESSAGE,
-        ));
-        board.set_condition(OperatorCondition::new(
-            conditions::progressing_type(DEFAULT_STORAGE_CLASS_PREFIX),
-            conditions::FALSE,
-            reasons::AS_EXPECTED,
-            "",
-        ));
+        for c in default_storage_class_conditions() {
+            board.set_condition(c);
+        }
 
         let after = self.flush_storage(&board, &storage_obj).await;
         failed |= after.is_none();
@@ -849,6 +860,30 @@ impl operator_kit::process::Reconciler for Operator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Go's DefaultStorageClassController sets no reason on OpenStack (anchors §3.4).
+    #[test]
+    fn default_storage_class_conditions_carry_go_s_empty_reason() {
+        let [available, progressing] = default_storage_class_conditions();
+        assert_eq!(available.type_, "DefaultStorageClassControllerAvailable");
+        assert_eq!(
+            (available.status.as_str(), available.reason.as_str()),
+            ("True", "")
+        );
+        assert_eq!(available.message, DEFAULT_STORAGE_CLASS_MESSAGE);
+        assert_eq!(
+            progressing.type_,
+            "DefaultStorageClassControllerProgressing"
+        );
+        assert_eq!(
+            (
+                progressing.status.as_str(),
+                progressing.reason.as_str(),
+                progressing.message.as_str()
+            ),
+            ("False", "", "")
+        );
+    }
 
     #[test]
     fn every_applied_object_is_known_before_start_so_it_can_be_watched() {

@@ -70,8 +70,9 @@ const STORAGE_CLASS_PREFIX: &str = "ManilaStorageClassController";
 /// Ours: OpenShift's LoggingSyncer only emitted a warning Event for an unknown log level; here
 /// the value and its fix are shown on the CR (named after that controller).
 const LOGGING_PREFIX: &str = "LoggingSyncer";
-/// The operand name in ManagementStateDegraded messages.
-const OPERAND: &str = "ManilaCSIDriver";
+/// The operand name in ManagementStateDegraded messages: the Go management-state controller's
+/// name (`ControllerNamePrefix` + `CSIDriver`), as Cinder's is `OpenStackCinderCSIDriver`.
+const OPERAND: &str = "OpenStackManilaCSIDriver";
 /// HTTP timeout of the OpenStack calls (anchors §5.1: raised to 120 s for slow Keystones).
 const OPENSTACK_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -924,6 +925,25 @@ impl operator_kit::process::Reconciler for Operator {
 mod tests {
     use super::*;
     use k8s_openapi::ByteString;
+
+    /// `ManagementStateDegraded` names the operator as the Go controller does.
+    #[test]
+    fn management_state_message_names_openstack_manila_csi_driver() {
+        let mut board = StatusBoard::new();
+        steps::management_state(
+            &mut board,
+            &openshift_api::common::ManagementState::Removed,
+            OPERAND,
+        );
+        let c = board
+            .conditions()
+            .find(|c| c.type_ == "ManagementStateDegraded")
+            .expect("posted");
+        assert_eq!(
+            c.message,
+            "Removed is not supported for OpenStackManilaCSIDriver operator"
+        );
+    }
 
     #[test]
     fn unknown_log_levels_are_a_readable_condition() {
