@@ -18,6 +18,11 @@
 //!   template change, scale-down or deletion stops the pod with SIGTERM, then SIGKILL after the
 //!   grace period. Recreate waits for the old pods to be gone before starting new ones;
 //!   RollingUpdate starts the new pods at once, while the old ones terminate.
+//! - A pod runs only once admission (`pod_admission.rs`: SCCs, Pod Security) admits it, as the
+//!   ReplicaSet controller's create would be refused: a refused template starts no process
+//!   (a RollingUpdate keeps the old template's pods, a Recreate has stopped them), and is
+//!   judged again after every write, so fixing the template, an SCC, a grant or the namespace
+//!   starts it.
 //! - A process-backed pod is up only while its process runs: [`Readiness`] tells the status
 //!   simulation in `workload.rs`, which keeps its pure status functions and its delay.
 //!
@@ -373,6 +378,8 @@ struct Want {
     template: Value,
     container: usize,
     program: LocalProgram,
+    /// Whether admission admits the pods of `template` (see `pod_admission.rs`).
+    admitted: bool,
 }
 
 fn containers(template: &Value) -> Vec<Value> {
@@ -417,6 +424,7 @@ fn want(dep: &Value, images: &BTreeMap<String, LocalProgram>) -> Option<Want> {
         template,
         container,
         program,
+        admitted: true,
     })
 }
 
@@ -469,10 +477,11 @@ fn decide(wants: &[Want], pods: &[PodView], generation: u64) -> Decision {
     let mut kept_ids: BTreeSet<u64> = BTreeSet::new();
     for p in pods.iter().filter(|p| !p.stopping) {
         let desired = p.generation == generation
-            && wants
-                .iter()
-                .zip(&targets)
-                .any(|(w, (hash, _))| w.uid == p.uid && *hash == p.hash && p.index < w.replicas);
+            && wants.iter().zip(&targets).any(|(w, (hash, _))| {
+                // A refused new template leaves a rolling update's old pods running.
+                let current = *hash == p.hash || (!w.admitted && !w.recreate);
+                w.uid == p.uid && current && p.index < w.replicas
+            });
         if desired && kept.insert((p.uid.clone(), p.hash.clone(), p.index)) {
             kept_ids.insert(p.id);
         } else {
@@ -483,7 +492,7 @@ fn decide(wants: &[Want], pods: &[PodView], generation: u64) -> Decision {
         let others_remain = pods
             .iter()
             .any(|p| p.uid == w.uid && !kept_ids.contains(&p.id));
-        if w.recreate && others_remain {
+        if (w.recreate && others_remain) || (!w.admitted && *hash == w.hash) {
             continue;
         }
         for index in 0..w.replicas {
@@ -886,12 +895,28 @@ fn reconcile(shared: &Arc<Shared>) {
     let wants: Vec<Want> = match &config {
         None => Vec::new(),
         Some(config) => {
+            let admission = shared.admission();
             let c = shared.lock();
             match c.resource("apps", "v1", "deployments") {
                 Some(rt) => c
                     .store
                     .iter(&rt.group_resource(), None, None)
                     .filter_map(|(_, d)| want(d, &config.images))
+                    .map(|mut w| {
+                        let generate_name = format!("{}-{}-", w.deployment, w.hash);
+                        w.admitted = matches!(
+                            crate::pod_admission::admit_template(
+                                &c,
+                                &admission,
+                                &w.template,
+                                &w.namespace,
+                                &generate_name,
+                                "replicaset-controller",
+                            ),
+                            crate::pod_admission::Verdict::Admitted(_)
+                        );
+                        w
+                    })
                     .collect(),
                 None => Vec::new(),
             }

@@ -18,6 +18,12 @@
 //!   conditions say so and, past `progressDeadlineSeconds`, the rollout times out.
 //! - A Deployment whose image maps to a local program runs real processes (`processes.rs`);
 //!   its pods are up only while their processes run, which the status functions are told.
+//! - Pods go through admission (`pod_admission.rs`: SCCs, Pod Security) when the controller
+//!   would create them. A refused pod is never created: the Deployment reports
+//!   `ReplicaFailure=True / FailedCreate` with the API server's message (as the ReplicaSet
+//!   controller's condition reaches it), the DaemonSet schedules nothing new, and each new
+//!   refusal is a `FailedCreate` Warning Event. Admission is judged again on every pass, so a
+//!   changed template, SCC, RBAC grant or namespace lets the pods come (controllers retry).
 //!
 //! The status computations are pure functions of the object, the nodes, what the simulator
 //! remembers of its virtual pods, and the time; [`run`] feeds them and writes the results.
@@ -31,7 +37,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::Shared;
-use crate::api::Cluster;
+use crate::api::{Cluster, WriteOptions};
+use crate::pod_admission::{self, AdmissionConfig, Verdict};
 
 /// Settings of the workload simulator.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +89,34 @@ impl WorkloadConfig {
 struct Memory {
     deployments: HashMap<String, DeploymentTrack>,
     daemonsets: HashMap<String, DaemonSetTrack>,
+    /// The admission refusal last reported (as an Event) per workload uid.
+    refusals: HashMap<String, String>,
+}
+
+/// Whether the controller can create a workload's pods now.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PodCreation {
+    /// Admitted (or no admission applies).
+    #[default]
+    Admitted,
+    /// Admission cannot decide yet (the namespace has no UID range): no pod, no failure.
+    Pending,
+    /// Refused, with the API server's message.
+    Refused(String),
+}
+
+impl PodCreation {
+    fn of(verdict: Verdict) -> Self {
+        match verdict {
+            Verdict::Admitted(_) => Self::Admitted,
+            Verdict::Pending(_) => Self::Pending,
+            Verdict::Refused(m) => Self::Refused(m),
+        }
+    }
+
+    fn blocked(&self) -> bool {
+        *self != Self::Admitted
+    }
 }
 
 /// Runs until shutdown: one pass after every write, and one whenever a pod's readiness, its
@@ -125,6 +160,7 @@ fn pass(shared: &Shared, memory: &mut Memory) -> Option<Timestamp> {
         return None;
     };
     let running = crate::processes::Readiness::of(shared);
+    let admission = shared.admission();
     // Compute and write under one lock: a client write in between would otherwise be
     // overwritten by a status write carrying the object's older spec.
     let (wrote, wake) = {
@@ -133,6 +169,7 @@ fn pass(shared: &Shared, memory: &mut Memory) -> Option<Timestamp> {
             &mut cluster,
             memory,
             &config,
+            &admission,
             running.as_ref(),
             Timestamp::now(),
         )
@@ -147,6 +184,7 @@ fn sync(
     c: &mut Cluster,
     memory: &mut Memory,
     config: &WorkloadConfig,
+    admission: &AdmissionConfig,
     processes: Option<&crate::processes::Readiness>,
     now: Timestamp,
 ) -> (bool, Option<Timestamp>) {
@@ -172,8 +210,16 @@ fn sync(
             let key = identity(&obj);
             let mut track = memory.deployments.remove(&key);
             let running = processes.and_then(|p| p.running_hashes(&obj));
-            let (status, due) =
-                deployment_status_with(&obj, &mut track, now, config, running.as_ref());
+            let creation = deployment_creation(c, admission, &obj);
+            wrote |= report_refusal(c, memory, &obj, &creation, now);
+            let (status, due) = deployment_status_admitted(
+                &obj,
+                &mut track,
+                now,
+                config,
+                running.as_ref(),
+                &creation,
+            );
             if let Some(t) = track {
                 seen.insert(key, t);
             }
@@ -200,7 +246,10 @@ fn sync(
         for obj in objects {
             let key = identity(&obj);
             let mut track = memory.daemonsets.remove(&key).unwrap_or_default();
-            let (status, due) = daemonset_status(&obj, &nodes, &mut track, now, config);
+            let creation = daemonset_creation(c, admission, &obj);
+            wrote |= report_refusal(c, memory, &obj, &creation, now);
+            let (status, due) =
+                daemonset_status_admitted(&obj, &nodes, &mut track, now, config, &creation);
             seen.insert(key, track);
             wake = earliest(wake, due);
             if obj.get("status") != Some(&status) {
@@ -215,6 +264,104 @@ fn sync(
         memory.daemonsets = seen;
     }
     (wrote, wake)
+}
+
+/// Whether the ReplicaSet controller could create the Deployment's pods now.
+fn deployment_creation(c: &Cluster, admission: &AdmissionConfig, dep: &Value) -> PodCreation {
+    let template = dep
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let hash = pod_template_hash(&template, int(dep, "/status/collisionCount"));
+    let generate_name = format!("{}-{hash}-", text(dep, "/metadata/name"));
+    PodCreation::of(pod_admission::admit_template(
+        c,
+        admission,
+        &template,
+        text(dep, "/metadata/namespace"),
+        &generate_name,
+        "replicaset-controller",
+    ))
+}
+
+/// Whether the DaemonSet controller could create the DaemonSet's pods now.
+fn daemonset_creation(c: &Cluster, admission: &AdmissionConfig, ds: &Value) -> PodCreation {
+    let template = ds.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+    PodCreation::of(pod_admission::admit_template(
+        c,
+        admission,
+        &template,
+        text(ds, "/metadata/namespace"),
+        &format!("{}-", text(ds, "/metadata/name")),
+        "daemon-set-controller",
+    ))
+}
+
+/// Records a new refusal as the controller's `FailedCreate` Warning Event (once per distinct
+/// message); returns whether it wrote.
+fn report_refusal(
+    c: &mut Cluster,
+    memory: &mut Memory,
+    obj: &Value,
+    creation: &PodCreation,
+    now: Timestamp,
+) -> bool {
+    let key = identity(obj);
+    let PodCreation::Refused(message) = creation else {
+        memory.refusals.remove(&key);
+        return false;
+    };
+    if memory.refusals.get(&key) == Some(message) {
+        return false;
+    }
+    memory.refusals.insert(key, message.clone());
+    let Some(rt) = c.resource("", "v1", "events") else {
+        return false;
+    };
+    let name = text(obj, "/metadata/name");
+    let namespace = text(obj, "/metadata/namespace");
+    let (involved, component) = if obj.get("kind").and_then(Value::as_str) == Some("DaemonSet") {
+        (
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
+                   "namespace": namespace, "uid": text(obj, "/metadata/uid")}),
+            "daemonset-controller",
+        )
+    } else {
+        let template = obj
+            .pointer("/spec/template")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let hash = pod_template_hash(&template, int(obj, "/status/collisionCount"));
+        (
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{name}-{hash}"),
+                   "namespace": namespace}),
+            "replicaset-controller",
+        )
+    };
+    let stamp_now = stamp(now);
+    let event = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": format!("{name}.{:x}", now.as_nanosecond().unsigned_abs()),
+            "namespace": namespace,
+        },
+        "involvedObject": involved,
+        "reason": "FailedCreate",
+        "message": format!("Error creating: {message}"),
+        "type": "Warning",
+        "source": {"component": component},
+        "reportingComponent": component,
+        "reportingInstance": "",
+        "firstTimestamp": stamp_now,
+        "lastTimestamp": stamp_now,
+        "count": 1,
+    });
+    let opts = WriteOptions {
+        manager: component.into(),
+        ..Default::default()
+    };
+    c.create(&rt, namespace, event, &opts).is_ok()
 }
 
 /// The uid, so a deleted and recreated workload starts afresh.
@@ -437,6 +584,20 @@ pub fn deployment_status_with(
     config: &WorkloadConfig,
     running: Option<&BTreeSet<String>>,
 ) -> (Value, Option<Timestamp>) {
+    deployment_status_admitted(dep, track, now, config, running, &PodCreation::Admitted)
+}
+
+/// [`deployment_status_with`] when the newest ReplicaSet's pods may not be creatable:
+/// admission pending or refused, they do not exist (pods of an earlier template that a rolling
+/// update keeps stay), and a refusal is the `ReplicaFailure` condition.
+pub fn deployment_status_admitted(
+    dep: &Value,
+    track: &mut Option<DeploymentTrack>,
+    now: Timestamp,
+    config: &WorkloadConfig,
+    running: Option<&BTreeSet<String>>,
+    creation: &PodCreation,
+) -> (Value, Option<Timestamp>) {
     let mut spec = DeploymentSpec::of(dep);
     if let Some(cap) = config.max_progress_deadline_seconds {
         let cap = SignedDuration::from_secs(i64::try_from(cap).unwrap_or(i64::MAX));
@@ -450,7 +611,8 @@ pub fn deployment_status_with(
         _ => spec.hash.as_str(),
     };
     let unavailable = config.is_unavailable(WorkloadKind::Deployment, namespace, spec.name)
-        || running.is_some_and(|r| !r.contains(pod_hash));
+        || running.is_some_and(|r| !r.contains(pod_hash))
+        || creation.blocked();
     let delay = config.delay();
     let stored = Counts::stored(dep);
 
@@ -498,7 +660,20 @@ pub fn deployment_status_with(
     let new_ready = t.start.ready();
     let new_available = t.start.available(spec.min_ready, now);
     let n = spec.replicas;
-    let counts = if t.replacing && up && spec.rolling && !new_available {
+    let counts = if creation.blocked() {
+        // No new pod exists; a rolling update keeps the old ones it may not scale down.
+        let old = if t.replacing && spec.rolling {
+            n - spec.max_unavailable
+        } else {
+            0
+        };
+        Counts {
+            replicas: old,
+            updated: 0,
+            ready: old,
+            available: old,
+        }
+    } else if t.replacing && up && spec.rolling && !new_available {
         // Mid rolling update: the new ReplicaSet has surged as far as maxSurge and
         // maxUnavailable allow, the old one is scaled down to the minimum that must stay
         // available, and nothing moves until the new pods are available.
@@ -659,13 +834,23 @@ pub fn deployment_status_with(
         .filter(|c| {
             !matches!(
                 c.get("type").and_then(Value::as_str),
-                Some("Available" | "Progressing")
+                Some("Available" | "Progressing" | "ReplicaFailure")
             )
         })
         .cloned()
         .collect();
     conditions.push(available_cond);
     conditions.extend(progressing);
+    if let PodCreation::Refused(message) = creation {
+        conditions.push(condition(
+            find(&previous, "ReplicaFailure"),
+            "ReplicaFailure",
+            "True",
+            "FailedCreate",
+            message,
+            &stamp_now,
+        ));
+    }
 
     let mut status = Map::new();
     put_nonzero(&mut status, "observedGeneration", spec.generation);
@@ -742,6 +927,19 @@ pub fn daemonset_status(
     now: Timestamp,
     config: &WorkloadConfig,
 ) -> (Value, Option<Timestamp>) {
+    daemonset_status_admitted(ds, nodes, track, now, config, &PodCreation::Admitted)
+}
+
+/// [`daemonset_status`] when new pods may not be creatable: while admission is pending or
+/// refuses them, no pod is created (nor replaced by a rolling update); existing pods stay.
+pub fn daemonset_status_admitted(
+    ds: &Value,
+    nodes: &[Arc<Value>],
+    track: &mut DaemonSetTrack,
+    now: Timestamp,
+    config: &WorkloadConfig,
+    creation: &PodCreation,
+) -> (Value, Option<Timestamp>) {
     let name = text(ds, "/metadata/name");
     let namespace = text(ds, "/metadata/namespace");
     let template = ds.pointer("/spec/template").cloned().unwrap_or(Value::Null);
@@ -799,7 +997,10 @@ pub fn daemonset_status(
         && int(ds, "/status/numberAvailable") == Some(desired_now)
         && int(ds, "/status/updatedNumberScheduled") == Some(desired_now);
     track.seen = true;
-    for p in placements.iter().filter(|p| p.should_run) {
+    for p in placements
+        .iter()
+        .filter(|p| p.should_run && !creation.blocked())
+    {
         track.pods.entry(p.node.clone()).or_insert_with(|| {
             if settled {
                 DaemonPod {
@@ -826,7 +1027,7 @@ pub fn daemonset_status(
         .pointer("/spec/updateStrategy/type")
         .and_then(Value::as_str)
         .unwrap_or("RollingUpdate");
-    if strategy == "RollingUpdate" {
+    if strategy == "RollingUpdate" && !creation.blocked() {
         let desired = placements.iter().filter(|p| p.should_run).count() as i64;
         let max_surge = scaled(
             ds.pointer("/spec/updateStrategy/rollingUpdate/maxSurge"),
