@@ -32,6 +32,7 @@ mod printers;
 pub mod processes;
 pub mod rbac;
 pub mod resources;
+pub mod reviews;
 pub mod scc;
 pub mod selector;
 mod server;

@@ -701,7 +701,10 @@ async fn resource_inner(
         }
         ("POST", None) => {
             let opts = parse_write_options(q, user_agent, None)?;
-            let obj = parse_body(body, content_type)?;
+            let mut obj = parse_body(body, content_type)?;
+            if rt.is(("", "Pod")) && obj.get("kind").and_then(Value::as_str) == Some("Pod") {
+                obj = crate::pod_admission::admit_api_create(shared, &ns, obj, user).await?;
+            }
             let guard = crate::rbac::WriteGuard::new(shared, &rt, "create", &ns, "", user);
             let out = shared.write(|c| {
                 if let Some(g) = &guard {
@@ -716,10 +719,7 @@ async fn resource_inner(
         }
         ("PUT", Some(name)) => {
             let opts = parse_write_options(q, user_agent, None)?;
-            let mut obj = parse_body(body, content_type)?;
-            if rt.is(("", "Pod")) && obj.get("kind").and_then(Value::as_str) == Some("Pod") {
-                obj = crate::pod_admission::admit_api_create(shared, &ns, obj, user).await?;
-            }
+            let obj = parse_body(body, content_type)?;
             let sub = p.sub.as_deref().filter(|s| *s != "finalize");
             let guard = crate::rbac::WriteGuard::new(shared, &rt, "update", &ns, name, user);
             let out = shared.write(|c| {
