@@ -100,6 +100,11 @@ fn known_kinds() -> BTreeMap<&'static str, (&'static str, &'static str, bool)> {
         ),
         ("Deployment", ("apps/v1", "deployments", true)),
         ("ConfigMap", ("v1", "configmaps", true)),
+        ("Service", ("v1", "services", true)),
+        (
+            "ServiceMonitor",
+            ("monitoring.coreos.com/v1", "servicemonitors", true),
+        ),
         (
             "PrometheusRule",
             ("monitoring.coreos.com/v1", "prometheusrules", true),
@@ -220,6 +225,8 @@ fn every_file_is_one_object_of_a_known_kind() {
             "Storage" => drop(typed::<openshift_api::Storage>(&m)),
             "ClusterOperator" => drop(typed::<openshift_api::ClusterOperator>(&m)),
             "ConfigMap" => drop(typed::<k8s_openapi::api::core::v1::ConfigMap>(&m)),
+            "Service" => drop(typed::<k8s_openapi::api::core::v1::Service>(&m)),
+            "ServiceMonitor" => drop(typed::<openshift_api::ServiceMonitor>(&m)),
             "ValidatingAdmissionPolicy" => drop(typed::<ValidatingAdmissionPolicy>(&m)),
             "ValidatingAdmissionPolicyBinding" => {
                 drop(typed::<ValidatingAdmissionPolicyBinding>(&m))
@@ -289,6 +296,10 @@ fn names_and_namespaces_are_openshifts() {
         ("ClusterRoleBinding", "", "cluster-storage-operator"),
         ("Deployment", CSO_NS, "cluster-storage-operator"),
         ("PrometheusRule", CSO_NS, "prometheus"),
+        ("Service", CSO_NS, "cluster-storage-operator-metrics"),
+        ("ServiceMonitor", CSO_NS, "cluster-storage-operator"),
+        ("Role", CSO_NS, "prometheus"),
+        ("RoleBinding", CSO_NS, "prometheus"),
         (
             "ValidatingAdmissionPolicy",
             "",
