@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use openshift_api::common::{LogLevel as ApiLogLevel, ManagementState};
 use openshift_api::operator::{ClusterCSIDriver, ClusterCSIDriverSpec};
@@ -35,6 +35,8 @@ pub const OPERATOR_CONFIG_KEY: &str = "config.yaml";
 /// The YAML assets of one driver operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DriverAssets {
+    /// The driver's own Namespace, when it has one (Manila), applied before everything else.
+    pub namespace: Option<Asset>,
     /// ServiceAccount.
     pub service_account: Asset,
     /// Roles (several documents, one per namespace).
@@ -55,7 +57,14 @@ pub struct DriverAssets {
 
 macro_rules! driver_assets {
     ($dir:literal) => {
+        driver_assets!($dir, None)
+    };
+    ($dir:literal, namespace) => {
+        driver_assets!($dir, Some(driver_assets!(@one $dir, "namespace.yaml")))
+    };
+    ($dir:literal, $namespace:expr) => {
         DriverAssets {
+            namespace: $namespace,
             service_account: driver_assets!(@one $dir, "serviceaccount.yaml"),
             roles: driver_assets!(@one $dir, "roles.yaml"),
             role_bindings: driver_assets!(@one $dir, "rolebindings.yaml"),
@@ -77,7 +86,7 @@ macro_rules! driver_assets {
 /// The Cinder operator's assets.
 pub const CINDER_ASSETS: DriverAssets = driver_assets!("openstack-cinder");
 /// The Manila operator's assets.
-pub const MANILA_ASSETS: DriverAssets = driver_assets!("openstack-manila");
+pub const MANILA_ASSETS: DriverAssets = driver_assets!("openstack-manila", namespace);
 
 impl DriverAssets {
     /// Every asset, for tests and `render`.
@@ -171,6 +180,8 @@ impl Default for Inputs {
 /// Everything the CSO applies for one driver operator, apart from the ClusterCSIDriver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OperatorObjects {
+    /// The driver's Namespace (Manila's `openshift-manila-csi-driver`), if it has its own.
+    pub namespace: Option<Namespace>,
     /// The operator's ServiceAccount.
     pub service_account: ServiceAccount,
     /// One Role per namespace the operator uses.
@@ -268,7 +279,7 @@ pub fn operator_config_yaml(serving: &ServingInfo) -> Result<String, BuildError>
 pub fn operator_objects(driver: &Driver, inputs: &Inputs) -> Result<OperatorObjects, BuildError> {
     let a = assets_for(driver).ok_or(BuildError::NoAssets(driver.name))?;
     let repl = replacements(driver, inputs);
-    for asset in a.all() {
+    for asset in a.all().into_iter().chain(a.namespace) {
         check_images(driver, &asset, &repl)?;
     }
 
@@ -283,6 +294,7 @@ pub fn operator_objects(driver: &Driver, inputs: &Inputs) -> Result<OperatorObje
     hooks::control_plane_topology(&mut deployment, &inputs.topology);
 
     Ok(OperatorObjects {
+        namespace: a.namespace.map(|n| n.render_object(&repl)).transpose()?,
         service_account: a.service_account.render_object(&repl)?,
         roles: assets::parse_documents(a.roles.name, &a.roles.render(&repl)?)?,
         role_bindings: assets::parse_documents(
@@ -311,7 +323,14 @@ impl OperatorObjects {
     /// named after its asset for condition messages.
     pub fn static_desired(&self, driver: &Driver) -> Result<Vec<Desired>, desired::BuildError> {
         let [sa, roles, bindings, cr, crb, svc, cm, _] = asset_names(driver);
-        let mut out = vec![desired::from_typed(sa, None, &self.service_account)?];
+        let mut out = Vec::new();
+        if let Some(ns) = &self.namespace {
+            let name = assets_for(driver)
+                .and_then(|a| a.namespace)
+                .map_or("namespace", |a| a.name);
+            out.push(desired::from_typed(name, None, ns)?);
+        }
+        out.push(desired::from_typed(sa, None, &self.service_account)?);
         for role in &self.roles {
             out.push(desired::from_typed(roles, None, role)?);
         }
@@ -494,6 +513,41 @@ mod tests {
             .collect()
     }
 
+    /// The Go CSO creates `openshift-manila-csi-driver` as the first static asset of the
+    /// Manila operator (so only where Manila runs: OpenStack), with the PSA labels and node
+    /// annotations; Cinder has no namespace of its own.
+    #[test]
+    fn the_manila_namespace_is_the_first_object_the_cso_applies_for_manila() {
+        let o = build(&MANILA, &inputs());
+        let statics = o.static_desired(&MANILA).expect("desired");
+        let first = &statics[0];
+        assert_eq!(first.resource.kind, "Namespace");
+        assert_eq!(
+            first.object.metadata.name.as_deref(),
+            Some(MANILA.driver_namespace)
+        );
+        let labels = first.object.metadata.labels.clone().unwrap_or_default();
+        for mode in ["enforce", "audit", "warn"] {
+            assert_eq!(
+                labels[&format!("pod-security.kubernetes.io/{mode}")],
+                "privileged"
+            );
+        }
+        let annotations = first
+            .object
+            .metadata
+            .annotations
+            .clone()
+            .unwrap_or_default();
+        assert_eq!(annotations["openshift.io/node-selector"], "");
+        assert_eq!(annotations["workload.openshift.io/allowed"], "management");
+        let cinder = build(&CINDER, &inputs())
+            .static_desired(&CINDER)
+            .expect("desired");
+        assert!(cinder.iter().all(|d| d.resource.kind != "Namespace"));
+        assert!(crate::registry::drivers_for(Some("AWS")).is_empty());
+    }
+
     /// The Go assets' Deployment strategy (unset: RollingUpdate by default), no Deployment
     /// labels, and the metrics Service labelled `app: <operator>` (anchors §3.3), so a takeover
     /// from the Go CSO changes neither.
@@ -583,11 +637,13 @@ mod tests {
             let o = build(d, &inputs());
             let statics = o.static_desired(d).unwrap();
             let kinds: Vec<&str> = statics.iter().map(|x| x.resource.kind.as_str()).collect();
-            assert_eq!(kinds.first(), Some(&"ServiceAccount"), "{}", d.name);
+            // The driver's own Namespace (Manila) comes first, then the ServiceAccount.
+            let own_ns = usize::from(o.namespace.is_some());
+            assert_eq!(kinds.get(own_ns), Some(&"ServiceAccount"), "{}", d.name);
             assert_eq!(kinds.last(), Some(&"ConfigMap"), "{}", d.name);
             assert_eq!(
                 statics.len(),
-                5 + o.roles.len() + o.role_bindings.len(),
+                own_ns + 5 + o.roles.len() + o.role_bindings.len(),
                 "{}",
                 d.name
             );
