@@ -1,0 +1,387 @@
+//! The upgrade from OpenShift's Go operators: a cluster in the state the Go Cluster Storage
+//! Operator and the Go Cinder and Manila driver operators leave it (`fixtures/go-cso/`: their
+//! object names, roleRefs, labels, annotations, hash annotations and status conditions)
+//! receives `manifests/openshift/` with the cluster version operator's update semantics (every
+//! manifest updated in place, create-only where annotated, retired objects deleted). Then our
+//! operators start as on a cluster (kube-sim runs their pods under RBAC) and take over the Go
+//! operators' objects.
+//!
+//! It must converge: no manifest refused (a binding whose roleRef changed would be refused
+//! forever), `ClusterOperator/storage` Available, not Progressing, not Degraded, with our
+//! version; both ClusterCSIDrivers healthy with no abnormal condition left from the Go
+//! operators; the retired objects gone. The test prints which Go objects our operators
+//! rewrote, from kube-sim's request log.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::chain::*;
+use common::*;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use testbed::Settings;
+
+const CINDER_AVAILABLE: [&str; 2] = [
+    "OpenStackCinderDriverControllerServiceControllerAvailable",
+    "OpenStackCinderDriverNodeServiceControllerAvailable",
+];
+const MANILA_AVAILABLE: [&str; 3] = [
+    "OpenStackManilaDriverControllerServiceControllerAvailable",
+    "OpenStackManilaDriverNodeServiceControllerAvailable",
+    "NFSDriverNodeServiceControllerAvailable",
+];
+
+/// The fixture files, in order, each parsed into its objects.
+fn fixtures() -> Vec<(String, Vec<Value>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/go-cso");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixtures/go-cso")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let text = std::fs::read_to_string(&p).expect("readable");
+            let docs = operator_kit::assets::parse_values(&name, &text)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            (name, docs)
+        })
+        .collect()
+}
+
+/// The API of `obj`'s kind, found by discovery (fixtures hold kinds operator-kit does not
+/// manage, such as PrometheusRule).
+async fn api_of(client: &kube::Client, obj: &Value) -> Api<DynamicObject> {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk =
+        kube::core::GroupVersionKind::gvk(group, version, obj["kind"].as_str().unwrap_or_default());
+    let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("{gvk:?} is not served: {e}"));
+    match obj["metadata"]["namespace"].as_str() {
+        Some(ns) if caps.scope == kube::discovery::Scope::Namespaced => {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        }
+        _ => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// Writes the Go operators' objects (the `05-status.yaml` documents as status), as the admin.
+async fn seed_go_cluster(client: &kube::Client) {
+    for (file, docs) in fixtures() {
+        let status_only = file.starts_with("05-");
+        for obj in docs {
+            let api = api_of(client, &obj).await;
+            let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+            if status_only {
+                api.patch_status(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": obj["status"]})),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{file}: status of {name}: {e}"));
+                continue;
+            }
+            let dynamic: DynamicObject = serde_json::from_value(obj.clone()).expect("object");
+            match api.create(&PostParams::default(), &dynamic).await {
+                Ok(_) => {}
+                // The testbed made some namespaces already, as the installer does: take the
+                // Go release's metadata onto them.
+                Err(kube::Error::Api(s)) if s.code == 409 && obj["kind"] == "Namespace" => {
+                    api.patch(
+                        name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"metadata": obj["metadata"]})),
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("{file}: namespace {name}: {e}"));
+                }
+                Err(e) => panic!("{file}: {} {name}: {e}", obj["kind"]),
+            }
+        }
+    }
+}
+
+/// `group/plural namespace/name` of every object the fixtures hold, keyed as the request log
+/// names them (`resource` is `group/plural`, core as `/plural`).
+fn fixture_keys() -> BTreeSet<(String, String, String)> {
+    let plural = |kind: &str| match kind {
+        "NetworkPolicy" => "networkpolicies".to_owned(),
+        "ValidatingAdmissionPolicy" => "validatingadmissionpolicies".to_owned(),
+        "ValidatingAdmissionPolicyBinding" => "validatingadmissionpolicybindings".to_owned(),
+        "StorageClass" => "storageclasses".to_owned(),
+        "Storage" => "storages".to_owned(),
+        "PodDisruptionBudget" => "poddisruptionbudgets".to_owned(),
+        k => format!("{}s", k.to_lowercase()),
+    };
+    fixtures()
+        .into_iter()
+        .flat_map(|(_, docs)| docs)
+        .map(|o| {
+            let api_version = o["apiVersion"].as_str().unwrap_or_default();
+            let group = api_version
+                .split_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or_default();
+            (
+                format!("{group}/{}", plural(o["kind"].as_str().unwrap_or_default())),
+                o["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                o["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upgrade_from_the_go_operators_converges() {
+    let manifests = release(None, &[]);
+    // The Go cluster first, with nothing of ours running: kube-sim simulates the Go pods
+    // (their images map to no program) and runs ours once our manifests name our image.
+    let chain = Chain::start(
+        Settings::for_cluster_storage_operator(),
+        processes_for(&manifests),
+        None,
+        &[],
+    )
+    .await;
+    let client = chain.bed.client.clone();
+    seed_go_cluster(&client).await;
+    chain.bed.kube.clear_requests();
+
+    // The cluster version operator applies our release. Nothing may be refused.
+    let report = testbed::cvo::apply_with(&client, &manifests, &testbed::cvo::Options::default())
+        .await
+        .unwrap_or_else(|e| panic!("the upgrade does not converge: {e}"));
+    let by_action = |a: testbed::cvo::Action| report.files(&[a]);
+    let updated = by_action(testbed::cvo::Action::Updated);
+    let deleted = by_action(testbed::cvo::Action::Deleted);
+    eprintln!("CVO updated in place: {updated:#?}\nCVO retired: {deleted:#?}");
+    for must in [
+        "0000_50_cluster-storage-operator_10_deployment.yaml",
+        "0000_50_cluster-storage-operator_12_prometheusrules.yaml",
+        "0000_50_cluster-storage-operator_09_network_policy_cso_03_allow_ingress_to_operator_metrics.yaml",
+    ] {
+        assert!(updated.iter().any(|f| f == must), "{must} not updated");
+    }
+    assert!(
+        deleted
+            .iter()
+            .any(|f| f.contains("retire_00_clusterrolebinding_cluster_admin")),
+        "{deleted:?}"
+    );
+    assert!(
+        deleted
+            .iter()
+            .any(|f| f.contains("retire_02_configmap_operator_config")),
+        "{deleted:?}"
+    );
+    // The Storage CR is create-only: the Go one stays as it was.
+    let storage_writes = chain.writers(
+        None,
+        "operator.openshift.io/storages",
+        Some(""),
+        "",
+        "cluster",
+    );
+    assert!(
+        !storage_writes.contains("admin")
+            && !storage_writes.iter().any(|u| u.contains("cluster-version")),
+        "{storage_writes:?}"
+    );
+
+    // Our operators take over.
+    chain.wait_running(CSO_NS, CSO_DEPLOYMENT).await;
+    chain.wait_driver(CR, &CINDER_AVAILABLE).await;
+    chain.wait_driver(MANILA_CR, &MANILA_AVAILABLE).await;
+    // The Go status said healthy too: wait for our CSO's version (what the CVO waits for) with
+    // the conditions healthy at once.
+    let co = chain
+        .wait(
+            "ClusterOperator/storage at our version and healthy",
+            || async {
+                let pending = testbed::cvo::pending_cluster_operators(&client, &manifests)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let co = cluster_operator(&chain.bed).await;
+                let c = conditions_of(&co);
+                let healthy = [
+                    ("Available", "True"),
+                    ("Progressing", "False"),
+                    ("Degraded", "False"),
+                ]
+                .iter()
+                .all(|(t, s)| c.get(*t).is_some_and(|(status, _, _)| status == s));
+                if pending.is_empty() && healthy {
+                    Ok(co)
+                } else {
+                    Err(format!("{pending:?} {c:#?}"))
+                }
+            },
+        )
+        .await;
+    assert_eq!(
+        co["status"]["versions"],
+        json!([{"name": "operator", "version": "0.0.1-snapshot"}])
+    );
+    // The driver operators run our image, not the Go one.
+    chain.wait_running(NS, CINDER_OPERATOR).await;
+    chain.wait_running(NS, MANILA_OPERATOR).await;
+
+    // Each driver operator takes over the Go driver's workloads (library-go semantics: the
+    // spec is written over, the hash annotations recomputed).
+    for (resource, ns, name, operator) in [
+        (
+            "apps/deployments",
+            NS,
+            "openstack-cinder-csi-driver-controller",
+            CINDER_OPERATOR,
+        ),
+        (
+            "apps/daemonsets",
+            NS,
+            "openstack-cinder-csi-driver-node",
+            CINDER_OPERATOR,
+        ),
+        (
+            "apps/deployments",
+            MANILA_NS,
+            "openstack-manila-csi-controllerplugin",
+            MANILA_OPERATOR,
+        ),
+        (
+            "apps/daemonsets",
+            MANILA_NS,
+            "csi-nodeplugin-nfsplugin",
+            MANILA_OPERATOR,
+        ),
+    ] {
+        chain
+            .wait(&format!("{operator} to take over {ns}/{name}"), || async {
+                let writers = chain.writers(None, resource, Some(""), ns, name);
+                if writers.iter().any(|u| u.ends_with(&format!(":{operator}"))) {
+                    Ok(())
+                } else {
+                    Err(format!("{writers:?}"))
+                }
+            })
+            .await;
+    }
+
+    // No condition the Go operators left stays abnormal: once the rollouts our operators
+    // started settle, every Degraded and Progressing is False on both ClusterCSIDrivers, on
+    // Storage and on the ClusterOperator (a stuck one times out here, listed).
+    chain
+        .wait(
+            "every Degraded and Progressing condition to settle at False",
+            || async {
+                let mut stuck = Vec::new();
+                for (what, conditions) in [
+                    ("ClusterCSIDriver cinder", chain.cr_conditions(CR).await),
+                    (
+                        "ClusterCSIDriver manila",
+                        chain.cr_conditions(MANILA_CR).await,
+                    ),
+                    ("Storage cluster", conditions_of(&storage(&chain.bed).await)),
+                    ("ClusterOperator storage", chain.co_conditions().await),
+                ] {
+                    for (t, (status, reason, message)) in conditions {
+                        if (t.ends_with("Degraded") || t.ends_with("Progressing"))
+                            && status != "False"
+                        {
+                            stuck.push(format!("{what}: {t}={status} {reason}: {message}"));
+                        }
+                    }
+                }
+                if stuck.is_empty() {
+                    Ok(())
+                } else {
+                    Err(stuck.join("\n"))
+                }
+            },
+        )
+        .await;
+
+    // Retired objects are gone; the CSO's rights are ours, not cluster-admin.
+    let crb = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone());
+    assert!(
+        crb.get_opt("cluster-storage-operator-role")
+            .await
+            .expect("readable")
+            .is_none()
+    );
+    assert_eq!(
+        crb.get("cluster-storage-operator")
+            .await
+            .expect("ours")
+            .role_ref
+            .name,
+        "cluster-storage-operator"
+    );
+    let cms = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), CSO_NS);
+    assert!(
+        cms.get_opt("cluster-storage-operator-config")
+            .await
+            .expect("readable")
+            .is_none()
+    );
+    let related = co["status"]["relatedObjects"].to_string();
+    assert!(
+        !related.contains("cluster-storage-operator-role"),
+        "{related}"
+    );
+    chain.assert_no_denials();
+
+    // What our operators rewrote of the Go operators' objects (the docs' takeover table).
+    let fixtures = fixture_keys();
+    let mut rewritten: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in chain.bed.kube.requests() {
+        if !r.is_write() || !(200..300).contains(&r.code) {
+            continue;
+        }
+        let key = (r.resource.clone(), r.namespace.clone(), r.name.clone());
+        if fixtures.contains(&key) {
+            let sub = if r.subresource.is_empty() {
+                String::new()
+            } else {
+                format!("/{}", r.subresource)
+            };
+            rewritten
+                .entry(format!("{} {}/{}{sub}", r.resource, r.namespace, r.name))
+                .or_default()
+                .insert(format!(
+                    "{} by {} ({})",
+                    r.verb,
+                    short_user(&r.user),
+                    r.user_agent
+                ));
+        }
+    }
+    let mut table = String::new();
+    for (object, how) in &rewritten {
+        table.push_str(&format!(
+            "{object}: {}\n",
+            how.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    eprintln!("=== Go objects rewritten during the upgrade ===\n{table}");
+}
+
+/// A request log user, shortened to the service account's name.
+fn short_user(user: &str) -> String {
+    user.rsplit(':').next().unwrap_or(user).to_owned()
+}
