@@ -224,12 +224,11 @@ async fn get(
 }
 
 fn first_cert_der(pem: &str) -> Vec<u8> {
-    let first = rustls::pki_types::pem::PemObject::pem_slice_iter(pem.as_bytes())
+    rustls::pki_types::pem::PemObject::pem_slice_iter(pem.as_bytes())
         .next()
         .expect("a certificate")
         .map(|c: CertificateDer<'static>| c.as_ref().to_vec())
-        .expect("valid PEM");
-    first
+        .expect("valid PEM")
 }
 
 async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
@@ -315,14 +314,12 @@ async fn prometheus_scrapes_over_https_and_nobody_else_does() {
     .await;
     let (code, _, served) = get(addr, &ca_pem, "/healthz", None).await.expect("healthz");
     assert_eq!(code, 200);
-    let (issued_cert, _) = {
-        let secret = Api::<Secret>::namespaced(admin.clone(), NS)
-            .get(SECRET)
-            .await
-            .expect("secret");
-        let data = secret.data.unwrap_or_default();
-        (String::from_utf8_lossy(&data["tls.crt"].0).into_owned(), ())
-    };
+    let secret = Api::<Secret>::namespaced(admin.clone(), NS)
+        .get(SECRET)
+        .await
+        .expect("secret");
+    let data = secret.data.unwrap_or_default();
+    let issued_cert = String::from_utf8_lossy(&data["tls.crt"].0).into_owned();
     assert_eq!(
         served,
         first_cert_der(&issued_cert),
