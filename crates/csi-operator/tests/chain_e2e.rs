@@ -6,7 +6,9 @@
 //!
 //! `cso_e2e.rs` pins the CSO's roll-up with the driver operators played by the test; this file
 //! proves that the parts work together, and that the RBAC the manifests and the CSO's
-//! per-driver assets grant is enough (no request refused) for every operator involved.
+//! per-driver assets grant is enough (no request refused) for every operator involved, and
+//! that every pod we ship passes OpenShift's pod admission (SCCs and Pod Security), which the
+//! CSO chain's testbed settings switch on.
 
 mod common;
 
@@ -97,6 +99,13 @@ async fn openstack_with_manila_comes_up_through_the_cso_with_every_rbac_rule_gra
         );
     }
     chain.assert_no_denials();
+    // Every pod we ship passes OpenShift's admission (SCCs, Pod Security): the CSO, both driver
+    // operators, and both drivers' controllers and node plugins.
+    let workloads = chain.wait_pods_admitted().await;
+    assert!(
+        workloads >= 8,
+        "only {workloads} Deployments and DaemonSets"
+    );
 
     // Each object was created (or its status written) by the operator that owns it, as its
     // service account.
@@ -221,6 +230,7 @@ async fn openstack_without_manila_disables_manila_and_storage_stays_available() 
         "{classes:?}"
     );
     chain.assert_no_denials();
+    chain.wait_pods_admitted().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -639,4 +649,83 @@ async fn a_deleted_cluster_csi_driver_comes_back_and_the_driver_is_untouched() {
     );
     chain.wait_co(&HEALTHY).await;
     chain.assert_no_denials();
+}
+
+/// The CSO pod as the release's Deployment creates it, judged by SCC admission with the
+/// default SCCs and the RBAC the release manifests grant: admitted by the `nonroot-v2` SCC it
+/// pins. The manifest before the fix pinned `restricted-v2` with `runAsUser: 11411`, which a
+/// cluster refuses (the UID is outside the namespace's range), and without the ClusterRole's
+/// `use` of `nonroot-v2` the pin is refused too.
+#[test]
+fn the_cso_pod_is_admitted_by_nonroot_v2_and_the_old_pin_is_refused() {
+    use kube_sim::pod_admission::{controller_user, may_use, pod_from_template};
+    use kube_sim::rbac::{RbacConfig, StaticPolicy, UserInfo};
+    use kube_sim::scc::{self, Scc};
+
+    let manifests = release(None, &[]);
+    let object = |kind: &str, name: &str| {
+        manifests
+            .iter()
+            .find(|m| m.object["kind"] == kind && m.object["metadata"]["name"] == name)
+            .map(|m| m.object.clone())
+            .unwrap_or_else(|| panic!("no {kind} {name} in the release"))
+    };
+    let mut namespace = object("Namespace", CSO_NS);
+    namespace["metadata"]["annotations"][scc::UID_RANGE_ANNOTATION] = json!("1000650000/10000");
+    namespace["metadata"]["annotations"][scc::MCS_ANNOTATION] = json!("s0:c26,c0");
+    let template = object("Deployment", CSO_DEPLOYMENT)["spec"]["template"].clone();
+    let admit = |template: &serde_json::Value, policy: &StaticPolicy| {
+        let pod = pod_from_template(template, CSO_NS, "cluster-storage-operator-5d4b8c7f9-");
+        let sa = UserInfo::resolve(
+            &format!("system:serviceaccount:{CSO_NS}:cluster-storage-operator"),
+            &RbacConfig {
+                superusers: Vec::new(),
+            },
+        );
+        let creator = controller_user("replicaset-controller");
+        let usable =
+            |s: &Scc| may_use(policy, &sa, CSO_NS, s) || may_use(policy, &creator, CSO_NS, s);
+        scc::admit(&pod, &namespace, &scc::default_sccs(), &usable)
+    };
+    let release_policy = || {
+        StaticPolicy::new(
+            manifests
+                .iter()
+                .map(|m| m.object.clone())
+                .chain(scc::default_objects()),
+        )
+    };
+
+    let admitted = admit(&template, &release_policy()).expect("the CSO pod is admitted");
+    assert_eq!(admitted.scc, "nonroot-v2");
+    assert_eq!(admitted.pod["spec"]["securityContext"]["runAsUser"], 11411);
+
+    let mut old = template.clone();
+    old["metadata"]["annotations"]["openshift.io/required-scc"] = json!("restricted-v2");
+    assert_eq!(
+        admit(&old, &release_policy()).expect_err("the old pin is refused"),
+        "unable to validate against any security context constraint: provider restricted-v2: \
+         .containers[0].runAsUser: Invalid value: 11411: must be in the ranges: [1000650000, 1000659999]"
+    );
+
+    let without_grant = StaticPolicy::new(
+        manifests
+            .iter()
+            .map(|m| {
+                let mut o = m.object.clone();
+                if o["kind"] == "ClusterRole"
+                    && o["metadata"]["name"] == CSO_DEPLOYMENT
+                    && let Some(rules) = o["rules"].as_array_mut()
+                {
+                    rules.retain(|r| r["apiGroups"] != json!(["security.openshift.io"]));
+                }
+                o
+            })
+            .chain(scc::default_objects()),
+    );
+    assert_eq!(
+        admit(&template, &without_grant).expect_err("nonroot-v2 needs a grant"),
+        "unable to validate against any security context constraint: provider \"nonroot-v2\": \
+         Forbidden: not usable by user or serviceaccount"
+    );
 }

@@ -123,8 +123,13 @@ fn namespace_object(c: &Cluster, ns: &str) -> Option<Arc<Value>> {
 }
 
 /// Whether `user` may use `scc` in `namespace`: listed in its users or groups, or granted
-/// `use` by RBAC.
-fn may_use(c: &Cluster, user: &UserInfo, namespace: &str, scc: &Scc) -> bool {
+/// `use` by the RBAC objects of `policy` (the store, or manifests through `StaticPolicy`).
+pub fn may_use(
+    policy: &dyn rbac::PolicySource,
+    user: &UserInfo,
+    namespace: &str,
+    scc: &Scc,
+) -> bool {
     if scc.users.contains(&user.name) || user.groups.iter().any(|g| scc.groups.contains(g)) {
         return true;
     }
@@ -136,7 +141,7 @@ fn may_use(c: &Cluster, user: &UserInfo, namespace: &str, scc: &Scc) -> bool {
         namespace,
         &scc.name,
     );
-    rbac::authorize(c, &attrs).allowed()
+    rbac::authorize(policy, &attrs).allowed()
 }
 
 /// Admits `pod` (a Pod object with its namespace set) created by `creator`.

@@ -67,6 +67,11 @@ pub struct Settings {
     /// the ClusterCSIDriver `manila.csi.openstack.org`. CSO does this on every OpenStack
     /// cluster; whether Manila exists is `openstack.share_types`.
     pub manila_cluster_csi_driver: bool,
+    /// Admit pods as OpenShift does (kube-sim's OpenShift admission mode): the default SCCs,
+    /// namespace UID ranges and SCC admission, beside Pod Security Admission. Overrides
+    /// `kube.admission.openshift` when true. On for the Cluster Storage Operator's cluster,
+    /// where every pod we ship must pass it.
+    pub openshift_admission: bool,
 }
 
 impl Default for Settings {
@@ -83,6 +88,7 @@ impl Default for Settings {
             proxy: BTreeMap::new(),
             cinder_cluster_csi_driver: true,
             manila_cluster_csi_driver: false,
+            openshift_admission: false,
         }
     }
 }
@@ -94,6 +100,7 @@ impl Settings {
         Self {
             cinder_cluster_csi_driver: false,
             manila_cluster_csi_driver: false,
+            openshift_admission: true,
             ..Self::default()
         }
     }
@@ -148,7 +155,11 @@ impl Testbed {
         let any = "127.0.0.1:0"
             .parse()
             .map_err(|_| TestbedError::Kubeconfig("bad loopback address".into()))?;
-        let kube = KubeSim::start(settings.kube.clone(), settings.kube_listen)
+        let mut kube_config = settings.kube.clone();
+        if settings.openshift_admission {
+            kube_config.admission.openshift = true;
+        }
+        let kube = KubeSim::start(kube_config, settings.kube_listen)
             .await
             .map_err(|source| TestbedError::Start {
                 what: "kube-sim",

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use kube_sim::{LocalProgram, ProcessConfig, ProcessInfo, RbacConfig};
 use serde_json::{Value, json};
 use testbed::cvo::Manifest;
@@ -106,6 +107,18 @@ pub fn processes_for(manifests: &[Manifest]) -> ProcessConfig {
         .fold(ProcessConfig::default(), |c, image| {
             c.with_image(image, csi_operator(&[]))
         })
+}
+
+/// Every object of the kind `ar` names in the cluster, as JSON.
+async fn list_json(bed: &Testbed, ar: &kube::core::ApiResource) -> Result<Vec<Value>, String> {
+    let list = kube::api::Api::<kube::api::DynamicObject>::all_with(bed.client.clone(), ar)
+        .list(&Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    list.items
+        .iter()
+        .map(|o| serde_json::to_value(o).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// A running chain; stops the CCO stand-in on drop (kube-sim kills the pods when the testbed
@@ -243,6 +256,60 @@ impl Chain {
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
         }
+    }
+
+    /// Waits until every Deployment and DaemonSet in the cluster has all its pods created:
+    /// admission (SCCs and Pod Security, as OpenShift runs them) refused none, so no Deployment
+    /// has `ReplicaFailure` and each has its replicas, and each DaemonSet has as many pods
+    /// scheduled as it wants. Returns how many workloads were checked.
+    pub async fn wait_pods_admitted(&self) -> usize {
+        self.wait("every workload's pods to be admitted", || async {
+            let mut problems = Vec::new();
+            let deployments = list_json(
+                &self.bed,
+                &kube::core::ApiResource::erase::<Deployment>(&()),
+            )
+            .await?;
+            let daemonsets =
+                list_json(&self.bed, &kube::core::ApiResource::erase::<DaemonSet>(&())).await?;
+            for d in &deployments {
+                let name = format!(
+                    "Deployment {}/{}",
+                    d["metadata"]["namespace"], d["metadata"]["name"]
+                );
+                let conditions = d["status"]["conditions"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                if let Some(f) = conditions.iter().find(|c| c["type"] == "ReplicaFailure") {
+                    problems.push(format!("{name}: {}", f["message"]));
+                } else if d["status"]["replicas"] != d["spec"]["replicas"] {
+                    problems.push(format!(
+                        "{name}: {} of {} replicas",
+                        d["status"]["replicas"], d["spec"]["replicas"]
+                    ));
+                }
+            }
+            for d in &daemonsets {
+                let name = format!(
+                    "DaemonSet {}/{}",
+                    d["metadata"]["namespace"], d["metadata"]["name"]
+                );
+                let (want, have) = (
+                    &d["status"]["desiredNumberScheduled"],
+                    &d["status"]["currentNumberScheduled"],
+                );
+                if want != have || want.is_null() {
+                    problems.push(format!("{name}: {have} of {want} pods"));
+                }
+            }
+            if problems.is_empty() {
+                Ok(deployments.len() + daemonsets.len())
+            } else {
+                Err(problems.join("\n"))
+            }
+        })
+        .await
     }
 
     /// `ClusterOperator/storage` conditions.
