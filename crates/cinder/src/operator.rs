@@ -45,6 +45,15 @@ use crate::{
 };
 
 /// Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
+/// Condition types OpenShift's Go Cinder operators wrote and this one does not: the legacy
+/// standalone operator's static-resources controller, and the conditional one whose stale
+/// condition Go's `StaleConditionRemovalController` meant to remove but never matched (anchors
+/// §4.1, §8). Removed on every reconcile, so after a takeover none of them stays on the CR as
+/// the Go operator left it (a Degraded=True there would never clear).
+const RETIRED_CONDITIONS: &[&str] = &[
+    "OpenStackCinderDriverStaticResourcesControllerDegraded",
+    "OpenStackCinderDriverConditionalStaticResourcesControllerDegraded",
+];
 const CONTROLLER_PREFIX: &str = "OpenStackCinderDriverControllerServiceController";
 const NODE_PREFIX: &str = "OpenStackCinderDriverNodeServiceController";
 const CP_STATIC_PREFIX: &str = "OpenStackCinderDriverControlPlaneStaticResourcesController";
@@ -225,6 +234,9 @@ impl Operator {
         self.operator_log_level
             .sync(&self.log, &steps::operator_log_level_of(&cr));
         let mut board = StatusBoard::new();
+        for retired in RETIRED_CONDITIONS {
+            board.remove_condition(retired);
+        }
         match steps::management_state(&mut board, &cr.spec.operator.management_state(), OPERAND) {
             steps::Management::Reconcile => {}
             // Unmanaged hands the driver to the administrator: no writes at all.

@@ -316,6 +316,27 @@ async fn the_upgrade_from_the_go_operators_converges() {
         )
         .await;
 
+    // Condition types only the Go operators wrote are gone (the fixtures leave two of them
+    // Degraded=True, which the wait above would otherwise never see settle).
+    for (cr, retired) in [
+        (
+            CR,
+            &[
+                "OpenStackCinderDriverStaticResourcesControllerDegraded",
+                "OpenStackCinderDriverConditionalStaticResourcesControllerDegraded",
+            ][..],
+        ),
+        (
+            MANILA_CR,
+            &["ManilaDriverConditionalStaticResourcesControllerDegraded"][..],
+        ),
+    ] {
+        let conditions = chain.cr_conditions(cr).await;
+        for t in retired {
+            assert!(!conditions.contains_key(*t), "{cr}: {t} stayed");
+        }
+    }
+
     // Retired objects are gone; the CSO's rights are ours, not cluster-admin.
     let crb = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone());
     assert!(

@@ -56,6 +56,17 @@ pub const DISABLED_REASON: &str = "PreConditionNotSatisfied";
 const STARTER_PREFIX: &str = "StarterController";
 /// Whether Manila answered the last check after the driver was installed.
 pub const SERVICE_REACHABLE: &str = "ManilaServiceReachable";
+/// Condition types OpenShift's Go Manila operators wrote and this one does not: the
+/// conditional static-resources controller's, the static-resources controller's, and the
+/// legacy standalone operator's Disabled and Degraded (anchors §5.1). Removed on every
+/// reconcile, so after a takeover none of them stays on the CR as the Go operator left it
+/// (a Degraded=True there would never clear, a Disabled=True would hide the driver).
+const RETIRED_CONDITIONS: &[&str] = &[
+    "ManilaDriverConditionalStaticResourcesControllerDegraded",
+    "ManilaDriverStaticResourcesControllerDegraded",
+    "ManilaControllerDisabled",
+    "ManilaControllerDegraded",
+];
 const CONTROLLER_PREFIX: &str = "OpenStackManilaDriverControllerServiceController";
 const NODE_PREFIX: &str = "OpenStackManilaDriverNodeServiceController";
 const NFS_PREFIX: &str = "NFSDriverNodeServiceController";
@@ -266,6 +277,9 @@ impl Operator {
         self.operator_log_level
             .sync(&self.log, &steps::operator_log_level_of(&cr));
         let mut board = StatusBoard::new();
+        for retired in RETIRED_CONDITIONS {
+            board.remove_condition(retired);
+        }
         match steps::management_state(&mut board, &cr.spec.operator.management_state(), OPERAND) {
             steps::Management::Reconcile => {}
             // Unmanaged hands the driver to the administrator: no writes at all.
