@@ -161,6 +161,7 @@ async fn the_upgrade_from_the_go_operators_converges() {
     .await;
     let client = chain.bed.client.clone();
     seed_go_cluster(&client).await;
+    let templates_before = operand_templates(&client).await;
     chain.bed.kube.clear_requests();
 
     // The cluster version operator applies our release. Nothing may be refused.
@@ -400,6 +401,77 @@ async fn the_upgrade_from_the_go_operators_converges() {
         ));
     }
     eprintln!("=== Go objects rewritten during the upgrade ===\n{table}");
+
+    // What rolls: a workload rolls when its pod template changes.
+    let templates_after = operand_templates(&client).await;
+    let mut rolled = BTreeMap::new();
+    for (workload, before) in &templates_before {
+        let after = templates_after
+            .get(workload)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut paths = Vec::new();
+        diff_paths("", before, &after, &mut paths);
+        if !paths.is_empty() {
+            rolled.insert(workload.clone(), paths);
+        }
+    }
+    eprintln!("=== Driver workloads whose pod template changed (they roll) ===\n{rolled:#?}");
+}
+
+/// The pod templates of the driver Deployments and DaemonSets, by `kind ns/name`.
+async fn operand_templates(client: &kube::Client) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for ns in [NS, MANILA_NS] {
+        let deployments =
+            Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), ns)
+                .list(&Default::default())
+                .await
+                .expect("list");
+        for d in deployments.items {
+            let name = d.metadata.name.clone().unwrap_or_default();
+            if name.ends_with("-operator") {
+                continue; // the operators themselves roll: that is the takeover
+            }
+            let t = serde_json::to_value(d.spec.map(|s| s.template)).expect("json");
+            out.insert(format!("Deployment {ns}/{name}"), t);
+        }
+        let daemonsets =
+            Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(client.clone(), ns)
+                .list(&Default::default())
+                .await
+                .expect("list");
+        for d in daemonsets.items {
+            let name = d.metadata.name.clone().unwrap_or_default();
+            let t = serde_json::to_value(d.spec.map(|s| s.template)).expect("json");
+            out.insert(format!("DaemonSet {ns}/{name}"), t);
+        }
+    }
+    out
+}
+
+/// The JSON paths where `a` and `b` differ.
+fn diff_paths(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                diff_paths(
+                    &format!("{at}.{k}"),
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                diff_paths(&format!("{at}[{i}]"), p, q, out);
+            }
+        }
+        _ if a != b => out.push(at.to_string()),
+        _ => {}
+    }
 }
 
 /// A request log user, shortened to the service account's name.
