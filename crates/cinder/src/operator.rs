@@ -365,6 +365,16 @@ impl Operator {
         failed: &mut bool,
     ) -> (Option<ConfigMap>, Option<Duration>) {
         let ns = self.opts.namespace.clone();
+        let credentials = self.cache.secret(&ns, CREDENTIALS_SECRET);
+        let clouds_yaml = credentials
+            .as_ref()
+            .and_then(|s| s.data.as_ref())
+            .and_then(|d| d.get("clouds.yaml"))
+            .map(|b| b.0.as_slice());
+        board.set_condition(conditions::insecure_connection(
+            &[(&format!("{ns}/{CREDENTIALS_SECRET}"), clouds_yaml)],
+            |b| openstack::insecure_settings_in(b, openstack::DEFAULT_CLOUD),
+        ));
         match self.cloud_conf(&ns).await {
             Ok((cm, requeue, stale)) => {
                 let result = match build::cloud_conf_desired(&cm) {

@@ -685,6 +685,55 @@ async fn wrong_password_is_a_readable_degraded_condition() {
     .await;
 }
 
+/// `verify: false` works (test clouds use it) but exposes the credentials: the operator says so
+/// in a condition that does not degrade the cluster, and clears it when the Secret is fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_false_is_reported_in_a_condition_and_the_driver_still_installs() {
+    let bed = bed_with(Settings {
+        openstack: openstack_sim::SimConfig {
+            tls: true,
+            ..openstack_sim::SimConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let secure = bed.clouds_yaml();
+    let insecure = secure.replacen(
+        "  \"openstack\":\n",
+        "  \"openstack\":\n    verify: false\n",
+        1,
+    );
+    assert_ne!(secure, insecure, "{secure}");
+    bed.put_credentials(&insecure, bed.openstack.ca_pem())
+        .await
+        .expect("credentials");
+    let mut op = OperatorProcess::start(&bed);
+    wait_available(&bed).await;
+    let (reason, message) = wait_condition(&bed, "InsecureOpenStackConnection", "True").await;
+    assert_eq!(reason, "InsecureCloudConfig");
+    assert!(
+        message.contains("verify: false")
+            && message.contains("openshift-cluster-csi-drivers/openstack-cloud-credentials"),
+        "{message}"
+    );
+    assert!(
+        !message.contains(openstack_sim::DEFAULT_PASSWORD),
+        "{message}"
+    );
+    let conditions = bed.conditions(CR).await;
+    for (t, (status, ..)) in &conditions {
+        if t.ends_with("Degraded") {
+            assert_eq!(status, "False", "{t}");
+        }
+    }
+
+    bed.put_credentials(&secure, bed.openstack.ca_pem())
+        .await
+        .expect("fixed");
+    wait_condition(&bed, "InsecureOpenStackConnection", "False").await;
+    assert!(op.is_running());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rotation_to_a_wrong_password_is_reported_and_recovers() {
     let bed = bed().await;

@@ -414,6 +414,19 @@ async fn with_manila_every_object_is_deployed_with_a_class_per_share_type_and_av
             "{t} is reported and False: {conditions:#?}"
         );
     }
+    // The testbed's Keystone is plain HTTP: both clouds.yaml Secrets are named for it, and
+    // the cluster is not degraded by it.
+    let (status, reason, message) = &conditions["InsecureOpenStackConnection"];
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "InsecureCloudConfig")
+    );
+    assert!(
+        message.contains("plain HTTP")
+            && message.contains("openshift-cluster-csi-drivers/openstack-cloud-credentials")
+            && message.contains("openshift-manila-csi-driver/manila-cloud-credentials"),
+        "{message}"
+    );
 
     // Every object of anchors §5.2 (the VolumeSnapshotClass may follow its step a little later).
     eventually("every object of anchors §5.2", || async {

@@ -291,6 +291,7 @@ impl Operator {
             steps::Management::StatusOnly => return self.flush(&board, &cr_obj, false, None).await,
         }
         board.set_condition(log_level_condition(&cr));
+        board.set_condition(self.insecure_connection());
 
         self.detect().await;
         let requeue = Some(self.detection.next_check_in(Instant::now()));
@@ -520,6 +521,29 @@ impl Operator {
             .await
             .map_err(|e| Failure::from_openstack(&e))?;
         Ok(types.into_iter().map(|t| t.name).collect())
+    }
+
+    /// `InsecureOpenStackConnection` over both clouds.yaml files this operator deals with: its
+    /// own (for the share-type listing) and the driver's.
+    fn insecure_connection(&self) -> OperatorCondition {
+        let operator = self
+            .cache
+            .secret(&self.opts.operator_namespace, OPERATOR_CREDENTIALS_SECRET);
+        let driver = self
+            .cache
+            .secret(&self.opts.namespace, DRIVER_CREDENTIALS_SECRET);
+        let at_operator = format!(
+            "{}/{OPERATOR_CREDENTIALS_SECRET}",
+            self.opts.operator_namespace
+        );
+        let at_driver = format!("{}/{DRIVER_CREDENTIALS_SECRET}", self.opts.namespace);
+        conditions::insecure_connection(
+            &[
+                (&at_operator, clouds_yaml_of(operator.as_ref())),
+                (&at_driver, clouds_yaml_of(driver.as_ref())),
+            ],
+            |b| openstack::insecure_settings_in(b, openstack::DEFAULT_CLOUD),
+        )
     }
 
     fn base_facts(&self, cr: &ClusterCSIDriver) -> Facts {
@@ -895,6 +919,11 @@ pub fn log_level_condition(cr: &ClusterCSIDriver) -> OperatorCondition {
             problems.join("; "),
         )
     }
+}
+
+/// The `clouds.yaml` bytes of a credentials Secret.
+fn clouds_yaml_of(secret: Option<&Secret>) -> Option<&[u8]> {
+    Some(&secret?.data.as_ref()?.get("clouds.yaml")?.0)
 }
 
 /// A digest of the credentials and CA: when it changes, Manila is checked again at once.

@@ -118,6 +118,32 @@ impl CloudConfig {
         file.cloud(cloud_name)
     }
 
+    /// What in this configuration weakens transport security, one sentence each (for a
+    /// condition an administrator reads): `verify: false`, and an `http://` auth URL, over
+    /// which the password or application credential itself travels in clear text. Both are
+    /// accepted (test clouds use them), but they must not go unnoticed.
+    pub fn insecure_settings(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        if !self.verify {
+            found.push(format!(
+                "cloud {:?} in clouds.yaml sets verify: false, so the OpenStack endpoints' certificates are not checked and anyone on the path can read the credentials; remove it and put the cloud's CA in the Secret's cacert key",
+                self.cloud_name
+            ));
+        }
+        if self
+            .auth_url
+            .get(..7)
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"))
+        {
+            found.push(format!(
+                "cloud {:?} in clouds.yaml has the auth_url {}, plain HTTP: the password or application credential crosses the network unencrypted; use an https:// Keystone endpoint",
+                self.cloud_name,
+                crate::client::display_url(&self.auth_url)
+            ));
+        }
+        found
+    }
+
     /// The secrets this config carries, so messages coming back from a server can be scrubbed.
     pub(crate) fn secrets(&self) -> Vec<&str> {
         match &self.auth {
@@ -125,6 +151,17 @@ impl CloudConfig {
             AuthMethod::ApplicationCredential { secret, .. } => vec![secret.expose()],
         }
     }
+}
+
+/// [`CloudConfig::insecure_settings`] of the cloud `cloud_name` in a clouds.yaml as stored in a
+/// Secret. A file that does not parse has no findings here: its errors are reported by
+/// whatever uses it.
+pub fn insecure_settings_in(clouds_yaml: &[u8], cloud_name: &str) -> Vec<String> {
+    std::str::from_utf8(clouds_yaml)
+        .ok()
+        .and_then(|text| CloudConfig::from_clouds_yaml(text, cloud_name).ok())
+        .map(|c| c.insecure_settings())
+        .unwrap_or_default()
 }
 
 /// A parsed clouds.yaml with every cloud still unvalidated.
@@ -270,7 +307,8 @@ impl RawCloud {
             .ok_or_else(|| bad("auth.auth_url is missing; set it to the Keystone URL".into()))?;
         if !(auth_url.starts_with("http://") || auth_url.starts_with("https://")) {
             return Err(bad(format!(
-                "auth.auth_url \"{auth_url}\" must start with http:// or https://"
+                "auth.auth_url \"{}\" must start with http:// or https://",
+                crate::client::display_url(&auth_url)
             )));
         }
 

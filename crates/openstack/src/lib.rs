@@ -21,7 +21,7 @@ mod yaml;
 pub use client::{Client, ClientOptions, Fingerprint, MANILA_MICROVERSION, ProxySetting, Session};
 pub use clouds::{
     AppCredentialRef, AuthMethod, CloudConfig, CloudsFile, DEFAULT_CLOUD, DomainRef, Interface,
-    ProjectRef, UserRef,
+    ProjectRef, UserRef, insecure_settings_in,
 };
 pub use error::{Error, ErrorKind, Failure, Step};
 pub use keystone::{CatalogEndpoint, CatalogService, Service, select_endpoint, tokens_url};

@@ -221,6 +221,41 @@ clouds:
 }
 
 #[test]
+fn insecure_settings_are_named_and_secure_ones_are_not() {
+    assert!(
+        parse(PASSWORD)
+            .expect("valid")
+            .insecure_settings()
+            .is_empty()
+    );
+    let yaml = r#"
+clouds:
+  openstack:
+    auth: {auth_url: "http://admin:hunter2@keystone.example.com:5000/v3", user_id: u, password: p, project_id: x}
+    verify: false
+"#;
+    let found = CloudConfig::from_clouds_yaml(yaml, "openstack")
+        .expect("valid")
+        .insecure_settings();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].contains("verify: false") && found[0].contains("cacert"),
+        "{}",
+        found[0]
+    );
+    assert!(
+        found[1].contains("plain HTTP") && found[1].contains("https://"),
+        "{}",
+        found[1]
+    );
+    assert!(
+        !found[1].contains("hunter2"),
+        "user-info never shown: {}",
+        found[1]
+    );
+}
+
+#[test]
 fn not_yaml() {
     let e = err("clouds: [unclosed\n  password: hunter2-secret");
     assert!(

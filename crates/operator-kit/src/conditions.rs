@@ -86,6 +86,50 @@ pub fn degraded(prefix: &str, error: Option<&str>) -> OperatorCondition {
     }
 }
 
+/// The findings condition of the OpenStack driver operators: clouds.yaml settings that expose
+/// the credentials (`verify: false`, a plain-HTTP auth URL).
+pub const INSECURE_OPENSTACK_CONNECTION: &str = "InsecureOpenStackConnection";
+/// Its reason when there are findings.
+pub const INSECURE_CLOUD_CONFIG: &str = "InsecureCloudConfig";
+
+/// The findings of [`INSECURE_OPENSTACK_CONNECTION`] for clouds.yaml files, each found under
+/// `(where, bytes)` (e.g. a Secret's name and its `clouds.yaml` value); `check` is the
+/// finder (the `openstack` crate's `insecure_settings_in` for the default cloud).
+pub fn insecure_connection(
+    sources: &[(&str, Option<&[u8]>)],
+    check: impl Fn(&[u8]) -> Vec<String>,
+) -> OperatorCondition {
+    let found: Vec<String> = sources
+        .iter()
+        .filter_map(|(at, bytes)| bytes.map(|b| (at, check(b))))
+        .flat_map(|(at, list)| list.into_iter().map(move |f| format!("Secret {at}: {f}")))
+        .collect();
+    findings(INSECURE_OPENSTACK_CONNECTION, INSECURE_CLOUD_CONFIG, &found)
+}
+
+/// A condition that reports settings the administrator chose but should know are risky:
+/// `True / <reason> / <findings joined>` when there are findings, else `False / AsExpected`.
+/// Its type must not end in Degraded, Available, Progressing or Upgradeable: a risky but
+/// working setting is not a reason to degrade the ClusterOperator.
+pub fn findings(type_: &str, reason: &str, findings: &[String]) -> OperatorCondition {
+    debug_assert!(
+        ![
+            types::DEGRADED,
+            types::AVAILABLE,
+            types::PROGRESSING,
+            types::UPGRADEABLE
+        ]
+        .iter()
+        .any(|s| type_.ends_with(s)),
+        "{type_} would be aggregated"
+    );
+    if findings.is_empty() {
+        OperatorCondition::new(type_, FALSE, reasons::AS_EXPECTED, "")
+    } else {
+        OperatorCondition::new(type_, TRUE, reason, findings.join("; "))
+    }
+}
+
 /// One operator condition (`operator.openshift.io/v1` `OperatorCondition`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -349,6 +393,30 @@ mod time_serde {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Timestamp>, D::Error> {
         Ok(Option::<Time>::deserialize(d)?.map(|t| t.0))
+    }
+}
+
+#[cfg(test)]
+mod findings_tests {
+    use super::*;
+
+    #[test]
+    fn findings_name_their_source_and_none_is_false() {
+        let check = |b: &[u8]| {
+            if b == b"bad" {
+                vec!["verify: false".to_string()]
+            } else {
+                Vec::new()
+            }
+        };
+        let c = insecure_connection(&[("ns/a", Some(b"bad")), ("ns/b", None)], check);
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+            (INSECURE_OPENSTACK_CONNECTION, TRUE, INSECURE_CLOUD_CONFIG)
+        );
+        assert_eq!(c.message, "Secret ns/a: verify: false");
+        let c = insecure_connection(&[("ns/a", Some(b"fine")), ("ns/b", None)], check);
+        assert_eq!((c.status.as_str(), c.message.as_str()), (FALSE, ""));
     }
 }
 
