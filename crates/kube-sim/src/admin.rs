@@ -13,6 +13,11 @@
 //! | `GET /__sim/processes` | the pods running as local processes (`ProcessInfo` as JSON) |
 //!
 //! Admin requests are not recorded in the request log and are not subject to faults.
+//!
+//! Who may use them: anyone on loopback (user-name-tokens mode); in issued-tokens mode (kube-sim
+//! beyond loopback) only a superuser's issued token (a member of `system:masters`), so nobody
+//! who can merely reach the port can read the request log, break requests or restart the
+//! server. An unknown token is 401, anyone else 403 (`authentication.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;

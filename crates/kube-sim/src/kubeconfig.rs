@@ -1,12 +1,20 @@
 //! Kubeconfig files that kube-rs and kubectl accept, pointing at a running kube-sim.
 //!
-//! The bearer token is the user name: kube-sim authenticates nobody, but records who asked, so
-//! tests can tell an operator's requests from the test's own.
+//! On loopback the bearer token is the user name: kube-sim records who asked, so tests can tell
+//! an operator's requests from the test's own. Beyond loopback (issued-tokens mode, see
+//! `authentication.rs`) the token is one kube-sim issued to the user, and the kubeconfig is a
+//! credential.
 
 use base64::Engine;
 
-/// A kubeconfig with one cluster, user and context, all named `kube-sim`.
+/// A kubeconfig with one cluster, user and context, all named `kube-sim`, whose bearer token
+/// is the user name (user-name-tokens mode).
 pub fn render(server: &str, user: &str, ca_pem: Option<&str>) -> String {
+    render_with_token(server, user, user, ca_pem)
+}
+
+/// A kubeconfig like [`render`]'s for `user`, authenticating with `token`.
+pub fn render_with_token(server: &str, user: &str, token: &str, ca_pem: Option<&str>) -> String {
     let cluster_tls = match ca_pem {
         Some(pem) => format!(
             "    certificate-authority-data: {}\n",
@@ -24,7 +32,7 @@ clusters:
 {cluster_tls}users:
 - name: {user}
   user:
-    token: {user}
+    token: {token}
 contexts:
 - name: kube-sim
   context:
@@ -34,7 +42,14 @@ contexts:
 current-context: kube-sim
 preferences: {{}}
 ",
-        user = quote_if_needed(user)
+        user = quote_if_needed(user),
+        // An issued token is always quoted: base64url could read as a YAML number or start
+        // with `-`.
+        token = if token == user {
+            quote_if_needed(token)
+        } else {
+            format!("{token:?}")
+        },
     )
 }
 
@@ -68,5 +83,9 @@ mod tests {
         assert_eq!(v["users"][0]["user"]["token"], "system:admin");
         assert!(v["clusters"][0]["cluster"]["certificate-authority-data"].is_string());
         assert_eq!(v["current-context"], "kube-sim");
+        let k = render_with_token("http://127.0.0.1:1234", "system:admin", "a-_Z9", None);
+        let v: serde_json::Value = crate::yaml::from_str(&k).expect("valid yaml");
+        assert_eq!(v["users"][0]["name"], "system:admin");
+        assert_eq!(v["users"][0]["user"]["token"], "a-_Z9");
     }
 }

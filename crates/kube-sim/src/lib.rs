@@ -13,6 +13,7 @@
 mod admin;
 pub mod admission;
 pub mod api;
+pub mod authentication;
 pub mod builtin_lists;
 mod builtin_types;
 mod controllers;
@@ -51,6 +52,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 pub use api::Cluster;
+pub use authentication::Authentication;
 pub use observe::{Fault, RequestMatch, RequestRecord};
 pub use pod_admission::AdmissionConfig;
 pub use processes::{LocalProgram, ProcessConfig, ProcessInfo, ProcessState};
@@ -80,6 +82,9 @@ pub struct SimConfig {
     /// Pod admission (see `pod_admission.rs`): Pod Security Admission by default; OpenShift's
     /// SCC admission, SCC kind and namespace UID ranges with [`AdmissionConfig::openshift`].
     pub admission: AdmissionConfig,
+    /// How bearer tokens are read (see `authentication.rs`); `None`, the default, chooses by
+    /// the listen address: user-name tokens on loopback, issued tokens beyond it.
+    pub authentication: Option<Authentication>,
 }
 
 impl Default for SimConfig {
@@ -94,6 +99,7 @@ impl Default for SimConfig {
             rbac: None,
             processes: None,
             admission: AdmissionConfig::default(),
+            authentication: None,
         }
     }
 }
@@ -114,6 +120,7 @@ pub struct Shared {
     pub(crate) rbac: rbac::RbacState,
     pub(crate) processes: processes::Processes,
     pub(crate) admission: Mutex<AdmissionConfig>,
+    pub(crate) tokens: authentication::Tokens,
     address: OnceLock<String>,
 }
 
@@ -174,6 +181,11 @@ impl KubeSim {
             rbac: rbac::RbacState::new(config.rbac.clone()),
             processes: processes::Processes::new(config.processes.clone(), ca_pem.clone()),
             admission: Mutex::new(config.admission.clone()),
+            tokens: authentication::Tokens::new(
+                config
+                    .authentication
+                    .unwrap_or_else(|| Authentication::for_listen_address(listen.ip())),
+            ),
             config,
             address: OnceLock::new(),
         });
@@ -210,9 +222,21 @@ impl KubeSim {
         self.ca_pem.as_deref()
     }
 
-    /// A kubeconfig for `user` (the bearer token is the user name).
+    /// A kubeconfig for `user`: its bearer token is the user name, or with
+    /// [`Authentication::IssuedTokens`] the token issued to `user` (issued now if need be).
+    /// The text holds a credential then: never log it.
     pub fn kubeconfig(&self, user: &str) -> String {
-        kubeconfig::render(&self.url(), user, self.ca_pem.as_deref())
+        kubeconfig::render_with_token(&self.url(), user, &self.token(user), self.ca_pem.as_deref())
+    }
+
+    /// The bearer token that authenticates `user` (see [`KubeSim::kubeconfig`]).
+    pub fn token(&self, user: &str) -> String {
+        self.shared.tokens.token_for(user)
+    }
+
+    /// How this simulator authenticates bearer tokens.
+    pub fn authentication(&self) -> Authentication {
+        self.shared.tokens.mode()
     }
 
     /// Every request served so far.

@@ -13,7 +13,8 @@
 //!   store; a missing non-optional reference keeps the pod from starting
 //!   (`CreateContainerConfigError`) until the object appears. The environment is otherwise
 //!   clean (PATH, HOME, RUST_LOG, RUST_BACKTRACE pass through), and `KUBECONFIG` points at a
-//!   kubeconfig whose user is the pod's service account, so the request log says who asked.
+//!   kubeconfig whose user is the pod's service account (its token the user name, or the
+//!   token kube-sim issued to it in issued-tokens mode), so the request log says who asked.
 //! - A process that exits is restarted with exponential back-off (restartPolicy Always); a
 //!   template change, scale-down or deletion stops the pod with SIGTERM, then SIGKILL after the
 //!   grace period. Recreate waits for the old pods to be gone before starting new ones;
@@ -1066,9 +1067,12 @@ impl Plan {
         Ok(Start {
             args,
             env,
-            kubeconfig: crate::kubeconfig::render(
+            // With issued tokens, the service account's own token (issued once, shared by its
+            // pods), as a kubelet mounts a service-account token.
+            kubeconfig: crate::kubeconfig::render_with_token(
                 &shared.address(),
                 &user,
+                &shared.tokens.token_for(&user),
                 shared.processes.ca_pem.as_deref(),
             ),
             kubeconfig_path,
@@ -1332,8 +1336,17 @@ fn write_atomically(path: &Path, content: &str, unique: &str) -> std::io::Result
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension(format!("{unique}.tmp"));
-    std::fs::write(&tmp, content)?;
+    // Readable by the owner only: with issued tokens a kubeconfig is a credential.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    std::io::Write::write_all(&mut file, content.as_bytes())?;
+    drop(file);
     std::fs::rename(&tmp, path)
 }
 

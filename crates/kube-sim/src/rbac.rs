@@ -3,7 +3,9 @@
 //! kube-sim exactly where a real API server answers `403 Forbidden`.
 //!
 //! What is modelled (Kubernetes v1.33, the version kube-sim reports):
-//! - who: the bearer token is the user name. `system:serviceaccount:<ns>:<name>` has the groups
+//! - who: the user the bearer token authenticates (`authentication.rs`: the token is the user
+//!   name on loopback, a token kube-sim issued to the user beyond it), `system:anonymous`
+//!   without one. `system:serviceaccount:<ns>:<name>` has the groups
 //!   `system:serviceaccounts`, `system:serviceaccounts:<ns>` and `system:authenticated`;
 //!   `system:anonymous` has `system:unauthenticated`; every other name has
 //!   `system:authenticated`; the names in [`RbacConfig::superusers`] are in `system:masters`

@@ -4,11 +4,13 @@
 //! controllercmd and kube-rbac-proxy do for `/metrics`.
 //!
 //! They answer with kube-sim's own notions, the same ones every request is judged by:
-//! - a token is the user name (see `rbac`'s module documentation), so a TokenReview of a
-//!   non-empty token made of visible characters authenticates that user with the groups kube-sim
-//!   gives it; a token naming a ServiceAccount that does not exist is not authenticated (a real
-//!   token of a deleted ServiceAccount no longer is; kube-sim's own request authentication does
-//!   not check that, a known difference), nor is `system:anonymous`.
+//! - a token authenticates whom it authenticates on a request (see `authentication.rs`): with
+//!   user-name tokens a non-empty token made of visible characters is that user, with issued
+//!   tokens only a token kube-sim issued is anyone (its user); either way with the groups
+//!   kube-sim gives the user. A token of a ServiceAccount that does not exist is not
+//!   authenticated (a real token of a deleted ServiceAccount no longer is; kube-sim's own
+//!   request authentication does not check that, a known difference), nor is
+//!   `system:anonymous`.
 //! - a SubjectAccessReview runs the RBAC authorizer on the attributes in its spec, with the
 //!   groups as given (not re-resolved), as the API server does; with RBAC switched off every
 //!   review is allowed (the AlwaysAllow authorizer).
@@ -80,10 +82,13 @@ fn authenticate(shared: &Shared, token: &str) -> Result<UserInfo, &'static str> 
     if token.is_empty() || token.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err("invalid bearer token");
     }
-    if token == rbac::ANONYMOUS_USER {
+    let Some(user) = shared.tokens.user_of(token) else {
+        return Err("invalid bearer token");
+    };
+    if user == rbac::ANONYMOUS_USER {
         return Err("invalid bearer token");
     }
-    if let Some((ns, name)) = rbac::service_account_of(token) {
+    if let Some((ns, name)) = rbac::service_account_of(&user) {
         let cluster = shared.lock();
         let exists = cluster
             .store
@@ -98,7 +103,7 @@ fn authenticate(shared: &Shared, token: &str) -> Result<UserInfo, &'static str> 
         }
     }
     let config = rbac_config(shared).unwrap_or_default();
-    Ok(UserInfo::resolve(token, &config))
+    Ok(UserInfo::resolve(&user, &config))
 }
 
 fn token_review(shared: &Shared, body: &Value) -> Value {

@@ -221,15 +221,12 @@ fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body
     resp
 }
 
-/// The authenticated user: the bearer token is the user name in kube-sim's kubeconfigs.
-fn identity(headers: &HeaderMap) -> String {
-    headers
+/// The authenticated user (see `authentication.rs`), or the 401 for an unknown bearer token.
+fn identity(shared: &Shared, headers: &HeaderMap) -> Result<String, ApiError> {
+    let authorization = headers
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| "system:anonymous".into())
+        .and_then(|v| v.to_str().ok());
+    crate::authentication::authenticate(shared, authorization)
 }
 
 fn verb_of(method: &Method, p: &ResourcePath, q: &HashMap<String, String>) -> &'static str {
@@ -257,13 +254,15 @@ pub async fn handle(
     let query = parts.uri.query().unwrap_or_default().to_string();
     let q = query_map(&query);
     let route = route(&path);
+    let authenticated = identity(&shared, &parts.headers);
     let mut record = RequestRecord {
         at_ms: shared.started.elapsed().as_millis() as u64,
         verb: "other".into(),
         method: parts.method.to_string(),
         path: path.clone(),
         query: query.clone(),
-        user: identity(&parts.headers),
+        // An unauthenticated request is recorded without a user, as an audit log does.
+        user: authenticated.clone().unwrap_or_default(),
         user_agent: parts
             .headers
             .get(header::USER_AGENT)
@@ -292,6 +291,23 @@ pub async fn handle(
         _ => record.verb = "discovery".into(),
     }
     let is_admin = matches!(route, Route::Admin(_));
+    if let Err(e) = authenticated {
+        if !is_admin {
+            record.code = e.code;
+            shared.log.push(record);
+        }
+        return Ok(error_response(&e));
+    }
+    if is_admin
+        && let Err(e) = crate::authentication::authorize_admin(
+            &shared,
+            &record.user,
+            parts.method.as_str(),
+            &path,
+        )
+    {
+        return Ok(error_response(&e));
+    }
     if !is_admin {
         let verdict = shared.faults.check(&record);
         if !verdict.latency.is_zero() {
