@@ -110,12 +110,21 @@ pub async fn provision_once(client: &Client) -> Result<usize, kube::Error> {
             }
             written += 1;
         }
-        if cr.data.pointer("/status/provisioned") != Some(&json!(true)) {
+        // `lastSyncGeneration` is required by the CRD's status schema (the CCO records the
+        // generation it provisioned); without it the status write is refused and every
+        // CredentialsRequest listed after this one would never get its Secret.
+        let generation = cr.metadata.generation.unwrap_or_default();
+        if cr.data.pointer("/status/provisioned") != Some(&json!(true))
+            || cr.data.pointer("/status/lastSyncGeneration") != Some(&json!(generation))
+        {
             requests
                 .patch_status(
                     &name,
                     &PatchParams::default(),
-                    &Patch::Merge(json!({"status": {"provisioned": true}})),
+                    &Patch::Merge(json!({"status": {
+                        "provisioned": true,
+                        "lastSyncGeneration": generation,
+                    }})),
                 )
                 .await?;
         }
