@@ -11,6 +11,13 @@
 //! version; both ClusterCSIDrivers healthy with no abnormal condition left from the Go
 //! operators; the retired objects gone. The test prints which Go objects our operators
 //! rewrote, from kube-sim's request log.
+//!
+//! What rolls: the fixtures' driver workloads are exactly what the Go operators write on this
+//! cluster, so the takeover must leave the Cinder controller and node pod templates unchanged
+//! (no rollout) and change Manila's only at the paths a docs/compatibility.md entry explains
+//! ([`deliberate_template_differences`]), once each (kube-sim's watch history shows every
+//! template written, so a change written and then undone fails too). The object metadata our
+//! operators rewrite (spec-hash, stable-generation, new dep- hashes) is printed for the docs.
 
 mod common;
 
@@ -78,7 +85,10 @@ async fn api_of(client: &kube::Client, obj: &Value) -> Api<DynamicObject> {
 async fn seed_go_cluster(client: &kube::Client) {
     for (file, docs) in fixtures() {
         let status_only = file.starts_with("05-");
-        for obj in docs {
+        for mut obj in docs {
+            if matches!(obj["kind"].as_str(), Some("Deployment" | "DaemonSet")) {
+                go_dependency_hashes(client, &file, &mut obj).await;
+            }
             let api = api_of(client, &obj).await;
             let name = obj["metadata"]["name"].as_str().unwrap_or_default();
             if status_only {
@@ -106,6 +116,59 @@ async fn seed_go_cluster(client: &kube::Client) {
                     .unwrap_or_else(|e| panic!("{file}: namespace {name}: {e}"));
                 }
                 Err(e) => panic!("{file}: {} {name}: {e}", obj["kind"]),
+            }
+        }
+    }
+}
+
+/// The `operator.openshift.io/dep-…` hashes library-go's hooks write, checked or filled in
+/// against the objects seeded before the workload (Go hashes what is on the cluster, and so do
+/// we). A fixture value written literally must equal `operator_kit::hash` of that object's
+/// data (the fixture is stale otherwise); a value `<…>` is filled in, for objects whose data
+/// the test run decides (clouds.yaml names openstack-sim's port). Every key must name an
+/// existing ConfigMap or Secret of the workload's namespace: Go writes no key for a missing
+/// object.
+async fn go_dependency_hashes(client: &kube::Client, file: &str, obj: &mut Value) {
+    use operator_kit::hash::{self, DependencyKind};
+    let ns = obj["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let mut live = BTreeMap::new();
+    let cms = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), &ns);
+    for cm in cms.list(&Default::default()).await.expect("list").items {
+        let name = cm.metadata.name.clone().unwrap_or_default();
+        let key = hash::dependency_annotation_key(DependencyKind::ConfigMap, &ns, &name);
+        live.insert(
+            key,
+            (format!("ConfigMap {ns}/{name}"), hash::configmap_hash(&cm)),
+        );
+    }
+    let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns);
+    for s in secrets.list(&Default::default()).await.expect("list").items {
+        let name = s.metadata.name.clone().unwrap_or_default();
+        let key = hash::dependency_annotation_key(DependencyKind::Secret, &ns, &name);
+        live.insert(key, (format!("Secret {ns}/{name}"), hash::secret_hash(&s)));
+    }
+    let what = format!("{file}: {} {ns}/{}", obj["kind"], obj["metadata"]["name"]);
+    for pointer in [
+        "/metadata/annotations",
+        "/spec/template/metadata/annotations",
+    ] {
+        let Some(Value::Object(annotations)) = obj.pointer_mut(pointer) else {
+            continue;
+        };
+        for (key, value) in annotations.iter_mut() {
+            if !key.starts_with(hash::DEP_ANNOTATION_PREFIX) {
+                continue;
+            }
+            let (object, hash) = live
+                .get(key)
+                .unwrap_or_else(|| panic!("{what}: {key} names no seeded ConfigMap or Secret"));
+            match value.as_str() {
+                Some(v) if v.starts_with('<') => *value = json!(hash),
+                Some(v) => assert_eq!(v, hash, "{what}: {key} ({object}) is stale"),
+                None => panic!("{what}: {key} is not a string"),
             }
         }
     }
@@ -161,7 +224,23 @@ async fn the_upgrade_from_the_go_operators_converges() {
     .await;
     let client = chain.bed.client.clone();
     seed_go_cluster(&client).await;
-    let templates_before = operand_templates(&client).await;
+    // The Go cluster's cloud credential operator had minted every CredentialsRequest's Secret
+    // (the Manila namespace the last one targets exists only now).
+    chain
+        .wait("the Go release's credentials Secrets", || async {
+            let secrets =
+                Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), MANILA_NS);
+            testbed::cco::provision_once(&client)
+                .await
+                .map_err(|e| e.to_string())?;
+            match secrets.get_opt(MANILA_CREDENTIALS).await {
+                Ok(Some(_)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    let workloads_before = operand_workloads(&client).await;
+    let rv_before = chain.bed.kube.cluster().store.current_rv();
     chain.bed.kube.clear_requests();
 
     // The cluster version operator applies our release. Nothing may be refused.
@@ -402,25 +481,172 @@ async fn the_upgrade_from_the_go_operators_converges() {
     }
     eprintln!("=== Go objects rewritten during the upgrade ===\n{table}");
 
-    // What rolls: a workload rolls when its pod template changes.
-    let templates_after = operand_templates(&client).await;
+    // What rolls: a workload rolls when its pod template changes. Cinder's templates are
+    // exactly the Go operator's; Manila's differ only where docs/compatibility.md says why, and
+    // each is written once. Everything else of these objects stays as the Go operator wrote it,
+    // but for metadata-only updates (printed, for the docs).
+    let workloads_after = operand_workloads(&client).await;
+    let history = template_history(&chain.bed.kube, rv_before);
+    let deliberate = deliberate_template_differences();
+    assert_eq!(
+        workloads_before.keys().collect::<Vec<_>>(),
+        deliberate.keys().collect::<Vec<_>>(),
+        "the driver workloads"
+    );
     let mut rolled = BTreeMap::new();
-    for (workload, before) in &templates_before {
-        let after = templates_after
-            .get(workload)
-            .cloned()
-            .unwrap_or(Value::Null);
+    let mut metadata_only = BTreeMap::new();
+    for (workload, before) in &workloads_before {
+        let after = &workloads_after[workload];
         let mut paths = Vec::new();
-        diff_paths("", before, &after, &mut paths);
-        if !paths.is_empty() {
-            rolled.insert(workload.clone(), paths);
+        diff_paths(
+            "",
+            &before["spec"]["template"],
+            &after["spec"]["template"],
+            &mut paths,
+        );
+        paths.sort();
+        let expected = &deliberate[workload.as_str()];
+        let explained: Vec<String> = expected.iter().map(|(p, _)| p.clone()).collect();
+        assert_eq!(
+            paths, explained,
+            "{workload}: the pod template changed where no compatibility entry explains it \
+             (expected: {expected:#?})"
+        );
+        // Every template the workload went through: a template written and then restored is
+        // a rollout too.
+        let mut templates = vec![before["spec"]["template"].clone()];
+        for template in history.get(workload).into_iter().flatten() {
+            if templates.last() != Some(template) {
+                templates.push(template.clone());
+            }
         }
+        assert_eq!(
+            templates.len() - 1,
+            usize::from(!paths.is_empty()),
+            "{workload}: pod templates written at takeover: {:#?}",
+            &templates[1..]
+        );
+        let mut spec_rest = Vec::new();
+        let strip = |v: &Value| {
+            let mut v = v["spec"].clone();
+            if let Some(o) = v.as_object_mut() {
+                o.remove("template");
+            }
+            v
+        };
+        diff_paths(".spec", &strip(before), &strip(after), &mut spec_rest);
+        assert!(spec_rest.is_empty(), "{workload}: {spec_rest:?}");
+        if !paths.is_empty() {
+            rolled.insert(
+                workload.clone(),
+                expected
+                    .iter()
+                    .map(|(p, why)| format!("{p} ({why})"))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let mut meta = Vec::new();
+        for field in ["annotations", "labels"] {
+            let mut changed = Vec::new();
+            let (b, a) = (&before["metadata"][field], &after["metadata"][field]);
+            diff_paths(&format!(".metadata.{field}"), b, a, &mut changed);
+            for path in changed {
+                let key = path
+                    .strip_prefix(&format!(".metadata.{field}."))
+                    .unwrap_or_default();
+                meta.push(format!("{path}: {} -> {}", b[key], a[key]));
+            }
+        }
+        metadata_only.insert(workload.clone(), meta);
     }
-    eprintln!("=== Driver workloads whose pod template changed (they roll) ===\n{rolled:#?}");
+    eprintln!("=== Driver workloads whose pod template changed (they roll once) ===\n{rolled:#?}");
+    eprintln!("=== Their object metadata written at takeover ===\n{metadata_only:#?}");
 }
 
-/// The pod templates of the driver Deployments and DaemonSets, by `kind ns/name`.
-async fn operand_templates(client: &kube::Client) -> BTreeMap<String, Value> {
+/// The pod template paths (as [`diff_paths`] names them) where our operators deliberately
+/// write something else than the Go operators on this cluster, with the docs/compatibility.md
+/// entry that explains each, by workload (`kind namespace/name`). A workload with none must not
+/// roll at takeover.
+fn deliberate_template_differences() -> BTreeMap<&'static str, Vec<(String, &'static str)>> {
+    use operator_kit::hash::{DependencyKind, dependency_annotation_key};
+    let annotation = |kind, name| {
+        format!(
+            ".metadata.annotations.{}",
+            dependency_annotation_key(kind, MANILA_NS, name)
+        )
+    };
+    const M1: &str = "compatibility M1: trusted CA bundle looked up in openshift-manila-csi-driver";
+    const M3: &str = "compatibility M3: manila-cloud-credentials hash rolls the driver pods";
+    let trusted_ca = "manila-csi-driver-trusted-ca-bundle";
+    let mut paths = vec![
+        (annotation(DependencyKind::ConfigMap, trusted_ca), M1),
+        (annotation(DependencyKind::Secret, MANILA_CREDENTIALS), M3),
+        (
+            ".spec.containers[name=csi-driver].volumeMounts[name=non-standard-root-system-trust-ca-bundle]"
+                .to_owned(),
+            M1,
+        ),
+        (
+            ".spec.volumes[name=non-standard-root-system-trust-ca-bundle]".to_owned(),
+            M1,
+        ),
+    ];
+    paths.sort();
+    BTreeMap::from([
+        (
+            "Deployment openshift-cluster-csi-drivers/openstack-cinder-csi-driver-controller",
+            vec![],
+        ),
+        (
+            "DaemonSet openshift-cluster-csi-drivers/openstack-cinder-csi-driver-node",
+            vec![],
+        ),
+        (
+            "Deployment openshift-manila-csi-driver/openstack-manila-csi-controllerplugin",
+            paths,
+        ),
+        (
+            "DaemonSet openshift-manila-csi-driver/openstack-manila-csi-nodeplugin",
+            // The Go hook already mounts the trusted CA on the node plugin.
+            vec![(annotation(DependencyKind::Secret, MANILA_CREDENTIALS), M3)],
+        ),
+        (
+            "DaemonSet openshift-manila-csi-driver/csi-nodeplugin-nfsplugin",
+            vec![],
+        ),
+    ])
+}
+
+/// The pod templates each Deployment and DaemonSet was written with after resourceVersion
+/// `from`, in order, by `kind ns/name` (kube-sim's watch history).
+fn template_history(kube: &kube_sim::KubeSim, from: u64) -> BTreeMap<String, Vec<Value>> {
+    let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (kind, resource) in [("Deployment", "deployments"), ("DaemonSet", "daemonsets")] {
+        let gr = kube_sim::resources::GroupResource::new("apps", resource);
+        let (events, _live) = kube
+            .write(|c| c.store.watch(&gr, None, Some(from)))
+            .unwrap_or_else(|e| panic!("{resource}: the history since {from} is gone: {e:?}"));
+        for event in events {
+            let name = event.object["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default();
+            out.entry(format!("{kind} {}/{name}", event.namespace))
+                .or_default()
+                .push(typed_template(&event.object["spec"]["template"]));
+        }
+    }
+    out
+}
+
+/// A pod template as the typed client reads it (how [`operand_workloads`] sees it).
+fn typed_template(template: &Value) -> Value {
+    let typed: k8s_openapi::api::core::v1::PodTemplateSpec =
+        serde_json::from_value(template.clone()).expect("a pod template");
+    serde_json::to_value(typed).expect("json")
+}
+
+/// The driver Deployments and DaemonSets (not the operators'), whole, by `kind ns/name`.
+async fn operand_workloads(client: &kube::Client) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for ns in [NS, MANILA_NS] {
         let deployments =
@@ -433,8 +659,10 @@ async fn operand_templates(client: &kube::Client) -> BTreeMap<String, Value> {
             if name.ends_with("-operator") {
                 continue; // the operators themselves roll: that is the takeover
             }
-            let t = serde_json::to_value(d.spec.map(|s| s.template)).expect("json");
-            out.insert(format!("Deployment {ns}/{name}"), t);
+            out.insert(
+                format!("Deployment {ns}/{name}"),
+                serde_json::to_value(d).expect("json"),
+            );
         }
         let daemonsets =
             Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(client.clone(), ns)
@@ -443,15 +671,20 @@ async fn operand_templates(client: &kube::Client) -> BTreeMap<String, Value> {
                 .expect("list");
         for d in daemonsets.items {
             let name = d.metadata.name.clone().unwrap_or_default();
-            let t = serde_json::to_value(d.spec.map(|s| s.template)).expect("json");
-            out.insert(format!("DaemonSet {ns}/{name}"), t);
+            out.insert(
+                format!("DaemonSet {ns}/{name}"),
+                serde_json::to_value(d).expect("json"),
+            );
         }
     }
     out
 }
 
-/// The JSON paths where `a` and `b` differ.
+/// The JSON paths where `a` and `b` differ. Lists whose items all have a `name` (containers,
+/// volumes, mounts, env) are matched by name, `[name=…]`, so an added item is one path; other
+/// lists by index.
 fn diff_paths(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    let named = |v: &Vec<Value>| v.iter().all(|i| i["name"].is_string());
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
@@ -462,6 +695,31 @@ fn diff_paths(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
                     y.get(k).unwrap_or(&Value::Null),
                     out,
                 );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if named(x) && named(y) => {
+            let by_name = |v: &Vec<Value>| -> Vec<(String, Value)> {
+                v.iter()
+                    .map(|i| (i["name"].as_str().unwrap_or_default().to_owned(), i.clone()))
+                    .collect()
+            };
+            let (x, y) = (by_name(x), by_name(y));
+            let names: Vec<&String> = x.iter().map(|(n, _)| n).collect();
+            if names != y.iter().map(|(n, _)| n).collect::<Vec<_>>()
+                && names.iter().all(|n| y.iter().any(|(m, _)| m == *n))
+                && y.iter().all(|(m, _)| names.contains(&m))
+            {
+                out.push(format!("{at} (order)"));
+            }
+            let all: BTreeSet<&String> = x.iter().chain(y.iter()).map(|(n, _)| n).collect();
+            for n in all {
+                let find = |v: &[(String, Value)]| {
+                    v.iter()
+                        .find(|(m, _)| m == n)
+                        .map(|(_, i)| i.clone())
+                        .unwrap_or(Value::Null)
+                };
+                diff_paths(&format!("{at}[name={n}]"), &find(&x), &find(&y), out);
             }
         }
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
