@@ -1129,3 +1129,101 @@ async fn a_kind_that_is_not_served_costs_no_request_until_its_crd_appears() -> T
     .await;
     Ok(())
 }
+
+/// A Role the operator may grant only through `escalate` on its name: the API server checks
+/// `escalate` with the request's name, which a create lacks, so in the namespaces the engine is
+/// told to, it creates the Role without rules and then updates it (a request that names it).
+/// No request is refused. Elsewhere a Role is created in one request, and one the writer may
+/// not grant is refused with the server's message.
+#[tokio::test]
+async fn a_role_granted_by_escalate_on_its_name_is_created_then_updated() -> TestResult {
+    let sim = KubeSim::start(
+        SimConfig {
+            rbac: Some(kube_sim::RbacConfig::default()),
+            ..SimConfig::default()
+        },
+        "127.0.0.1:0".parse()?,
+    )
+    .await?;
+    let admin = client_for(&sim, "admin").await;
+    create_namespace(&admin).await;
+    let role_ar = ar("rbac.authorization.k8s.io", "v1", "Role", "roles");
+    let binding_ar = ar(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+    );
+    let granter = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "granter", "namespace": NS},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"],
+             "verbs": ["create"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"],
+             "resourceNames": ["granted"], "verbs": ["get", "list", "watch", "update", "escalate"]}]});
+    Api::<DynamicObject>::namespaced_with(admin.clone(), NS, &role_ar)
+        .create(&Default::default(), &obj(granter))
+        .await?;
+    Api::<DynamicObject>::namespaced_with(admin.clone(), NS, &binding_ar)
+        .create(
+            &Default::default(),
+            &obj(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "granter", "namespace": NS},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "granter"},
+                "subjects": [{"kind": "User", "name": "granter"}]})),
+        )
+        .await?;
+    let client = client_for(&sim, "granter").await;
+    let cache = CacheBuilder::new(client.clone(), Vec::<String>::new())
+        .namespaced_object(&role_ar, NS, "granted")
+        .start();
+    tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
+    let rules = json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]);
+    let role = obj(
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                          "metadata": {"name": "granted", "namespace": NS}, "rules": rules}),
+    );
+
+    // Without being told, the engine creates the Role in one request: refused.
+    let plain = Applier::new(client.clone(), cache.clone(), recorder(&admin));
+    let err = plain
+        .apply(&role_ar, &role, None)
+        .await
+        .expect_err("a create carries no name for escalate");
+    assert!(
+        err.to_string()
+            .contains("is attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    sim.clear_requests();
+
+    let applier = Applier::new(client.clone(), cache.clone(), recorder(&admin))
+        .granting_roles_by_escalate_in([NS]);
+    let applied = applier.apply(&role_ar, &role, None).await?;
+    assert_eq!(applied.action, Action::Created);
+    let live = Api::<DynamicObject>::namespaced_with(admin.clone(), NS, &role_ar)
+        .get("granted")
+        .await?;
+    assert_eq!(live.data["rules"], rules);
+    let writes: Vec<String> = sim
+        .requests()
+        .iter()
+        .filter(|r| r.user == "granter" && !matches!(r.verb.as_str(), "list" | "watch" | "get"))
+        .map(|r| format!("{} {} {}", r.verb, r.code, r.name))
+        .collect();
+    assert_eq!(writes, ["create 201 granted", "update 200 granted"]);
+    assert_eq!(
+        sim.forbidden_requests().len(),
+        1,
+        "only the plain create: {:?}",
+        sim.forbidden_requests()
+    );
+    // Steady state: nothing to write.
+    eventually("the cache to see the Role", || async {
+        cache.get(&role_ar, Some(NS), "granted").map(|_| ())
+    })
+    .await;
+    let again = applier.apply(&role_ar, &role, None).await?;
+    assert_eq!(again.action, Action::Unchanged);
+    Ok(())
+}
