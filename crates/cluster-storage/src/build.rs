@@ -395,7 +395,6 @@ mod tests {
     use std::path::Path;
 
     const UNION_ROLE: &str = "csi-driver-operator-union-role";
-    const RBAC: &str = "rbac.authorization.k8s.io";
 
     /// A CSO environment with every image and the version set.
     fn full_env() -> BTreeMap<String, String> {
@@ -446,22 +445,14 @@ mod tests {
             .unwrap()
     }
 
-    /// Every object the install manifests create, as JSON (retiring manifests, annotated
-    /// `release.openshift.io/delete: "true"`, are left out).
+    /// Every object of the install manifests, as JSON.
     fn manifests() -> Vec<serde_json::Value> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/openshift");
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
-            out.extend(
-                assets::parse_values(&path.display().to_string(), &text)
-                    .unwrap()
-                    .into_iter()
-                    .filter(|m| {
-                        m["metadata"]["annotations"]["release.openshift.io/delete"] != "true"
-                    }),
-            );
+            out.extend(assets::parse_values(&path.display().to_string(), &text).unwrap());
         }
         out
     }
@@ -1075,86 +1066,26 @@ mod tests {
         assert_eq!(not_covered(&union, &[unnamed_update]).len(), 1);
     }
 
-    /// In the namespaces the release ships a Role for the CSO in, the CSO holds what the
-    /// driver operators' Roles there grant. In the Manila namespace, which the CSO creates
-    /// (the release ships nothing there), it holds none of it and may instead write and bind
-    /// that one Role by name (`escalate`, `bind`).
     #[test]
     fn roles_are_subsets_of_what_the_cso_holds_in_each_namespace() {
-        let cso = manifest_rules("ClusterRole", None, "cluster-storage-operator")
-            .expect("the CSO's ClusterRole");
         for d in DRIVERS {
             let o = build(d, &inputs());
             for role in &o.roles {
                 let ns = role.metadata.namespace.as_deref().unwrap();
                 let rules = role.rules.clone().unwrap_or_default();
                 assert!(!rules.is_empty(), "{ns}");
-                for rule in &rules {
-                    assert!(rule.verbs.iter().all(|v| v != "*"));
-                    assert!(rule.resources.iter().flatten().all(|r| r != "*"));
-                }
-                let name = role.metadata.name.clone().unwrap();
-                let Some(held) = manifest_rules("Role", Some(ns), "cluster-storage-operator")
-                else {
-                    assert_eq!(
-                        ns, MANILA.driver_namespace,
-                        "{}: no CSO Role in {ns}",
-                        d.name
-                    );
-                    for verb in ["escalate", "bind", "get", "list", "watch", "update"] {
-                        let wanted = PolicyRule {
-                            api_groups: Some(vec![RBAC.into()]),
-                            resources: Some(vec!["roles".into()]),
-                            verbs: vec![verb.into()],
-                            resource_names: Some(vec![name.clone()]),
-                            ..PolicyRule::default()
-                        };
-                        assert!(
-                            not_covered(&cso, &[wanted]).is_empty(),
-                            "{}: the CSO may not {verb} Role {ns}/{name}",
-                            d.name
-                        );
-                    }
-                    // Pinned by name: no other Role may be escalated or bound.
-                    for verb in ["escalate", "bind"] {
-                        let any = PolicyRule {
-                            api_groups: Some(vec![RBAC.into()]),
-                            resources: Some(vec!["roles".into()]),
-                            verbs: vec![verb.into()],
-                            ..PolicyRule::default()
-                        };
-                        assert_eq!(not_covered(&cso, &[any]).len(), 1, "{verb} by name only");
-                    }
-                    // And it holds nothing of what the Role grants in that namespace.
-                    let union = manifest_rules("ClusterRole", None, UNION_ROLE).unwrap();
-                    let held: Vec<_> = cso
-                        .iter()
-                        .chain(&union)
-                        .filter(|r| {
-                            r.api_groups.iter().flatten().all(|g| g != RBAC)
-                                && r.resources.iter().flatten().all(|x| x != "namespaces")
-                        })
-                        .cloned()
-                        .collect();
-                    for rule in &rules {
-                        if rule.api_groups.iter().flatten().any(|g| g == RBAC) {
-                            continue;
-                        }
-                        assert_eq!(
-                            not_covered(&held, std::slice::from_ref(rule)).len(),
-                            atoms(rule).len(),
-                            "{}: the CSO holds part of {rule:?} cluster-wide",
-                            d.name
-                        );
-                    }
-                    continue;
-                };
+                let held = manifest_rules("Role", Some(ns), "cluster-storage-operator")
+                    .unwrap_or_default();
                 let missing: Vec<_> = not_covered(&held, &rules).into_iter().collect();
                 assert!(
                     missing.is_empty(),
                     "{}: Role in {ns} grants what the CSO does not hold there: {missing:?}",
                     d.name
                 );
+                for rule in &rules {
+                    assert!(rule.verbs.iter().all(|v| v != "*"));
+                    assert!(rule.resources.iter().flatten().all(|r| r != "*"));
+                }
             }
             // Secrets only in the two driver namespaces.
             for role in &o.roles {

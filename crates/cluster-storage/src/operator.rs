@@ -231,16 +231,7 @@ impl Operator {
             COMPONENT,
             &steps::instance_name(COMPONENT),
         );
-        // The release ships no Role for the CSO in a driver's own namespace (Manila's: the CSO
-        // creates it, on OpenStack only), so the CSO grants the driver operator's Role there
-        // with `escalate` on its name instead of holding what it grants.
-        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone())
-            .granting_roles_by_escalate_in(
-                DRIVERS
-                    .iter()
-                    .map(|d| d.driver_namespace)
-                    .filter(|ns| *ns != CSI_OPERATOR_NAMESPACE),
-            );
+        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
         let storage_status = StatusWriter::new(
             client.clone(),
             &ar("operator.openshift.io/v1", "Storage"),

@@ -15,7 +15,6 @@ mod common;
 use common::chain::*;
 use common::*;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::Api;
 use serde_json::json;
@@ -115,24 +114,7 @@ async fn openstack_with_manila_comes_up_through_the_cso_with_every_rbac_rule_gra
     const DAEMONSETS: &str = "apps/daemonsets";
     const STORAGE_CLASSES: &str = "storage.k8s.io/storageclasses";
     const LEASES: &str = "coordination.k8s.io/leases";
-    const ROLES: &str = "rbac.authorization.k8s.io/roles";
-    const ROLE_BINDINGS: &str = "rbac.authorization.k8s.io/rolebindings";
     let created = [
-        // The Manila namespace is the CSO's (the release ships nothing there), and so are the
-        // Manila operator's Role and RoleBinding in it, granted with escalate and bind.
-        ("/namespaces", "", MANILA_NS, CSO_USER),
-        (
-            ROLES,
-            MANILA_NS,
-            "manila-csi-driver-operator-role",
-            CSO_USER,
-        ),
-        (
-            ROLE_BINDINGS,
-            MANILA_NS,
-            "manila-csi-driver-operator-rolebinding",
-            CSO_USER,
-        ),
         (DEPLOYMENTS, NS, CINDER_OPERATOR, CSO_USER),
         (DEPLOYMENTS, NS, MANILA_OPERATOR, CSO_USER),
         (CLUSTER_CSI_DRIVERS, "", CR, CSO_USER),
@@ -301,16 +283,6 @@ async fn another_platform_runs_only_the_cso_and_says_why() {
             "{cr}"
         );
     }
-    // The Manila namespace is the CSO's, made only where Manila runs (OpenStack); the release
-    // ships nothing there.
-    assert!(
-        Api::<Namespace>::all(chain.bed.client.clone())
-            .get_opt(MANILA_NS)
-            .await
-            .expect("get namespace")
-            .is_none(),
-        "{MANILA_NS} exists on AWS"
-    );
     chain.assert_no_denials();
 }
 

@@ -500,8 +500,7 @@ async fn the_ca_syncer_copies_the_cloud_config_and_deletes_the_copy_with_the_sou
     assert_eq!(st["ResourceSyncControllerDegraded"].0, "False");
 }
 
-/// The OpenShift 4.5 Manila install through OLM (anchors §3.7): its namespace (made by the
-/// install, without the labels the CSO gives it), Subscription, CSV, the OLM
+/// The OpenShift 4.5 Manila install through OLM (anchors §3.7): Subscription, CSV, the OLM
 /// operator Deployment owned by the CSV (so that the garbage collector removes it with the CSV,
 /// as OLM does), and the old `ManilaDriver` CR with its finalizer. `hold` puts a finalizer on
 /// the CSV so that its deletion stalls until the test releases it.
@@ -528,14 +527,6 @@ async fn install_manila_through_olm(bed: &testbed::Testbed, hold: bool) {
                 .expect("create")
         }
     };
-    create(
-        "v1",
-        "Namespace",
-        None,
-        json!({"apiVersion": "v1", "kind": "Namespace",
-               "metadata": {"name": NS45, "labels": {"olm-installed": "true"}}}),
-    )
-    .await;
     let sub = create(
         "operators.coreos.com/v1alpha1",
         "Subscription",
@@ -739,27 +730,6 @@ async fn an_olm_installed_manila_operator_is_removed_first_and_a_restart_resumes
     let c = conditions_of(&storage(&bed).await);
     assert_eq!(c["ManilaOLMOperatorRemovalProgressing"].0, "False");
     assert_eq!(c["ManilaOLMOperatorRemovalDegraded"].0, "False");
-    // The namespace the 4.5 install made (the release ships none) now carries the CSO's
-    // labels and annotations; its own label stays.
-    let ns = eventually("the CSO's labels on the 4.5 namespace", || async {
-        let ns = Api::<k8s_openapi::api::core::v1::Namespace>::all(bed.client.clone())
-            .get(NS45)
-            .await
-            .map_err(|e| e.to_string())?;
-        let labels = ns.metadata.labels.clone().unwrap_or_default();
-        match labels.get("pod-security.kubernetes.io/enforce") {
-            Some(v) if v == "privileged" => Ok(ns),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-    let labels = ns.metadata.labels.unwrap_or_default();
-    assert_eq!(labels["olm-installed"], "true");
-    assert_eq!(labels["pod-security.kubernetes.io/warn"], "privileged");
-    assert_eq!(
-        ns.metadata.annotations.unwrap_or_default()["openshift.io/node-selector"],
-        ""
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

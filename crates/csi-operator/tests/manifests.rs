@@ -9,10 +9,9 @@
 //! dropped; that no default-deny NetworkPolicy isolates the driver pods; that applying
 //! them in file order to a kube-sim testbed succeeds; that the sidecar ClusterRoles grant what
 //! the upstream sidecars need and that every `openshift-csi-*` role the driver assets bind to
-//! exists; that the RBAC is least privilege (no wildcards; Secrets only in the driver
-//! operators' namespace; `escalate` and `bind` only by name); that the release ships nothing
-//! in the Manila namespace (the CSO creates it, on OpenStack only); and that the CSO may
-//! watch, apply and grant every object it applies for the driver operators. These tests must not edit the manifests or reach any network but loopback.
+//! exists; that the RBAC is least privilege (no wildcards; Secrets only in the two driver
+//! namespaces); and that the CSO may watch, apply and grant every object it applies for the
+//! driver operators. These tests must not edit the manifests or reach any network but loopback.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -398,8 +397,8 @@ fn order_is_dependencies_first() {
 #[test]
 fn namespaces_carry_the_anchor_labels_and_annotations() {
     let all = load();
-    // The Manila namespace comes from the CSO alone (a static asset of the Manila driver
-    // operator, checked in cluster-storage); the release does not ship it.
+    // The Manila namespace may also come from the CSO alone (a static asset of the Manila
+    // driver operator): checked here only when the release ships it.
     let shipped = |ns: &str| {
         all.iter()
             .any(|m| m.kind() == "Namespace" && m.name() == ns)
@@ -671,10 +670,6 @@ fn retired_objects_are_the_renamed_and_dropped_ones() {
         ("NetworkPolicy", DRIVERS_NS, "default-deny"),
         // The Go CSO's config file, which our CSO does not read.
         ("ConfigMap", CSO_NS, "cluster-storage-operator-config"),
-        // Our earlier release's CSO Role and RoleBinding in the Manila namespace, which made
-        // the release ship that namespace on every platform (docs/compatibility.md C15).
-        ("Role", MANILA_NS, "cluster-storage-operator"),
-        ("RoleBinding", MANILA_NS, "cluster-storage-operator"),
     ]
     .into_iter()
     .map(|(k, n, x)| (k.to_owned(), n.to_owned(), x.to_owned()))
@@ -835,9 +830,8 @@ fn roles(all: &[Manifest]) -> Vec<RoleRules> {
         .collect()
 }
 
-/// What breaks least privilege in these roles: wildcards anywhere, Secrets granted
-/// cluster-wide or in a namespace other than the driver operators' (the release ships nothing
-/// in the Manila namespace), and `escalate` or `bind` not pinned by `resourceNames`.
+/// What breaks least privilege in these roles: wildcards anywhere, and Secrets granted
+/// cluster-wide or in a namespace other than the two driver namespaces.
 fn least_privilege_violations(roles: &[RoleRules]) -> Vec<String> {
     let mut out = Vec::new();
     for (kind, ns, name, rules) in roles {
@@ -854,15 +848,10 @@ fn least_privilege_violations(roles: &[RoleRules]) -> Vec<String> {
             }
             let core = rule.api_groups.iter().flatten().any(|g| g.is_empty());
             if core && resources.clone().any(|r| r == "secrets") {
-                let allowed = kind == "Role" && ns.as_deref() == Some(DRIVERS_NS);
+                let allowed =
+                    kind == "Role" && matches!(ns.as_deref(), Some(DRIVERS_NS) | Some(MANILA_NS));
                 if !allowed {
                     out.push(format!("{kind} {ns:?}/{name}: grants Secrets"));
-                }
-            }
-            let pinned = rule.resource_names.as_ref().is_some_and(|n| !n.is_empty());
-            for verb in ["escalate", "bind"] {
-                if !pinned && rule.verbs.iter().any(|v| v == verb) {
-                    out.push(format!("{kind} {ns:?}/{name}: {verb} not pinned by name"));
                 }
             }
         }
@@ -916,55 +905,14 @@ fn least_privilege_check_catches_wildcards_and_stray_secrets() {
             "e".into(),
             vec![rule(&[""], &["secrets"], &["get"])],
         ),
-        (
-            "Role".into(),
-            Some(MANILA_NS.into()),
-            "f".into(),
-            vec![rule(&[""], &["secrets"], &["get"])],
-        ),
-        (
-            "ClusterRole".into(),
-            None,
-            "g".into(),
-            vec![rule(
-                &["rbac.authorization.k8s.io"],
-                &["roles"],
-                &["escalate"],
-            )],
-        ),
-        (
-            "ClusterRole".into(),
-            None,
-            "h".into(),
-            vec![rule(
-                &["rbac.authorization.k8s.io"],
-                &["clusterroles"],
-                &["bind"],
-            )],
-        ),
     ];
-    assert_eq!(least_privilege_violations(&bad).len(), 8);
-    let ok = vec![
-        (
-            "Role".into(),
-            Some(DRIVERS_NS.into()),
-            "i".into(),
-            vec![rule(&[""], &["secrets"], &["get"])],
-        ),
-        (
-            "ClusterRole".into(),
-            None,
-            "j".into(),
-            vec![PolicyRule {
-                resource_names: Some(vec!["one-role".into()]),
-                ..rule(
-                    &["rbac.authorization.k8s.io"],
-                    &["roles"],
-                    &["escalate", "bind"],
-                )
-            }],
-        ),
-    ];
+    assert_eq!(least_privilege_violations(&bad).len(), 5);
+    let ok = vec![(
+        "Role".into(),
+        Some(MANILA_NS.into()),
+        "f".into(),
+        vec![rule(&[""], &["secrets"], &["get"])],
+    )];
     assert!(least_privilege_violations(&ok).is_empty());
 }
 
@@ -1190,28 +1138,27 @@ async fn applying_every_manifest_in_order_succeeds() {
     }
 }
 
-/// What the CSO may not do of what it does for the driver operators, under the RBAC of
-/// `objects` (the release's manifests): watch, read, create and update every object it applies,
-/// delete a binding (a changed `roleRef` means delete and re-create), grant every Role and
-/// ClusterRole among them (an API server's escalation check: one grants only what one holds,
-/// or a role one may `escalate`; the apply engine creates such a Role without rules and then
-/// updates it, since `escalate` is checked with the request's name, which a create lacks) and
-/// bind every role its bindings reference (`bind`, or holding the role's rules).
-fn what_the_cso_may_not_do(release: &[Value]) -> Vec<String> {
+/// The CSO may watch, read, create and update every object it applies for the driver
+/// operators, and may grant every Role and ClusterRole among them (an API server's escalation
+/// check: one grants only what one holds, or with `bind`). Checked statically with kube-sim's
+/// RBAC evaluator; `chain_e2e.rs` checks the same dynamically.
+#[test]
+fn the_cso_may_watch_apply_and_grant_every_object_it_applies() {
     use cluster_storage::registry::{CSI_OPERATOR_NAMESPACE, DRIVERS};
     use kube_sim::rbac::{self, Attributes, Decision, PolicyRule as Rule, StaticPolicy, UserInfo};
 
-    const RBAC: &str = "rbac.authorization.k8s.io";
-    let policy = StaticPolicy::new(release.iter().cloned());
+    let all = load();
+    let policy = StaticPolicy::new(all.iter().map(|m| m.obj.clone()));
     let cso = UserInfo::resolve(
         &format!("system:serviceaccount:{CSO_NS}:cluster-storage-operator"),
         &kube_sim::RbacConfig::default(),
     );
-    let deployment: Deployment = release
-        .iter()
-        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "cluster-storage-operator")
-        .map(|o| serde_json::from_value(o.clone()).expect("Deployment"))
-        .expect("the CSO Deployment");
+    let deployment: Deployment = typed(find(
+        &all,
+        "Deployment",
+        Some(CSO_NS),
+        "cluster-storage-operator",
+    ));
     let env: BTreeMap<String, String> = deployment.spec.unwrap().template.spec.unwrap().containers
         [0]
     .env
@@ -1225,24 +1172,13 @@ fn what_the_cso_may_not_do(release: &[Value]) -> Vec<String> {
         ..Default::default()
     };
     let refused = std::cell::RefCell::new(Vec::new());
-    let may = |verb: &str, group: &str, resource: &str, ns: &str, name: &str| {
-        let attrs = Attributes::resource(cso.clone(), verb, group, resource, ns, name);
-        !matches!(rbac::authorize(&policy, &attrs), Decision::Deny { .. })
-    };
     let check = |verb: &str, group: &str, resource: &str, ns: &str, name: &str| {
-        if !may(verb, group, resource, ns, name) {
+        let attrs = Attributes::resource(cso.clone(), verb, group, resource, ns, name);
+        if let Decision::Deny { .. } = rbac::authorize(&policy, &attrs) {
             refused
                 .borrow_mut()
                 .push(format!("{verb} {group}/{resource} {ns}/{name}"));
         }
-    };
-    let rules_of = |v: &Value| -> Vec<Rule> {
-        v["rules"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(Rule::from_value)
-            .collect()
     };
     for driver in DRIVERS {
         let objects = cluster_storage::build::operator_objects(driver, &inputs).expect("builds");
@@ -1251,7 +1187,6 @@ fn what_the_cso_may_not_do(release: &[Value]) -> Vec<String> {
         for d in &desired {
             let group = d.resource.group.as_str();
             let plural = d.resource.plural.as_str();
-            let kind = d.resource.kind.as_str();
             let ns = d.object.metadata.namespace.clone().unwrap_or_default();
             let name = d.object.metadata.name.clone().unwrap_or_default();
             // The watch: the whole namespace the CSO owns, else the object by name.
@@ -1267,52 +1202,17 @@ fn what_the_cso_may_not_do(release: &[Value]) -> Vec<String> {
                 check(verb, group, plural, &ns, &name);
             }
             check("create", group, plural, &ns, "");
-            if kind == "Role" || kind == "ClusterRole" {
-                let rules: Vec<Rule> = rules_of(&d.object.data);
-                if let Err((message, _)) = rbac::confirm_no_escalation(&policy, &cso, &ns, &rules)
-                    && !(kind == "Role" && may("escalate", group, plural, &ns, &name))
-                {
+            if d.resource.kind == "Role" || d.resource.kind == "ClusterRole" {
+                let rules: Vec<Rule> = d.object.data["rules"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(Rule::from_value)
+                    .collect();
+                if let Err((message, _)) = rbac::confirm_no_escalation(&policy, &cso, &ns, &rules) {
                     refused
                         .borrow_mut()
-                        .push(format!("grant {kind} {ns}/{name}: {message}"));
-                }
-            }
-            if kind == "RoleBinding" || kind == "ClusterRoleBinding" {
-                check("delete", group, plural, &ns, &name);
-                let role_ref = &d.object.data["roleRef"];
-                let role_kind = role_ref["kind"].as_str().unwrap_or_default();
-                let role_name = role_ref["name"].as_str().unwrap_or_default();
-                let role_plural = if role_kind == "Role" {
-                    "roles"
-                } else {
-                    "clusterroles"
-                };
-                let role_ns = if role_kind == "Role" { ns.as_str() } else { "" };
-                if may("bind", RBAC, role_plural, &ns, role_name) {
-                    continue;
-                }
-                // Holding the role's rules: the role is one the CSO applies, or the release's.
-                let role = desired
-                    .iter()
-                    .map(|r| serde_json::to_value(&r.object).expect("json"))
-                    .chain(release.iter().cloned())
-                    .find(|r| {
-                        r["kind"] == role_kind
-                            && r["metadata"]["name"] == role_name
-                            && r["metadata"]["namespace"].as_str().unwrap_or_default() == role_ns
-                    });
-                let Some(role) = role else {
-                    refused.borrow_mut().push(format!(
-                        "bind {kind} {ns}/{name}: no {role_kind} {role_name}"
-                    ));
-                    continue;
-                };
-                if let Err((message, _)) =
-                    rbac::confirm_no_escalation(&policy, &cso, &ns, &rules_of(&role))
-                {
-                    refused
-                        .borrow_mut()
-                        .push(format!("bind {kind} {ns}/{name}: {message}"));
+                        .push(format!("grant {} {ns}/{name}: {message}", d.resource.kind));
                 }
             }
         }
@@ -1347,127 +1247,10 @@ fn what_the_cso_may_not_do(release: &[Value]) -> Vec<String> {
             "storage",
         );
     }
-    refused.into_inner()
-}
-
-/// The CSO may watch, apply and grant every object it applies for the driver operators
-/// (see [`what_the_cso_may_not_do`]). Checked statically with kube-sim's RBAC evaluator;
-/// `chain_e2e.rs` checks the same dynamically.
-#[test]
-fn the_cso_may_watch_apply_and_grant_every_object_it_applies() {
-    let release: Vec<Value> = load().into_iter().map(|m| m.obj).collect();
-    let refused = what_the_cso_may_not_do(&release);
+    let refused = refused.into_inner();
     assert!(
         refused.is_empty(),
         "the CSO may not:\n{}",
         refused.join("\n")
     );
-
-    // The check sees each right the CSO uses in the Manila namespace: without it, the use is
-    // refused.
-    let without = |resource: &str, verb: &str| -> Vec<String> {
-        let mut release = release.clone();
-        for o in &mut release {
-            // Both ClusterRoles the CSO is bound to (the union role grants namespaces too).
-            let bound = ["cluster-storage-operator", "csi-driver-operator-union-role"];
-            if o["kind"] != "ClusterRole" || !bound.iter().any(|n| o["metadata"]["name"] == *n) {
-                continue;
-            }
-            for rule in o["rules"].as_array_mut().expect("rules") {
-                let has = rule["resources"]
-                    .as_array()
-                    .is_some_and(|r| r.iter().any(|x| x == resource));
-                if has && let Some(verbs) = rule["verbs"].as_array_mut() {
-                    verbs.retain(|v| v != verb);
-                }
-            }
-        }
-        what_the_cso_may_not_do(&release)
-    };
-    for (resource, verb, refusal) in [
-        (
-            "roles",
-            "escalate",
-            format!("grant Role {MANILA_NS}/manila-csi-driver-operator-role"),
-        ),
-        (
-            "roles",
-            "bind",
-            format!("bind RoleBinding {MANILA_NS}/manila-csi-driver-operator-rolebinding"),
-        ),
-        (
-            "roles",
-            "watch",
-            format!(
-                "watch rbac.authorization.k8s.io/roles {MANILA_NS}/manila-csi-driver-operator-role"
-            ),
-        ),
-        (
-            "rolebindings",
-            "update",
-            format!(
-                "update rbac.authorization.k8s.io/rolebindings {MANILA_NS}/manila-csi-driver-operator-rolebinding"
-            ),
-        ),
-        (
-            "rolebindings",
-            "delete",
-            format!(
-                "delete rbac.authorization.k8s.io/rolebindings {MANILA_NS}/manila-csi-driver-operator-rolebinding"
-            ),
-        ),
-        ("namespaces", "create", "create /namespaces /".to_owned()),
-        (
-            "namespaces",
-            "watch",
-            format!("watch /namespaces /{MANILA_NS}"),
-        ),
-        (
-            "namespaces",
-            "update",
-            format!("update /namespaces /{MANILA_NS}"),
-        ),
-    ] {
-        let refused = without(resource, verb);
-        assert!(
-            refused.iter().any(|r| r.starts_with(&refusal)),
-            "without {verb} {resource}, expected {refusal:?} among {refused:#?}"
-        );
-    }
-}
-
-/// The release creates nothing in `openshift-manila-csi-driver`, not even the namespace: the
-/// CSO creates it on OpenStack only, as the Go CSO does (docs/compatibility.md C15). What an
-/// earlier release of ours put there is retired after the CSO Deployment, so the previous
-/// CSO keeps its rights until ours replaces it.
-#[test]
-fn the_release_ships_nothing_in_the_manila_namespace() {
-    let shipped = load();
-    for m in &shipped {
-        assert!(
-            !(m.kind() == "Namespace" && m.name() == MANILA_NS),
-            "{}: the release creates the Manila namespace",
-            m.file
-        );
-        assert_ne!(m.namespace(), Some(MANILA_NS), "{}", m.file);
-    }
-    let deployment = shipped
-        .iter()
-        .find(|m| m.kind() == "Deployment")
-        .expect("the CSO Deployment");
-    let retired: Vec<Manifest> = load_all()
-        .into_iter()
-        .filter(|m| m.is_delete() && m.namespace() == Some(MANILA_NS))
-        .collect();
-    assert_eq!(retired.len(), 2, "the CSO's Role and RoleBinding there");
-    for m in &retired {
-        assert!(
-            m.file > deployment.file,
-            "{}: before the Deployment",
-            m.file
-        );
-    }
-    // The CSO makes the namespace: its asset is the Manila operator's first.
-    let asset = include_str!("../../cluster-storage/assets/openstack-manila/namespace.yaml");
-    assert!(asset.contains(&format!("name: {MANILA_NS}")));
 }

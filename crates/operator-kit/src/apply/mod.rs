@@ -11,7 +11,7 @@
 
 pub mod plan;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use kube::Client;
@@ -118,8 +118,6 @@ pub struct Applier {
     cache: Cache,
     events: EventRecorder,
     memo: Mutex<HashMap<String, Memo>>,
-    /// Namespaces whose Roles this operator grants through `escalate`, not by holding them.
-    escalate_in: HashSet<String>,
 }
 
 impl Applier {
@@ -129,20 +127,7 @@ impl Applier {
             cache,
             events,
             memo: Mutex::new(HashMap::new()),
-            escalate_in: HashSet::new(),
         }
-    }
-
-    /// Roles in these namespaces are granted through `escalate` on their names rather than
-    /// by holding what they grant: each is created without rules, then updated with them.
-    /// Updates name the Role, so they need nothing special.
-    pub fn granting_roles_by_escalate_in(
-        mut self,
-        namespaces: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
-        self.escalate_in
-            .extend(namespaces.into_iter().map(Into::into));
-        self
     }
 
     /// The cache the engine reads from.
@@ -306,13 +291,6 @@ impl Applier {
         action: Action,
     ) -> Result<Applied, (&'static str, kube::Error)> {
         let mut obj = obj.clone();
-        if ar.kind == "Role"
-            && ar.group == "rbac.authorization.k8s.io"
-            && ns.is_some_and(|n| self.escalate_in.contains(n))
-        {
-            with_types(&mut obj, ar);
-            return self.create_then_grant(api, ar, ns, name, obj, action).await;
-        }
         match api
             .create(&PostParams::default(), with_types(&mut obj, ar))
             .await
@@ -322,48 +300,6 @@ impl Applier {
                 Ok(self.remember(ar, ns, name, written, action))
             }
             Err(e) => Err(("create", e)),
-        }
-    }
-
-    /// Creates a Role the writer may grant only through `escalate` on its name (see
-    /// [`Applier::granting_roles_by_escalate_in`]). The API server checks `escalate` with the
-    /// request's name, and a create carries none (the name is in the body), so the Role is
-    /// created without rules (granting nothing needs no check) and then updated, a request
-    /// that names it.
-    async fn create_then_grant(
-        &self,
-        api: &Api<DynamicObject>,
-        ar: &ApiResource,
-        ns: Option<&str>,
-        name: &str,
-        mut obj: DynamicObject,
-        action: Action,
-    ) -> Result<Applied, (&'static str, kube::Error)> {
-        let mut empty = obj.clone();
-        if let Some(data) = empty.data.as_object_mut() {
-            data.insert("rules".into(), serde_json::Value::Array(Vec::new()));
-        }
-        let created = api
-            .create(&PostParams::default(), &empty)
-            .await
-            .map_err(|e| ("create", e))?;
-        self.events.created(ar, ns, name).await;
-        obj.metadata.resource_version = created.metadata.resource_version.clone();
-        obj.metadata.uid = created.metadata.uid.clone();
-        match api
-            .replace(name, &PostParams::default(), with_types(&mut obj, ar))
-            .await
-        {
-            Ok(written) => {
-                self.events.updated(ar, ns, name).await;
-                Ok(self.remember(ar, ns, name, written, action))
-            }
-            Err(e) => {
-                // The empty role stays; the next apply plans an update and meets the same
-                // refusal, which it reports.
-                self.remember(ar, ns, name, created, action);
-                Err(("update", e))
-            }
         }
     }
 
