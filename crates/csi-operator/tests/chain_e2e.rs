@@ -86,18 +86,6 @@ async fn openstack_with_manila_comes_up_through_the_cso_with_every_rbac_rule_gra
         let pod = chain.wait_running(ns, name).await;
         assert_eq!(pod.restarts, 0, "{pod:#?}\n{}", chain.report());
     }
-    for r in chain
-        .bed
-        .kube
-        .requests()
-        .iter()
-        .filter(|r| r.namespace == "default" && r.resource.contains("rbac"))
-    {
-        eprintln!(
-            "PROBE {} {} {} {} {} {}",
-            r.user, r.verb, r.resource, r.name, r.query, r.code
-        );
-    }
     chain.assert_no_denials();
     // Every pod we ship passes OpenShift's admission (SCCs, Pod Security): the CSO, both driver
     // operators, and both drivers' controllers and node plugins.
