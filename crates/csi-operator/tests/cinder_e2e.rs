@@ -685,6 +685,69 @@ async fn wrong_password_is_a_readable_degraded_condition() {
     .await;
 }
 
+/// Fencing on SIGTERM: the reconcile in flight (an install slowed by a slow API server) is
+/// cancelled, and the lease is released only after that, so the release is the process's last
+/// write and a successor never overlaps with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_mid_install_cancels_the_reconcile_then_releases_the_lease() {
+    let bed = bed().await;
+    bed.kube.inject(kube_sim::Fault {
+        matches: kube_sim::RequestMatch {
+            verb: "create".into(),
+            user: OPERATOR_USER.into(),
+            ..Default::default()
+        },
+        code: 0,
+        times: 0,
+        latency_ms: 400,
+    });
+    let mut op = OperatorProcess::start(&bed);
+    eventually("the install to be under way", || async {
+        let creates = requests_of(&bed, OPERATOR_USER)
+            .iter()
+            .filter(|r| r.verb == "create" && !is_lease(r))
+            .count();
+        if creates >= 2 {
+            Ok(())
+        } else {
+            Err(format!("{creates} creates"))
+        }
+    })
+    .await;
+    assert!(
+        op.terminate(Duration::from_secs(20)).await,
+        "the process ends promptly on SIGTERM although a reconcile was stalled:\n{}",
+        op.tail()
+    );
+
+    let requests = requests_of(&bed, OPERATOR_USER);
+    let release = requests
+        .iter()
+        .filter(|r| is_lease(r) && r.verb == "update")
+        .last()
+        .expect("the lease is released on SIGTERM");
+    let after: Vec<String> = requests
+        .iter()
+        .filter(|r| is_write(r) && r.at_ms > release.at_ms)
+        .map(describe)
+        .collect();
+    assert!(
+        after.is_empty(),
+        "writes after the lease release: {after:#?}"
+    );
+    let lease =
+        Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(bed.client.clone(), NS)
+            .get(cinder::OPERATOR_LOCK_NAME)
+            .await
+            .expect("lease");
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    assert!(holder.is_empty(), "released, not held by {holder:?}");
+    bed.kube.clear_faults();
+}
+
 /// `verify: false` works (test clouds use it) but exposes the credentials: the operator says so
 /// in a condition that does not degrade the cluster, and clears it when the Secret is fixed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

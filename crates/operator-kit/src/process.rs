@@ -185,8 +185,11 @@ pub async fn run<R: Reconciler>(
         &options.identity,
         options.timing,
     );
+    // The lease is released only once the loop has stopped (and with it every request of the
+    // reconcile in flight): a successor must not start writing while this replica still is.
+    let (release_tx, mut release_rx) = watch::channel(false);
     let leader = elector.run(async move {
-        let _ = stop_for_leader.wait_for(|s| *s).await;
+        let _ = release_rx.wait_for(|r| *r).await;
     });
     let mut states = leader.subscribe();
     let (leading_tx, leading_rx) = watch::channel(false);
@@ -218,8 +221,17 @@ pub async fn run<R: Reconciler>(
         }
     });
 
-    cache.wait_until_ready().await;
-    info!("watch caches synced");
+    // A stalled API server can keep the caches from syncing; SIGTERM must still end the
+    // process promptly.
+    tokio::select! {
+        () = cache.wait_until_ready() => info!("watch caches synced"),
+        _ = stop_for_leader.wait_for(|s| *s) => {
+            info!("shutdown before the watch caches synced");
+            release_tx.send_replace(true);
+            leader.join().await;
+            return Ok(());
+        }
+    }
     let reconciler = Arc::new(Mutex::new(reconciler));
     let mut loop_stop = stop_rx.clone();
     let lost_watch = lost.clone();
@@ -255,7 +267,8 @@ pub async fn run<R: Reconciler>(
     if lost.load(std::sync::atomic::Ordering::SeqCst) {
         return Err(ProcessError::LostLease(options.lock_name));
     }
-    // Shutdown: the elector releases the lease once `shutdown` fired; wait for it.
+    // Shutdown: the loop has returned, so no write of ours can follow; release the lease.
+    release_tx.send_replace(true);
     leader.join().await;
     info!("stopped");
     Ok(())

@@ -160,6 +160,22 @@ impl OperatorProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Sends SIGTERM (what the kubelet sends when a pod is deleted) and waits up to `within`
+    /// for the process to exit; whether it did.
+    pub async fn terminate(&mut self, within: Duration) -> bool {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        let until = tokio::time::Instant::now() + within;
+        while tokio::time::Instant::now() < until {
+            if !self.is_running() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
     /// Everything the process printed so far.
     pub fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
