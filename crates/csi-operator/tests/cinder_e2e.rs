@@ -723,8 +723,7 @@ async fn sigterm_mid_install_cancels_the_reconcile_then_releases_the_lease() {
     let requests = requests_of(&bed, OPERATOR_USER);
     let release = requests
         .iter()
-        .filter(|r| is_lease(r) && r.verb == "update")
-        .last()
+        .rfind(|r| is_lease(r) && r.verb == "update")
         .expect("the lease is released on SIGTERM");
     let after: Vec<String> = requests
         .iter()
