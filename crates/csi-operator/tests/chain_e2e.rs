@@ -20,21 +20,6 @@ use kube::api::Api;
 use serde_json::json;
 use testbed::Settings;
 
-const CINDER_AVAILABLE: [&str; 2] = [
-    "OpenStackCinderDriverControllerServiceControllerAvailable",
-    "OpenStackCinderDriverNodeServiceControllerAvailable",
-];
-const MANILA_AVAILABLE: [&str; 3] = [
-    "OpenStackManilaDriverControllerServiceControllerAvailable",
-    "OpenStackManilaDriverNodeServiceControllerAvailable",
-    "NFSDriverNodeServiceControllerAvailable",
-];
-const HEALTHY: [(&str, &str); 3] = [
-    ("Available", "True"),
-    ("Progressing", "False"),
-    ("Degraded", "False"),
-];
-
 /// The chain with the release as shipped.
 async fn release_chain(settings: Settings, platform: Option<&str>) -> Chain {
     let manifests = release(None, &[]);

@@ -29,16 +29,6 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use testbed::Settings;
 
-const CINDER_AVAILABLE: [&str; 2] = [
-    "OpenStackCinderDriverControllerServiceControllerAvailable",
-    "OpenStackCinderDriverNodeServiceControllerAvailable",
-];
-const MANILA_AVAILABLE: [&str; 3] = [
-    "OpenStackManilaDriverControllerServiceControllerAvailable",
-    "OpenStackManilaDriverNodeServiceControllerAvailable",
-    "NFSDriverNodeServiceControllerAvailable",
-];
-
 /// The fixture files, in order, each parsed into its objects.
 fn fixtures() -> Vec<(String, Vec<Value>)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/go-cso");

@@ -144,105 +144,92 @@ mod tests {
         }
     }
 
-    /// A reconcile that "writes" once, then waits (a slow API server) and "writes" again; the
-    /// counter holds the writes that were made.
-    fn slow_writer(
-        writes: Arc<AtomicUsize>,
+    /// A leading loop whose reconcile "writes" once, stalls for `stall` (a slow API server),
+    /// then "writes" again; the counters hold the reconciles started and the writes made.
+    struct SlowWriter {
+        lead: watch::Sender<bool>,
+        stop: watch::Sender<bool>,
         started: Arc<AtomicUsize>,
-        stall: Duration,
-    ) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Outcome> + Send>> {
-        move || {
-            let writes = writes.clone();
-            let started = started.clone();
-            Box::pin(async move {
-                started.fetch_add(1, Ordering::SeqCst);
-                writes.fetch_add(1, Ordering::SeqCst);
+        writes: Arc<AtomicUsize>,
+        task: tokio::task::JoinHandle<()>,
+        _changes: watch::Sender<u64>,
+    }
+
+    fn slow_writer(options: LoopOptions, stall: Duration) -> SlowWriter {
+        let (changes, change_rx) = watch::channel(0u64);
+        let (lead, lead_rx) = watch::channel(true);
+        let (stop, stop_rx) = watch::channel(false);
+        let (started, writes) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (s, w) = (started.clone(), writes.clone());
+        let task = tokio::spawn(run(options, change_rx, lead_rx, stop_rx, move || {
+            let (s, w) = (s.clone(), w.clone());
+            async move {
+                s.fetch_add(1, Ordering::SeqCst);
+                w.fetch_add(1, Ordering::SeqCst);
                 tokio::time::sleep(stall).await;
-                writes.fetch_add(1, Ordering::SeqCst);
+                w.fetch_add(1, Ordering::SeqCst);
                 Outcome::Done {
                     requeue_after: None,
                 }
-            })
+            }
+        }));
+        SlowWriter {
+            lead,
+            stop,
+            started,
+            writes,
+            task,
+            _changes: changes,
         }
     }
 
     #[tokio::test]
     async fn losing_the_lease_cancels_the_reconcile_in_flight() {
-        let (_change_tx, change_rx) = watch::channel(0u64);
-        let (lead_tx, lead_rx) = watch::channel(true);
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let (writes, started) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let task = tokio::spawn(run(
-            opts(),
-            change_rx,
-            lead_rx,
-            stop_rx,
-            slow_writer(writes.clone(), started.clone(), Duration::from_millis(300)),
-        ));
-        wait_for(&started, 1).await;
-        lead_tx.send_replace(false);
+        let l = slow_writer(opts(), Duration::from_millis(300));
+        wait_for(&l.started, 1).await;
+        l.lead.send_replace(false);
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(
-            writes.load(Ordering::SeqCst),
+            l.writes.load(Ordering::SeqCst),
             1,
             "no write after leadership was lost"
         );
         assert_eq!(
-            started.load(Ordering::SeqCst),
+            l.started.load(Ordering::SeqCst),
             1,
             "a follower never starts one"
         );
-        stop_tx.send_replace(true);
-        task.await.expect("loop ends on shutdown");
+        l.stop.send_replace(true);
+        l.task.await.expect("loop ends on shutdown");
     }
 
     #[tokio::test]
     async fn shutdown_cancels_the_reconcile_in_flight_and_returns_at_once() {
-        let (_change_tx, change_rx) = watch::channel(0u64);
-        let (_lead_tx, lead_rx) = watch::channel(true);
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let (writes, started) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let task = tokio::spawn(run(
-            opts(),
-            change_rx,
-            lead_rx,
-            stop_rx,
-            slow_writer(writes.clone(), started.clone(), Duration::from_secs(3600)),
-        ));
-        wait_for(&started, 1).await;
-        stop_tx.send_replace(true);
-        tokio::time::timeout(Duration::from_secs(5), task)
+        let l = slow_writer(opts(), Duration::from_secs(3600));
+        wait_for(&l.started, 1).await;
+        l.stop.send_replace(true);
+        tokio::time::timeout(Duration::from_secs(5), l.task)
             .await
             .expect("the loop returns without waiting for the stalled reconcile")
             .expect("no panic");
-        assert_eq!(writes.load(Ordering::SeqCst), 1);
+        assert_eq!(l.writes.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
     async fn a_reconcile_past_its_deadline_is_cancelled_and_retried() {
-        let (_change_tx, change_rx) = watch::channel(0u64);
-        let (_lead_tx, lead_rx) = watch::channel(true);
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let (writes, started) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let options = LoopOptions {
             deadline: Duration::from_millis(50),
             ..opts()
         };
-        let task = tokio::spawn(run(
-            options,
-            change_rx,
-            lead_rx,
-            stop_rx,
-            slow_writer(writes.clone(), started.clone(), Duration::from_secs(3600)),
-        ));
-        wait_for(&started, 3).await;
+        let l = slow_writer(options, Duration::from_secs(3600));
+        wait_for(&l.started, 3).await;
         assert_eq!(
-            writes.load(Ordering::SeqCst),
-            started.load(Ordering::SeqCst),
+            l.writes.load(Ordering::SeqCst),
+            l.started.load(Ordering::SeqCst),
             "each attempt was cut before its second write"
         );
-        stop_tx.send_replace(true);
-        task.await.expect("loop ends on shutdown");
+        l.stop.send_replace(true);
+        l.task.await.expect("loop ends on shutdown");
     }
 
     #[tokio::test]

@@ -22,6 +22,24 @@ use testbed::{Settings, Testbed};
 
 use super::{Conditions, cluster_object, conditions_of, manifest_dir, patch_status};
 
+/// The Available conditions of a Cinder driver that is up.
+pub const CINDER_AVAILABLE: [&str; 2] = [
+    "OpenStackCinderDriverControllerServiceControllerAvailable",
+    "OpenStackCinderDriverNodeServiceControllerAvailable",
+];
+/// The Available conditions of a Manila driver that is up.
+pub const MANILA_AVAILABLE: [&str; 3] = [
+    "OpenStackManilaDriverControllerServiceControllerAvailable",
+    "OpenStackManilaDriverNodeServiceControllerAvailable",
+    "NFSDriverNodeServiceControllerAvailable",
+];
+/// A healthy `ClusterOperator/storage`.
+pub const HEALTHY: [(&str, &str); 3] = [
+    ("Available", "True"),
+    ("Progressing", "False"),
+    ("Degraded", "False"),
+];
+
 /// How long any state of the chain may take to appear.
 pub const CHAIN_DEADLINE: Duration = Duration::from_secs(90);
 
