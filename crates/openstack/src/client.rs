@@ -17,6 +17,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use crate::clouds::CloudConfig;
 use crate::error::{Error, Failure, Step};
 use crate::keystone::{self, CatalogService, Service};
+use crate::redact::display_url;
 use crate::secret::Secret;
 use crate::services::{self, ShareType};
 
@@ -593,32 +594,6 @@ fn looks_like_tls(chain: &[String]) -> bool {
     })
 }
 
-/// Drops user-info from a URL before it goes into a message.
-pub(crate) fn display_url(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.to_string()
-        }
-        // Not a URL, but it may still carry `user:password@`: drop everything between the
-        // scheme and an `@` in the authority.
-        Err(_) => {
-            let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let rest = match rest[..authority_end].rfind('@') {
-                Some(at) => &rest[at + 1..],
-                None => rest,
-            };
-            if scheme.is_empty() {
-                rest.to_string()
-            } else {
-                format!("{scheme}://{rest}")
-            }
-        }
-    }
-}
-
 /// The human message of an OpenStack error body: Keystone's `{"error": {"message"}}`, Nova,
 /// Cinder and Manila's `{"<kind>": {"message"}}`, or a top-level `message`.
 fn server_message(body: &[u8]) -> Option<String> {
@@ -740,20 +715,6 @@ mod tests {
         assert_eq!(
             scrub("bad password hunter2!", &["hunter2"]),
             "bad password <redacted>!"
-        );
-    }
-
-    #[test]
-    fn display_url_drops_userinfo_of_unparsable_urls_too() {
-        assert_eq!(display_url("HTTP://u:p@[bad/v3"), "HTTP://[bad/v3");
-        assert_eq!(display_url("not a url"), "not a url");
-    }
-
-    #[test]
-    fn display_url_drops_userinfo() {
-        assert_eq!(
-            display_url("https://u:p@k.example:5000/v3"),
-            "https://k.example:5000/v3"
         );
     }
 }

@@ -138,7 +138,7 @@ impl CloudConfig {
             found.push(format!(
                 "cloud {:?} in clouds.yaml has the auth_url {}, plain HTTP: the password or application credential crosses the network unencrypted; use an https:// Keystone endpoint",
                 self.cloud_name,
-                crate::client::display_url(&self.auth_url)
+                crate::redact::display_url(&self.auth_url)
             ));
         }
         found
@@ -308,7 +308,7 @@ impl RawCloud {
         if !(auth_url.starts_with("http://") || auth_url.starts_with("https://")) {
             return Err(bad(format!(
                 "auth.auth_url \"{}\" must start with http:// or https://",
-                crate::client::display_url(&auth_url)
+                crate::redact::display_url(&auth_url)
             )));
         }
 

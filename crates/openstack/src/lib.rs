@@ -14,6 +14,7 @@ mod client;
 mod clouds;
 mod error;
 mod keystone;
+mod redact;
 mod secret;
 mod services;
 mod yaml;
