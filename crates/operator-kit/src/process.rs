@@ -225,7 +225,8 @@ pub async fn run<R: Reconciler>(
     // process promptly.
     tokio::select! {
         () = cache.wait_until_ready() => info!("watch caches synced"),
-        _ = stop_for_leader.wait_for(|s| *s) => {
+        // The guard `wait_for` returns is not Send: drop it inside the branch future.
+        () = async { let _ = stop_for_leader.wait_for(|s| *s).await; } => {
             info!("shutdown before the watch caches synced");
             release_tx.send_replace(true);
             leader.join().await;

@@ -86,11 +86,12 @@ pub async fn run<F, Fut>(
             changes.borrow_and_update();
             let outcome = tokio::select! {
                 biased;
-                _ = shutdown.wait_for(|stop| *stop) => {
+                // `wait_for`'s guard is not Send; it is dropped inside each branch future.
+                () = async { let _ = shutdown.wait_for(|stop| *stop).await; } => {
                     tracing::info!("shutting down: the reconcile in flight is cancelled");
                     return;
                 }
-                _ = leading.wait_for(|lead| !*lead) => {
+                () = async { let _ = leading.wait_for(|lead| !*lead).await; } => {
                     tracing::warn!("leadership lost: the reconcile in flight is cancelled");
                     continue;
                 }
