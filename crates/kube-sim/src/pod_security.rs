@@ -101,16 +101,8 @@ const BASELINE_CAPABILITIES: [&str; 13] = [
     "SYS_CHROOT",
 ];
 
-const RESTRICTED_VOLUMES: [&str; 8] = [
-    "configMap",
-    "csi",
-    "downwardAPI",
-    "emptyDir",
-    "ephemeral",
-    "persistentVolumeClaim",
-    "projected",
-    "secret",
-];
+/// The volume types `restricted` allows: the same as OpenShift's `-v2` SCCs.
+const RESTRICTED_VOLUMES: [&str; 8] = crate::scc::SAFE_VOLUMES;
 
 const SAFE_SYSCTLS: [&str; 11] = [
     "kernel.shm_rmid_forced",

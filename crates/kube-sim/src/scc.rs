@@ -42,8 +42,9 @@ pub const SUPPLEMENTAL_GROUPS_ANNOTATION: &str = "openshift.io/sa.scc.supplement
 pub const SCC_GROUP: &str = "security.openshift.io";
 pub const SCC_RESOURCE: &str = "securitycontextconstraints";
 
-/// The volume types of the `-v2` and `restricted` SCCs: nothing that reaches the host.
-const SAFE_VOLUMES: [&str; 8] = [
+/// The volume types of the `-v2` and `restricted` SCCs: nothing that reaches the host. The
+/// Pod Security Standards' `restricted` level allows the same list.
+pub(crate) const SAFE_VOLUMES: [&str; 8] = [
     "configMap",
     "csi",
     "downwardAPI",
@@ -762,17 +763,7 @@ impl Provider<'_> {
         // Capabilities: every add must be allowed (or a default add), every required drop
         // dropped.
         let caps = sc.get("capabilities").cloned().unwrap_or(Value::Null);
-        let listed = |k: &str| -> Vec<String> {
-            caps.get(k)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let listed = |k: &str| strings(&caps, k);
         let any_allowed = s.allowed_capabilities.iter().any(|c| c == "*");
         for add in listed("add") {
             let n = cap_name(&add);
