@@ -20,6 +20,7 @@ pub mod hooks;
 pub mod kinds;
 pub mod leader;
 pub mod leader_timing;
+pub mod log_format;
 pub mod logging;
 pub mod loglevel;
 pub mod metrics;

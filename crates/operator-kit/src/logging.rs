@@ -4,9 +4,12 @@
 //! klog levels map onto tracing levels for our crates (2 → info, 4 → debug, 6 and 8 → trace);
 //! at 8 the libraries we use log at trace too, as klog's `-v=8` shows HTTP traffic.
 
+use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Registry, reload};
+
+use crate::log_format::{self, KlogJson, LogFormat};
 
 /// The crates whose verbosity follows the operator log level.
 const OUR_CRATES: &[&str] = &[
@@ -38,18 +41,33 @@ pub struct LogControl {
 }
 
 impl LogControl {
-    /// Installs the global subscriber at `klog_level` (logs go to stderr). `RUST_LOG`, when set,
-    /// wins over the level until `set_level` is called. A second call (tests) returns a handle
-    /// that changes nothing.
+    /// Installs the global subscriber at `klog_level`, writing text lines to stderr.
     pub fn init(klog_level: u8) -> Self {
+        Self::init_with(klog_level, LogFormat::Text)
+    }
+
+    /// Installs the global subscriber at `klog_level`, writing `format` lines to stderr.
+    /// `RUST_LOG`, when set, wins over the level until `set_level` is called. A second call
+    /// (tests) returns a handle that changes nothing.
+    pub fn init_with(klog_level: u8, format: LogFormat) -> Self {
         let initial = std::env::var("RUST_LOG")
             .ok()
             .and_then(|s| EnvFilter::try_new(s).ok());
         let filter = initial.unwrap_or_else(|| EnvFilter::new(directives(klog_level)));
         let (layer, handle) = reload::Layer::new(filter);
+        let output = match format {
+            LogFormat::Text => tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(log_format::ansi_for_stderr())
+                .boxed(),
+            LogFormat::Json => tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .event_format(KlogJson)
+                .boxed(),
+        };
         let installed = tracing_subscriber::registry()
             .with(layer)
-            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(output)
             .try_init()
             .is_ok();
         Self {
