@@ -28,7 +28,8 @@ use crate::{
 };
 
 /// Everything the desired objects depend on, gathered by the operator (or given to `render`).
-#[derive(Debug, Clone, Default)]
+/// Its `Debug` shows the Secrets' names and keys only (the credentials and the serving key).
+#[derive(Clone, Default)]
 pub struct Facts {
     /// The control-plane namespace (standalone: also the node namespace).
     pub namespace: String,
@@ -51,6 +52,62 @@ pub struct Facts {
     pub credentials: Option<Secret>,
     /// The metrics serving certificate Secret.
     pub metrics_cert: Option<Secret>,
+}
+
+impl std::fmt::Debug for Facts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured, so a new field cannot be added without deciding how it prints.
+        let Facts {
+            namespace,
+            images,
+            cluster_id,
+            topology,
+            log_level,
+            proxy,
+            serving,
+            trusted_ca_bundle,
+            cloud_conf,
+            credentials,
+            metrics_cert,
+        } = self;
+        f.debug_struct("Facts")
+            .field("namespace", namespace)
+            .field("images", images)
+            .field("cluster_id", cluster_id)
+            .field("topology", topology)
+            .field("log_level", log_level)
+            .field("proxy", proxy)
+            .field("serving", serving)
+            .field("trusted_ca_bundle", trusted_ca_bundle)
+            .field("cloud_conf", cloud_conf)
+            .field("credentials", &RedactedSecret(credentials))
+            .field("metrics_cert", &RedactedSecret(metrics_cert))
+            .finish()
+    }
+}
+
+/// A Secret as `Debug` may show it: namespace/name and key names, never values.
+struct RedactedSecret<'a>(&'a Option<Secret>);
+
+impl std::fmt::Debug for RedactedSecret<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(secret) = self.0 else {
+            return f.write_str("None");
+        };
+        let keys: std::collections::BTreeSet<&str> = secret
+            .data
+            .iter()
+            .flat_map(|d| d.keys())
+            .chain(secret.string_data.iter().flat_map(|d| d.keys()))
+            .map(String::as_str)
+            .collect();
+        f.debug_struct("Secret")
+            .field("namespace", &secret.metadata.namespace)
+            .field("name", &secret.metadata.name)
+            .field("keys", &keys)
+            .field("values", &format_args!("<redacted>"))
+            .finish()
+    }
 }
 
 pub use operator_kit::desired::{BuildError, Desired};
@@ -463,5 +520,49 @@ mod tests {
             annotations(&before)
         );
         assert_ne!(annotations(&before).get(key), annotations(&after).get(key));
+    }
+
+    #[test]
+    fn debug_shows_secret_names_and_keys_never_values() {
+        let planted = "pl4nted-s3cret-value";
+        let secret = |name: &str, key: &str| Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                // kubectl's copy of the whole object, values included.
+                annotations: Some(BTreeMap::from([(
+                    "kubectl.kubernetes.io/last-applied-configuration".to_string(),
+                    format!("{{\"stringData\":{{\"{key}\":\"{planted}\"}}}}"),
+                )])),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                key.to_string(),
+                ByteString(format!("password: {planted}").into_bytes()),
+            )])),
+            string_data: Some(BTreeMap::from([("extra".to_string(), planted.to_string())])),
+            ..Default::default()
+        };
+        let mut f = facts();
+        f.credentials = Some(secret(CREDENTIALS_SECRET, "clouds.yaml"));
+        f.metrics_cert = Some(secret(crate::METRICS_SERVING_CERT_SECRET, "tls.key"));
+        // The planted value as text and as the byte list `ByteString`'s own Debug would print.
+        let bytes = format!("{:?}", planted.as_bytes());
+        let bytes = bytes.trim_matches(|c| c == '[' || c == ']');
+        for printed in [format!("{f:?}"), format!("{f:#?}")] {
+            assert!(!printed.contains(planted), "{printed}");
+            assert!(!printed.contains(bytes), "{printed}");
+            for shown in [
+                CREDENTIALS_SECRET,
+                "clouds.yaml",
+                "tls.key",
+                "extra",
+                "<redacted>",
+            ] {
+                assert!(printed.contains(shown), "{shown} missing from {printed}");
+            }
+        }
+        // The rest still prints.
+        assert!(format!("{f:?}").contains("mycluster-x7k2p"));
     }
 }
