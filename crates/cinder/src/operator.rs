@@ -158,10 +158,11 @@ pub struct Operator {
     topology: TopologyState,
     openstack: Arc<openstack::Session>,
     /// An availability-zone listing running in the background (refreshes after the first,
-    /// so a slow or hung OpenStack never holds up the other steps).
+    /// so a slow or hung OpenStack never holds up the other steps). It nudges the loop when
+    /// its answer is ready; dropping it aborts the listing.
     listing: Option<(
         String,
-        tokio::task::JoinHandle<Result<bool, crate::topology::TopologyError>>,
+        operator_kit::cache::Background<Result<bool, crate::topology::TopologyError>>,
     )>,
     operator_log_level: steps::OperatorLogLevel,
 }
@@ -445,10 +446,12 @@ impl Operator {
         let fingerprint = fingerprint(credentials.as_ref(), ca.as_ref().map(|c| c.pem.as_str()));
         let now = Instant::now();
         // A finished background listing is recorded first (for the credentials it used).
-        if self.listing.as_ref().is_some_and(|(_, h)| h.is_finished())
-            && let Some((used, handle)) = self.listing.take()
+        if let Some((used, listing)) = self.listing.as_mut()
+            && let Some(answer) = listing.try_take()
         {
-            let outcome = handle.await.unwrap_or_else(|e| {
+            let used = std::mem::take(used);
+            self.listing = None;
+            let outcome = answer.unwrap_or_else(|e| {
                 Err(crate::topology::TopologyError::Lookup(format!(
                     "the listing task failed: {e}"
                 )))
@@ -471,7 +474,7 @@ impl Operator {
             );
             if self.topology.decide(None).is_ok() {
                 // A value exists: refresh in the background and publish it when it is known.
-                self.listing = Some((fingerprint.clone(), tokio::spawn(task)));
+                self.listing = Some((fingerprint.clone(), self.cache.nudger().spawn(task)));
             } else {
                 // The first value: cloud-conf cannot be written without it.
                 let outcome = task.await;
@@ -479,8 +482,8 @@ impl Operator {
             }
         }
         let requeue = if self.listing.is_some() {
-            // Come back soon to pick the background result up.
-            Some(Duration::from_millis(200))
+            // The listing nudges the loop when its answer is ready: no timer meanwhile.
+            None
         } else {
             self.topology
                 .requeue_after(Instant::now(), user_override.is_some(), &fingerprint)

@@ -563,4 +563,166 @@ impl Cache {
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.inner.changes.subscribe()
     }
+
+    /// Asks for one more reconcile, as a watch event does (bumps the same [`Cache::changes`]
+    /// counter, so it coalesces with them). For state that changes outside the API: work an
+    /// operator runs in the background (an OpenStack call that may take minutes) tells the
+    /// loop its result is ready, instead of the reconcile polling for it or awaiting it.
+    pub fn nudge(&self) {
+        self.nudger().nudge();
+    }
+
+    /// A handle that can only [`Cache::nudge`], for background tasks. It does not keep the
+    /// watches running: once the last [`Cache`] is gone, a nudge does nothing.
+    pub fn nudger(&self) -> Nudger {
+        Nudger(Arc::downgrade(&self.inner.changes))
+    }
+}
+
+/// See [`Cache::nudger`].
+#[derive(Clone)]
+pub struct Nudger(std::sync::Weak<watch::Sender<u64>>);
+
+impl std::fmt::Debug for Nudger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Nudger")
+    }
+}
+
+impl Nudger {
+    /// One more reconcile (see [`Cache::nudge`]).
+    pub fn nudge(&self) {
+        if let Some(changes) = self.0.upgrade() {
+            changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Runs `work` in a tokio task and nudges once its result can be taken with
+    /// [`Background::try_take`] (the result is handed over first, so the reconcile the nudge
+    /// causes always finds it; a `JoinHandle` is not finished yet while the task still runs
+    /// its last lines). A task that panics or is aborted nudges too. Must be called inside a
+    /// tokio runtime.
+    pub fn spawn<T, F>(&self, work: F) -> Background<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = T> + Send + 'static,
+    {
+        let (tx, result) = tokio::sync::oneshot::channel();
+        let mut deliver = Deliver {
+            tx: Some(tx),
+            nudger: self.clone(),
+        };
+        let task = tokio::spawn(async move {
+            let out = work.await;
+            if let Some(tx) = deliver.tx.take() {
+                let _ = tx.send(out);
+            }
+            drop(deliver);
+        });
+        Background { result, task }
+    }
+}
+
+/// Hands the result over, then nudges; on drop, so a panic or an abort is noticed too.
+struct Deliver<T> {
+    tx: Option<tokio::sync::oneshot::Sender<T>>,
+    nudger: Nudger,
+}
+
+impl<T> Drop for Deliver<T> {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        self.nudger.nudge();
+    }
+}
+
+/// Work started with [`Nudger::spawn`]. Dropping it aborts the work.
+#[derive(Debug)]
+pub struct Background<T> {
+    result: tokio::sync::oneshot::Receiver<T>,
+    task: JoinHandle<()>,
+}
+
+/// The work of a [`Background`] ended without a result: it panicked or was aborted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the background task stopped without a result")]
+pub struct Stopped;
+
+impl<T> Background<T> {
+    /// `None` while the work runs; then its result, once (later calls say [`Stopped`]).
+    pub fn try_take(&mut self) -> Option<Result<T, Stopped>> {
+        use tokio::sync::oneshot::error::TryRecvError;
+        match self.result.try_recv() {
+            Ok(out) => Some(Ok(out)),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Closed) => Some(Err(Stopped)),
+        }
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nudger() -> (Arc<watch::Sender<u64>>, watch::Receiver<u64>, Nudger) {
+        let (tx, rx) = watch::channel(0u64);
+        let tx = Arc::new(tx);
+        let nudger = Nudger(Arc::downgrade(&tx));
+        (tx, rx, nudger)
+    }
+
+    #[tokio::test]
+    async fn a_nudge_is_a_change_and_the_result_is_there_when_it_arrives() {
+        let (_tx, mut rx, nudger) = nudger();
+        nudger.nudge();
+        assert!(rx.has_changed().expect("open"));
+        rx.borrow_and_update();
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        let mut work = nudger.spawn(async move {
+            let _ = wait.await;
+            7
+        });
+        assert_eq!(work.try_take(), None, "still running");
+        let _ = go.send(());
+        rx.changed().await.expect("nudged");
+        assert_eq!(work.try_take(), Some(Ok(7)), "handed over before the nudge");
+        assert_eq!(work.try_take(), Some(Err(Stopped)), "taken once");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_task_nudges_and_says_stopped() {
+        let (_tx, mut rx, nudger) = nudger();
+        // A bug in background work must not go unnoticed.
+        let mut work = nudger.spawn(async { panic!("a bug") });
+        let _: &Background<()> = &work;
+        rx.changed().await.expect("nudged");
+        assert_eq!(work.try_take(), Some(Err(Stopped)));
+    }
+
+    #[tokio::test]
+    async fn dropping_the_handle_aborts_the_work() {
+        let (_tx, mut rx, nudger) = nudger();
+        let (_keep, wait) = tokio::sync::oneshot::channel::<()>();
+        let (done_tx, mut done) = tokio::sync::oneshot::channel::<()>();
+        let work = nudger.spawn(async move {
+            let _ = wait.await;
+            let _ = done_tx.send(());
+        });
+        drop(work);
+        rx.changed().await.expect("an aborted task nudges too");
+        assert!(done.try_recv().is_err(), "the work did not run to its end");
+    }
+
+    #[test]
+    fn a_nudge_after_the_cache_is_gone_does_nothing() {
+        let (tx, _rx, nudger) = nudger();
+        drop(tx);
+        nudger.nudge();
+    }
 }
