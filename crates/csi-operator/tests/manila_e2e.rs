@@ -603,7 +603,8 @@ async fn a_share_type_added_later_gets_its_storage_class() {
 }
 
 /// Seed 002: the driver appears when Manila appears. The operator's Keystone token (valid for
-/// hours) was issued with a catalog without `sharev2`; the next detection must not trust it.
+/// hours) was issued with a catalog without `sharev2`; the next detection must not trust it,
+/// and reads the current catalog with that same token instead of asking for a new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manila_enabled_in_the_cloud_after_install_is_installed_at_the_next_refresh() {
     let bed = bed_with(manila_settings(None)).await;
@@ -611,6 +612,7 @@ async fn manila_enabled_in_the_cloud_after_install_is_installed_at_the_next_refr
     let mut op = OperatorProcess::start_manila(&bed, "2s");
     wait_condition_of(&bed, MANILA_CR, "CSIControllerDisabled", "True").await;
     assert!(manila_deployment(&bed).await.is_none());
+    assert_eq!(bed.openstack.token_issuances(), 1);
 
     bed.openstack.set_manila_enabled(true);
     bed.openstack.add_share_type(SimShareType::new("default"));
@@ -627,6 +629,19 @@ async fn manila_enabled_in_the_cloud_after_install_is_installed_at_the_next_refr
         "{disabled:?}"
     );
     assert!(op.is_running(), "installed without a restart");
+    let log = bed.openstack.requests();
+    assert_eq!(
+        bed.openstack.token_issuances(),
+        1,
+        "Manila was found without a second token: {:#?}",
+        log.iter().map(describe_openstack).collect::<Vec<_>>()
+    );
+    assert!(
+        log.iter()
+            .any(|r| r.path.ends_with("/v3/auth/catalog") && r.status == 200),
+        "found in the current catalog: {:#?}",
+        log.iter().map(describe_openstack).collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,13 +4,15 @@
 //! It serves, on one port (HTTP, or HTTPS with a CA generated at start):
 //! - Keystone v3 `POST /identity/v3/auth/tokens` (password and application-credential auth,
 //!   checked against configured users; tokens with a configurable lifetime; a catalog with
-//!   public and internal endpoints in one region; Keystone-shaped 401 bodies);
+//!   public and internal endpoints in one region; Keystone-shaped 401 bodies) and
+//!   `GET /identity/v3/auth/catalog` (the token's catalog as the cloud is now);
 //! - Nova `GET /{interface}/compute/v2.1/os-availability-zone`;
 //! - Cinder `GET /{interface}/volume/v3/{project_id}/os-availability-zone`;
 //! - Manila `GET /{interface}/share/v2[/{project_id}]/types` (absent when Manila is off).
 //!
 //! Everything can be changed while it runs through [`SimHandle`]: users, zones, share types,
-//! token lifetime, hidden catalog entries and injected faults; every request is logged.
+//! token lifetime, hidden catalog entries and injected faults; every request is logged once
+//! answered, and the ones still waiting for their answer can be counted.
 //! It is a test substrate: it must not be used as a security boundary (tokens are predictable
 //! and secrets are kept in memory in clear), and it must not depend on the client crate.
 
@@ -308,6 +310,9 @@ pub(crate) struct State {
     pub faults: Vec<Fault>,
     pub log: Vec<RequestRecord>,
     pub next_token: u64,
+    /// Requests received and not answered yet (logged only once answered), by arrival.
+    pub in_flight: BTreeMap<u64, (SimService, String)>,
+    pub next_request: u64,
 }
 
 pub(crate) struct Shared {
@@ -420,8 +425,8 @@ impl SimHandle {
         self.shared.lock().tokens.clear();
     }
 
-    /// Leaves the service of this catalog type (e.g. `sharev2`, `volumev3`) out of new tokens'
-    /// catalogs.
+    /// Leaves the service of this catalog type (e.g. `sharev2`, `volumev3`) out of the catalog
+    /// (new tokens' and `GET /v3/auth/catalog`).
     pub fn hide_catalog_entry(&self, catalog_type: &str) {
         self.shared.lock().hidden.insert(catalog_type.into());
     }
@@ -453,6 +458,17 @@ impl SimHandle {
             .log
             .iter()
             .filter(|r| r.issued_token)
+            .count()
+    }
+
+    /// How many requests to `service` with a path ending in `suffix` have arrived and are not
+    /// answered yet (held by a latency fault, say). The request log holds answered ones only.
+    pub fn in_flight(&self, service: SimService, suffix: &str) -> usize {
+        self.shared
+            .lock()
+            .in_flight
+            .values()
+            .filter(|(s, path)| *s == service && path.ends_with(suffix))
             .count()
     }
 
@@ -520,6 +536,8 @@ impl OpenStackSim {
                 faults: Vec::new(),
                 log: Vec::new(),
                 next_token: 1,
+                in_flight: BTreeMap::new(),
+                next_request: 0,
             }),
             base_url: format!("{scheme}://{addr}"),
             shutdown: watch::channel(false).0,

@@ -1,5 +1,5 @@
 //! The HTTP front of openstack-sim: accept loop, fault injection, request log and the routes of
-//! Keystone, Nova, Cinder and Manila.
+//! Keystone (tokens and the current catalog), Nova, Cinder and Manila.
 //!
 //! Never panics on client input: malformed bodies and unknown paths get the error answers the
 //! real services give (400 / 401 / 404 with a JSON body).
@@ -169,6 +169,32 @@ fn take_faults(state: &mut State, service: SimService, path: &str) -> (Duration,
     (delay, status)
 }
 
+/// A request between its arrival and its answer (or the client giving up), for
+/// [`crate::SimHandle::in_flight`].
+struct Pending {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Pending {
+    fn new(shared: &Arc<Shared>, service: SimService, path: &str) -> Self {
+        let mut state = shared.lock();
+        let id = state.next_request;
+        state.next_request += 1;
+        state.in_flight.insert(id, (service, path.to_string()));
+        Self {
+            shared: shared.clone(),
+            id,
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.shared.lock().in_flight.remove(&self.id);
+    }
+}
+
 async fn handle(
     shared: Arc<Shared>,
     req: hyper::Request<Incoming>,
@@ -183,6 +209,7 @@ async fn handle(
         Err(_) => Bytes::new(),
     };
     let (service, interface) = classify(&path);
+    let _pending = Pending::new(&shared, service, &path);
     let (delay, fault) = take_faults(&mut shared.lock(), service, &path);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
@@ -254,6 +281,7 @@ fn route(
     if service == SimService::Identity {
         return match (method, path.trim_end_matches('/')) {
             (&Method::POST, "/identity/v3/auth/tokens") => authenticate(state, base, body),
+            (&Method::GET, "/identity/v3/auth/catalog") => current_catalog(state, base, token),
             (&Method::GET, "/identity/v3") => Outcome::json(
                 200,
                 json!({"version": {"id": "v3.14", "status": "stable",
@@ -298,6 +326,29 @@ fn route(
         }
     };
     out.user_id = Some(user_id);
+    out
+}
+
+/// Keystone's `GET /v3/auth/catalog`: the catalog of the presented token's project as it is
+/// now (so a service added after the token was issued is listed), 401 for an unknown or
+/// expired token.
+fn current_catalog(state: &State, base: &str, token: Option<&str>) -> Outcome {
+    let now = Instant::now();
+    let Some(issued) = token
+        .and_then(|t| state.tokens.get(t))
+        .filter(|t| t.expires > now)
+    else {
+        return Outcome::error(401, UNAUTHORIZED);
+    };
+    let mut out = Outcome::json(
+        200,
+        json!({
+            "catalog": catalog(state, base, &issued.project_id),
+            "links": {"self": format!("{base}/identity/v3/auth/catalog"),
+                      "previous": null, "next": null},
+        }),
+    );
+    out.user_id = Some(issued.user_id.clone());
     out
 }
 
@@ -559,6 +610,8 @@ mod tests {
             faults: Vec::new(),
             log: Vec::new(),
             next_token: 1,
+            in_flight: Default::default(),
+            next_request: 0,
         }
     }
 
@@ -629,6 +682,47 @@ mod tests {
             .filter_map(|e| e["type"].as_str().map(str::to_string))
             .collect();
         assert_eq!(types, ["identity", "volumev3"]);
+    }
+
+    #[test]
+    fn the_current_catalog_follows_the_cloud_and_needs_a_valid_token() {
+        let mut s = state();
+        s.share_types = None;
+        let out = authenticate(
+            &mut s,
+            "http://x",
+            &password_body(json!({"id": "u-admin"}), crate::DEFAULT_PASSWORD, None),
+        );
+        let token = out.subject_token.expect("token");
+        let types = |out: &Outcome| -> Vec<String> {
+            out.body["catalog"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e["type"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let before = current_catalog(&s, "http://x", Some(&token));
+        assert_eq!(before.status, 200);
+        assert_eq!(before.user_id.as_deref(), Some("u-admin"));
+        assert_eq!(types(&before), ["identity", "compute", "volumev3"]);
+        s.share_types = Some(Vec::new());
+        let after = current_catalog(&s, "http://x", Some(&token));
+        assert_eq!(
+            types(&after),
+            ["identity", "compute", "volumev3", "sharev2"]
+        );
+        let volume = &after.body["catalog"][2]["endpoints"][0]["url"];
+        assert_eq!(
+            volume, "http://x/public/volume/v3/p-demo",
+            "the token's project"
+        );
+        assert_eq!(current_catalog(&s, "http://x", Some("nope")).status, 401);
+        assert_eq!(current_catalog(&s, "http://x", None).status, 401);
+        s.tokens.clear();
+        assert_eq!(current_catalog(&s, "http://x", Some(&token)).status, 401);
     }
 
     #[test]

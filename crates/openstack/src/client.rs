@@ -1,5 +1,6 @@
 //! The HTTP client: one Keystone token reused until shortly before it expires, endpoint lookup
-//! in the token's catalog, and the three list calls the operators need.
+//! in the token's catalog (refreshed with `GET /v3/auth/catalog` when a service is missing from
+//! it), and the three list calls the operators need.
 //!
 //! A [`Client`] belongs to one set of credentials; a [`Session`] hands out the client for the
 //! current credentials and replaces it (dropping its token) when they change, which is how a
@@ -192,9 +193,13 @@ impl Client {
     /// Whether the catalog lists `service` at all (Manila detection).
     ///
     /// A catalog comes with its token and a token lives for hours, so an absent service is
-    /// confirmed with a fresh token before the answer is `false`: a cloud that adds Manila
-    /// after install is then seen at the caller's next check, not when the token expires. A
-    /// present service needs no such check (a removed one fails its own calls).
+    /// confirmed with the catalog as it is now (`GET /v3/auth/catalog` with the cached token)
+    /// before the answer is `false`: a cloud that adds Manila after install is then seen at the
+    /// caller's next check, not when the token expires, and without a new token (the budget is
+    /// one token per token lifetime). The fresh catalog replaces the token's for later calls.
+    /// Only if Keystone refuses the token there (401: expired or revoked) is a new one asked
+    /// for, whose catalog is current. A present service needs no such check (a removed one
+    /// fails its own calls).
     pub async fn has_service(&self, service: Service) -> Result<bool, Error> {
         let lists = |catalog: &[CatalogService]| {
             service
@@ -206,9 +211,52 @@ impl Client {
         if lists(&catalog) || fresh {
             return Ok(lists(&catalog));
         }
+        if let Some(catalog) = self.current_catalog(&token).await? {
+            return Ok(lists(&catalog));
+        }
         self.discard(&token).await;
         let (_, catalog) = self.token().await?;
         Ok(lists(&catalog))
+    }
+
+    /// The catalog of `token` as Keystone has it now, kept as the cached token's catalog.
+    /// `None` when Keystone refuses the token (401).
+    async fn current_catalog(
+        &self,
+        token: &Secret,
+    ) -> Result<Option<Arc<Vec<CatalogService>>>, Error> {
+        let step = Step::ReadCatalog;
+        let url = keystone::catalog_url(&self.config.auth_url);
+        let shown = display_url(&url);
+        let mut value = HeaderValue::from_str(token.expose())
+            .map_err(|_| bad(step, &shown, "the token is not a header value"))?;
+        value.set_sensitive(true);
+        tracing::debug!(url = %shown, "reading the current Keystone catalog");
+        let resp = self
+            .http
+            .get(&url)
+            .header("X-Auth-Token", value)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| self.transport_error(step, &shown, &e))?;
+        let status = resp.status();
+        let location = header_text(resp.headers(), "location");
+        let body = self.read_body(step, &shown, resp).await?;
+        if status.as_u16() == 401 {
+            tracing::debug!(url = %shown, "token rejected; authenticating again for a current catalog");
+            return Ok(None);
+        }
+        self.check_status(step, &shown, status, location, &body, Some(token))?;
+        let catalog =
+            Arc::new(keystone::parse_catalog_body(&body).map_err(|r| bad(step, &shown, r))?);
+        let mut slot = self.token.lock().await;
+        if let Some(t) = slot.as_mut()
+            && &t.value == token
+        {
+            t.catalog = catalog.clone();
+        }
+        Ok(Some(catalog))
     }
 
     /// Nova's available zones, sorted. None available is an error, as in the Go operator.

@@ -9,6 +9,8 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     Authenticate,
+    /// `GET /v3/auth/catalog`: the current catalog, for a service the token's catalog lacks.
+    ReadCatalog,
     ListComputeZones,
     ListVolumeZones,
     ListShareTypes,
@@ -18,6 +20,7 @@ impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Step::Authenticate => "authenticate with Keystone",
+            Step::ReadCatalog => "read the service catalog from Keystone",
             Step::ListComputeZones => "list Nova (compute) availability zones",
             Step::ListVolumeZones => "list Cinder (volume) availability zones",
             Step::ListShareTypes => "list Manila share types",
@@ -65,7 +68,7 @@ impl Failure {
             ),
             Failure::Status { code: 404, message } => format!(
                 "not found (HTTP 404): check {}{}",
-                if step == Step::Authenticate {
+                if matches!(step, Step::Authenticate | Step::ReadCatalog) {
                     "auth.auth_url in clouds.yaml (it should be the Keystone URL, e.g. \
                      https://keystone.example.com:5000/v3)"
                 } else {

@@ -39,11 +39,20 @@ impl Service {
 
 /// The `/auth/tokens` URL for an `auth_url` with or without its `/v3` suffix.
 pub fn tokens_url(auth_url: &str) -> String {
+    v3_url(auth_url, "auth/tokens")
+}
+
+/// The `/auth/catalog` URL (the catalog of the token presented, as it is now).
+pub fn catalog_url(auth_url: &str) -> String {
+    v3_url(auth_url, "auth/catalog")
+}
+
+fn v3_url(auth_url: &str, path: &str) -> String {
     let base = auth_url.trim_end_matches('/');
     if base.ends_with("/v3") {
-        format!("{base}/auth/tokens")
+        format!("{base}/{path}")
     } else {
-        format!("{base}/v3/auth/tokens")
+        format!("{base}/v3/{path}")
     }
 }
 
@@ -177,6 +186,19 @@ pub fn parse_token_body(body: &[u8]) -> Result<TokenInfo, String> {
     })
 }
 
+#[derive(Deserialize)]
+struct CatalogBody {
+    catalog: Vec<CatalogService>,
+}
+
+/// Parses the body of a successful `GET /v3/auth/catalog`: `{"catalog": [...]}`, the same
+/// entries as a token's catalog.
+pub fn parse_catalog_body(body: &[u8]) -> Result<Vec<CatalogService>, String> {
+    serde_json::from_slice::<CatalogBody>(body)
+        .map(|b| b.catalog)
+        .map_err(|e| format!("the answer is not a Keystone v3 catalog: {e}"))
+}
+
 /// Picks the endpoint URL for `service` on `interface`, in `region` if one is configured.
 pub fn select_endpoint(
     catalog: &[CatalogService],
@@ -303,6 +325,29 @@ mod tests {
             tokens_url("https://k/identity/"),
             "https://k/identity/v3/auth/tokens"
         );
+    }
+
+    #[test]
+    fn catalog_url_and_body() {
+        assert_eq!(
+            catalog_url("https://k:5000/v3/"),
+            "https://k:5000/v3/auth/catalog"
+        );
+        assert_eq!(
+            catalog_url("https://k/identity"),
+            "https://k/identity/v3/auth/catalog"
+        );
+        let c = parse_catalog_body(
+            br#"{"catalog": [{"type": "sharev2", "endpoints": [
+                {"interface": "public", "region": "R", "url": "u"}]}],
+                "links": {"self": "https://k/v3/auth/catalog", "next": null}}"#,
+        )
+        .expect("parses");
+        assert_eq!(c[0].service_type, "sharev2");
+        for bad in ["{}", "[]", r#"{"catalog": {}}"#, "<html>", ""] {
+            let e = parse_catalog_body(bad.as_bytes()).expect_err(bad);
+            assert!(e.contains("not a Keystone v3 catalog"), "{e}");
+        }
     }
 
     #[test]

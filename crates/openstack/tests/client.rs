@@ -432,6 +432,21 @@ async fn manila_absent_from_the_catalog() {
     assert_eq!(types[0].name, "ceph_fs");
 }
 
+/// `GET /v3/auth/catalog` requests in the sim's log.
+fn catalog_reads(sim: &OpenStackSim) -> usize {
+    sim.count(SimService::Identity, "/v3/auth/catalog")
+}
+
+#[tokio::test]
+async fn a_service_in_the_token_catalog_costs_no_extra_call() {
+    let sim = start(SimConfig::default()).await;
+    let c = client(&sim);
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
+    assert_eq!(sim.token_issuances(), 1);
+    assert_eq!(sim.requests().len(), 1, "{:#?}", sim.requests());
+}
+
 #[tokio::test]
 async fn manila_added_while_the_token_is_valid_is_seen_at_the_next_check() {
     let sim = start(SimConfig {
@@ -441,20 +456,135 @@ async fn manila_added_while_the_token_is_valid_is_seen_at_the_next_check() {
     .await;
     let c = client(&sim);
     assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
-    assert_eq!(sim.token_issuances(), 1, "a fresh token is not asked twice");
+    assert_eq!(
+        sim.token_issuances(),
+        1,
+        "a fresh token is trusted as it is"
+    );
+    assert_eq!(catalog_reads(&sim), 0);
 
     // The cached token (valid for hours) has a catalog without Manila; the cloud adds it.
     sim.add_share_type(SimShareType::new("ceph_fs"));
     assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
     assert_eq!(
-        sim.token_issuances(),
-        2,
-        "absence is confirmed with a new catalog"
+        catalog_reads(&sim),
+        1,
+        "absence is confirmed with the current catalog"
     );
+    assert_eq!(sim.token_issuances(), 1, "without a new token");
+    // The current catalog replaced the token's: Manila is called with the same token.
+    let types = c.share_types().await.expect("share types");
+    assert_eq!(types[0].name, "ceph_fs");
 
-    // Present: the cached catalog is trusted, no new token.
+    // Present: the cached catalog is trusted, no further call.
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
+    assert_eq!(catalog_reads(&sim), 1);
+    assert_eq!(sim.token_issuances(), 1);
+    let log = sim.requests();
+    let read = log
+        .iter()
+        .find(|r| r.path.ends_with("/auth/catalog"))
+        .expect("logged");
+    assert_eq!((read.method.as_str(), read.status), ("GET", 200));
+    assert_eq!(read.user_id.as_deref(), Some("u-admin"));
+    assert_eq!(read.token, log[0].token, "the cached token was presented");
+}
+
+#[tokio::test]
+async fn manila_absent_from_both_catalogs_is_absent() {
+    let sim = start(SimConfig {
+        share_types: None,
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim);
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
+    for reads in 1..=3 {
+        assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
+        assert_eq!(catalog_reads(&sim), reads, "one catalog read per check");
+    }
+    assert_eq!(sim.token_issuances(), 1, "one token for all of them");
+}
+
+#[tokio::test]
+async fn a_refused_token_at_the_catalog_means_a_new_token() {
+    let sim = start(SimConfig {
+        share_types: None,
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim);
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
+    // The token is revoked (or expired early) and the cloud adds Manila.
+    sim.revoke_tokens();
+    sim.add_share_type(SimShareType::new("ceph_fs"));
     assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(true));
     assert_eq!(sim.token_issuances(), 2);
+    let statuses: Vec<(String, u16)> = sim
+        .requests()
+        .iter()
+        .map(|r| (r.path.clone(), r.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("/identity/v3/auth/tokens".to_string(), 201),
+            ("/identity/v3/auth/catalog".to_string(), 401),
+            ("/identity/v3/auth/tokens".to_string(), 201),
+        ]
+    );
+    assert_eq!(c.share_types().await.expect("share types").len(), 1);
+    assert_eq!(sim.token_issuances(), 2);
+}
+
+#[tokio::test]
+async fn a_malformed_or_failed_catalog_answer_is_a_clear_error() {
+    let sim = start(SimConfig {
+        share_types: None,
+        ..SimConfig::default()
+    })
+    .await;
+    let c = client(&sim);
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
+    for body in [r#"{"catalog": 5}"#, "<html>", ""] {
+        sim.inject(
+            Fault::respond(200, body)
+                .on_path("/identity/v3/auth/catalog")
+                .times(1),
+        );
+        let e = c
+            .has_service(Service::SharedFileSystem)
+            .await
+            .expect_err(body);
+        assert_eq!(e.kind(), ErrorKind::InvalidResponse, "{body}: {e}");
+        assert_eq!(e.step(), Some(Step::ReadCatalog));
+        let msg = e.to_string();
+        assert!(
+            msg.contains("read the service catalog from Keystone"),
+            "{msg}"
+        );
+        assert!(msg.contains("not a Keystone v3 catalog"), "{msg}");
+    }
+    sim.inject(
+        Fault::status(503)
+            .on_path("/identity/v3/auth/catalog")
+            .times(1),
+    );
+    let e = c
+        .has_service(Service::SharedFileSystem)
+        .await
+        .expect_err("503");
+    assert_eq!(
+        (e.kind(), e.step()),
+        (ErrorKind::ServerError, Some(Step::ReadCatalog))
+    );
+    assert_eq!(
+        sim.token_issuances(),
+        1,
+        "no new token for a failed catalog read"
+    );
+    // The next answer is read as usual.
+    assert_eq!(c.has_service(Service::SharedFileSystem).await, Ok(false));
 }
 
 #[tokio::test]
