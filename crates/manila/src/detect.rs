@@ -12,7 +12,9 @@
 //!   still be able to unmount their shares; the last good share-type list keeps being used;
 //! * every share type ever seen is remembered, so one that disappears can be named.
 //!
-//! No I/O and no clock reads: callers pass `Instant`s and the results of their calls.
+//! No I/O and no clock reads: callers pass `Instant`s and the results of their calls. The
+//! checks themselves run in the background (see the operator); a result is recorded only for
+//! the credentials it was made with, when they are still the current ones.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -171,6 +173,31 @@ impl Detection {
         }
     }
 
+    /// Records a check that finished, made with credentials `used`, if those are still the
+    /// `current` ones. A check whose credentials changed while it ran says nothing about the
+    /// new ones (a success must not enable the driver, a failure must not be blamed on them):
+    /// it is dropped and `false` returned; the new credentials are then due at once.
+    pub fn finish(
+        &mut self,
+        now: Instant,
+        used: &str,
+        current: &str,
+        result: Result<Vec<String>, Failure>,
+    ) -> bool {
+        if used != current {
+            return false;
+        }
+        self.record(now, used, result);
+        true
+    }
+
+    /// When the reconcile should run again for the detection's sake: when the next check is
+    /// due, or, while one is `running`, not on a timer at all (a finished check asks for a
+    /// reconcile itself), so a slow OpenStack is waited for without polling.
+    pub fn requeue_after(&self, now: Instant, running: bool) -> Option<Duration> {
+        (!running).then(|| self.next_check_in(now))
+    }
+
     /// Records the result of a check made with credentials `fingerprint`: the share-type
     /// names, or the failure. An empty list is recorded as [`Failure::no_share_types`].
     pub fn record(
@@ -261,6 +288,40 @@ mod tests {
             Detection::new(Duration::ZERO).refresh(),
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn a_check_made_with_replaced_credentials_is_dropped() {
+        let t0 = Instant::now();
+        let mut d = Detection::new(DEFAULT_REFRESH);
+        // The first check ran with "a"; the Secret now holds "b".
+        assert!(!d.finish(t0, "a", "b", Ok(names(&["default"]))));
+        assert_eq!(d.status(), Status::Unknown, "no result for b yet");
+        assert!(
+            !d.enabled(),
+            "a success with old credentials enables nothing"
+        );
+        assert!(d.is_due(t0, "b"));
+        assert!(d.finish(t0, "b", "b", Ok(names(&["default"]))));
+        assert!(d.enabled());
+        // Later a failure with credentials since replaced is not blamed on the new ones.
+        assert!(!d.finish(t0, "b", "c", Err(Failure::no_share_types())));
+        assert!(matches!(d.status(), Status::Enabled { error: None, .. }));
+        assert!(d.is_due(t0, "c"));
+    }
+
+    #[test]
+    fn no_timer_while_a_check_runs() {
+        let t0 = Instant::now();
+        let mut d = Detection::new(Duration::from_secs(300));
+        assert_eq!(d.requeue_after(t0, true), None, "the first check runs");
+        d.record(t0, "a", Ok(names(&["default"])));
+        assert_eq!(
+            d.requeue_after(t0 + Duration::from_secs(100), false),
+            Some(Duration::from_secs(200))
+        );
+        // Due, and its check is running (hung, say): no busy requeue.
+        assert_eq!(d.requeue_after(t0 + Duration::from_secs(400), true), None);
     }
 
     #[test]

@@ -9,6 +9,12 @@
 //! events on StorageClasses or CSIDrivers cost no OpenStack request (users file §1.15), and
 //! the Keystone token is reused until it expires.
 //!
+//! The reconcile never waits for OpenStack: a check runs in a background task (each call may
+//! take up to two minutes on a slow Keystone) that nudges the loop when its answer is ready,
+//! and the reconcile records it and goes on with the last known answer meanwhile, so status
+//! writes and `Unmanaged` take effect at once. Until the very first check has answered
+//! nothing is written. A check whose credentials were replaced while it ran is discarded.
+//!
 //! StorageClasses are created per share type, so their names are known only at run time: they
 //! are read from a second, smaller watch cache rebuilt when the set of names changes. Changes to
 //! them (an admin deleting one) are repaired at the next resync rather than at once.
@@ -25,7 +31,7 @@ use kube::api::DynamicObject;
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::ClusterCSIDriver;
 use operator_kit::apply::{Applier, ApplyError};
-use operator_kit::cache::{Cache, CacheBuilder, Lookup};
+use operator_kit::cache::{Background, Cache, CacheBuilder, Lookup};
 use operator_kit::conditions::{self, OperatorCondition, reasons};
 use operator_kit::config_observer;
 use operator_kit::events::EventRecorder;
@@ -42,7 +48,7 @@ use operator_kit::steps;
 use tracing::{debug, info, warn};
 
 use crate::build::{self, Desired, Facts, FsGroupPolicy};
-use crate::detect::{self, Detection, Failure, Status};
+use crate::detect::{self, Detection, Failure, FailureKind, Status};
 use crate::{
     CLOUD_PROVIDER_CONFIGMAP, CONFIG_NAMESPACE, CONTROLLER_DEPLOYMENT_NAME, CSI_DRIVER_NAME,
     DRIVER_CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET, NFS_DAEMONSET_NAME,
@@ -192,6 +198,9 @@ pub fn events_about(operator_namespace: &str) -> ObjectReference {
     }
 }
 
+/// A Manila check in the background: the share-type names, or why Manila cannot be used.
+type Check = Background<Result<Vec<String>, Failure>>;
+
 /// The state the operator keeps between reconciles.
 pub struct Operator {
     client: Client,
@@ -204,7 +213,10 @@ pub struct Operator {
     metrics: Arc<Metrics>,
     log: LogControl,
     detection: Detection,
-    openstack: openstack::Session,
+    openstack: Arc<openstack::Session>,
+    /// The Manila check running in the background, with the fingerprint of the credentials
+    /// it uses. Dropping it aborts the check.
+    check: Option<(String, Check)>,
     operator_log_level: steps::OperatorLogLevel,
 }
 
@@ -241,7 +253,8 @@ impl Operator {
             metrics,
             log,
             detection,
-            openstack: openstack::Session::new(),
+            openstack: Arc::new(openstack::Session::new()),
+            check: None,
             operator_log_level: steps::OperatorLogLevel::default(),
         }
     }
@@ -293,11 +306,14 @@ impl Operator {
         board.set_condition(log_level_condition(&cr));
         board.set_condition(self.insecure_connection());
 
-        self.detect().await;
-        let requeue = Some(self.detection.next_check_in(Instant::now()));
+        let running = self.detect();
+        let requeue = self.detection.requeue_after(Instant::now(), running);
         let (share_types, gone, error) = match self.detection.status() {
             Status::Unknown => {
-                return Outcome::Failed {
+                // The first check runs and nudges when it has answered. Nothing is known
+                // yet that is worth a write: not Disabled, not Degraded.
+                debug!("waiting for the first answer of OpenStack about Manila");
+                return Outcome::Done {
                     requeue_after: requeue,
                 };
             }
@@ -435,25 +451,54 @@ impl Operator {
         [conditions::degraded(STARTER_PREFIX, None), reachable]
     }
 
-    /// Runs the detection when it is due.
-    async fn detect(&mut self) {
+    /// Records the answer of a finished check and starts a check in the background when one
+    /// is due and none runs for the current credentials; never waits for OpenStack. Returns
+    /// whether a check is running now.
+    fn detect(&mut self) -> bool {
         let ns = self.opts.operator_namespace.clone();
         let credentials = self.cache.secret(&ns, OPERATOR_CREDENTIALS_SECRET);
         let ca = self.ca_bundle(credentials.as_ref(), &ns);
         let fp = fingerprint(credentials.as_ref(), ca.as_deref());
         let now = Instant::now();
-        if !self.detection.is_due(now, &fp) {
-            return;
-        }
-        let result = self.list_share_types(credentials.as_ref(), ca, &ns).await;
-        match &result {
-            Ok(types) => info!(count = types.len(), "listed Manila share types"),
-            Err(f) => {
-                self.metrics.error("openstack");
-                info!(reason = %f.message, "Manila is not usable");
+        if let Some((used, check)) = self.check.as_mut()
+            && let Some(answer) = check.try_take()
+        {
+            let used = std::mem::take(used);
+            self.check = None;
+            let result = answer.unwrap_or_else(|stopped| {
+                Err(Failure::new(
+                    FailureKind::Other,
+                    format!("the check of Manila failed inside the operator ({stopped}); see the operator log"),
+                ))
+            });
+            let summary = match &result {
+                Ok(types) if !types.is_empty() => Ok(types.len()),
+                Ok(_) => Err(Failure::no_share_types().message),
+                Err(f) => Err(f.message.clone()),
+            };
+            if self.detection.finish(now, &used, &fp, result) {
+                match summary {
+                    Ok(count) => info!(count, "listed Manila share types"),
+                    Err(reason) => {
+                        self.metrics.error("openstack");
+                        info!(%reason, "Manila is not usable");
+                    }
+                }
+            } else {
+                debug!("dropped the answer of a Manila check made with credentials replaced since");
             }
         }
-        self.detection.record(now, &fp, result);
+        if self.check.as_ref().is_some_and(|(used, _)| *used != fp) {
+            info!(
+                "the OpenStack credentials changed during a Manila check; checking again with the new ones"
+            );
+            self.check = None;
+        }
+        if self.check.is_none() && self.detection.is_due(now, &fp) {
+            let work = list_share_types(self.openstack.clone(), credentials, ca, ns);
+            self.check = Some((fp, self.cache.nudger().spawn(work)));
+        }
+        self.check.is_some()
     }
 
     /// The cloud's CA: the credentials Secret's `cacert`, else `ca-bundle.pem` of the
@@ -472,55 +517,6 @@ impl Operator {
                     .filter(|s| !s.is_empty())
                     .map(String::into_bytes)
             })
-    }
-
-    async fn list_share_types(
-        &self,
-        credentials: Option<&Secret>,
-        ca: Option<Vec<u8>>,
-        ns: &str,
-    ) -> Result<Vec<String>, Failure> {
-        let secret_name = format!("{ns}/{OPERATOR_CREDENTIALS_SECRET}");
-        let Some(secret) = credentials else {
-            return Err(Failure::invalid_credentials(
-                &secret_name,
-                "the Secret does not exist",
-            ));
-        };
-        let clouds = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get("clouds.yaml"))
-            .ok_or_else(|| {
-                Failure::invalid_credentials(&secret_name, "it has no clouds.yaml key")
-            })?;
-        let text = std::str::from_utf8(&clouds.0).map_err(|_| {
-            Failure::invalid_credentials(&secret_name, "clouds.yaml is not UTF-8 text")
-        })?;
-        let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
-            .map_err(|e| Failure::invalid_credentials(&secret_name, e))?;
-        let options = openstack::ClientOptions {
-            ca_bundle: ca,
-            request_timeout: OPENSTACK_TIMEOUT,
-            user_agent: USER_AGENT.to_string(),
-            ..openstack::ClientOptions::default()
-        };
-        let client = self
-            .openstack
-            .client(cloud, &options)
-            .map_err(|e| Failure::from_openstack(&e))?;
-        if !client
-            .has_service(openstack::Service::SharedFileSystem)
-            .await
-            .map_err(|e| Failure::from_openstack(&e))?
-        {
-            return Err(Failure::no_manila_service());
-        }
-        let types = client
-            .share_types()
-            .await
-            .map_err(|e| Failure::from_openstack(&e))?;
-        Ok(types.into_iter().map(|t| t.name).collect())
     }
 
     /// `InsecureOpenStackConnection` over both clouds.yaml files this operator deals with: its
@@ -946,6 +942,53 @@ fn fingerprint(credentials: Option<&Secret>, ca: Option<&[u8]>) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// One check of Manila, run in a background task: parse clouds.yaml, authenticate (or reuse
+/// the session's token), find `sharev2` in the catalog and list the share types.
+async fn list_share_types(
+    session: Arc<openstack::Session>,
+    credentials: Option<Secret>,
+    ca: Option<Vec<u8>>,
+    ns: String,
+) -> Result<Vec<String>, Failure> {
+    let secret_name = format!("{ns}/{OPERATOR_CREDENTIALS_SECRET}");
+    let Some(secret) = credentials else {
+        return Err(Failure::invalid_credentials(
+            &secret_name,
+            "the Secret does not exist",
+        ));
+    };
+    let clouds = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("clouds.yaml"))
+        .ok_or_else(|| Failure::invalid_credentials(&secret_name, "it has no clouds.yaml key"))?;
+    let text = std::str::from_utf8(&clouds.0)
+        .map_err(|_| Failure::invalid_credentials(&secret_name, "clouds.yaml is not UTF-8 text"))?;
+    let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
+        .map_err(|e| Failure::invalid_credentials(&secret_name, e))?;
+    let options = openstack::ClientOptions {
+        ca_bundle: ca,
+        request_timeout: OPENSTACK_TIMEOUT,
+        user_agent: USER_AGENT.to_string(),
+        ..openstack::ClientOptions::default()
+    };
+    let client = session
+        .client(cloud, &options)
+        .map_err(|e| Failure::from_openstack(&e))?;
+    if !client
+        .has_service(openstack::Service::SharedFileSystem)
+        .await
+        .map_err(|e| Failure::from_openstack(&e))?
+    {
+        return Err(Failure::no_manila_service());
+    }
+    let types = client
+        .share_types()
+        .await
+        .map_err(|e| Failure::from_openstack(&e))?;
+    Ok(types.into_iter().map(|t| t.name).collect())
 }
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.

@@ -438,3 +438,122 @@ async fn bad_input_is_reported_not_fatal() {
     assert!(message.contains("openstack-cloud-credentials"), "{message}");
     assert!(!message.contains("sim-password"), "no secret in messages");
 }
+
+/// The ClusterCSIDriver as stored (for `metadata.generation` and `status.observedGeneration`).
+async fn cluster_csi_driver(bed: &Testbed) -> DynamicObject {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+        "clustercsidrivers",
+    );
+    let api: Api<DynamicObject> = Api::all_with(bed.client.clone(), &ar);
+    api.get(CR).await.expect("ClusterCSIDriver")
+}
+
+/// Whether any container of the controller Deployment runs with `arg`.
+async fn controller_has_arg(bed: &Testbed, arg: &str) -> bool {
+    let api: Api<Deployment> = Api::namespaced(bed.client.clone(), NS);
+    let Ok(d) = api.get("openstack-manila-csi-controllerplugin").await else {
+        return false;
+    };
+    d.spec.and_then(|s| s.template.spec).is_some_and(|p| {
+        p.containers
+            .iter()
+            .any(|c| c.args.as_ref().is_some_and(|a| a.iter().any(|x| x == arg)))
+    })
+}
+
+/// Far longer than the test waits for anything, and than the client's 120 s timeout.
+const HANG: Duration = Duration::from_secs(3600);
+/// What "at once" means below: far under one OpenStack timeout (120 s), which is what a
+/// reconcile waiting for a hung OpenStack would take.
+const PROMPTLY: Duration = Duration::from_secs(10);
+
+#[tokio::test]
+async fn a_hung_openstack_does_not_hold_up_the_reconcile() {
+    let bed = Testbed::start(settings(Some(&["default"])))
+        .await
+        .expect("testbed");
+    seed_manila(&bed).await;
+    let _stop = start_operator(&bed, Duration::from_secs(1), None).await;
+    wait_condition(&bed, "ManilaServiceReachable", |c| c.0 == "True").await;
+    assert!(controller_has_arg(&bed, "--v=2").await);
+
+    // Manila stops answering; the next refresh's share-type listing hangs.
+    bed.openstack
+        .inject(Fault::latency(HANG).on(SimService::Share));
+    let hung = wait_for(DEADLINE, || async {
+        (bed.openstack.in_flight(SimService::Share, "/types") > 0).then_some(())
+    })
+    .await;
+    assert!(hung.is_some(), "no share-type listing reached Manila");
+
+    // The admin turns the driver's logging up: status and driver follow at once.
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+        "clustercsidrivers",
+    );
+    let api: Api<DynamicObject> = Api::all_with(bed.client.clone(), &ar);
+    let patched = api
+        .patch(
+            CR,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"logLevel": "Debug"}})),
+        )
+        .await
+        .expect("patch");
+    let generation = patched.metadata.generation.expect("generation");
+    let observed = wait_for(PROMPTLY, || async {
+        let cr = cluster_csi_driver(&bed).await;
+        (cr.data.pointer("/status/observedGeneration") == Some(&generation.into())).then_some(())
+    })
+    .await;
+    assert!(
+        observed.is_some(),
+        "the status did not follow generation {generation} while Manila hangs: {:#?}",
+        cluster_csi_driver(&bed).await.data.get("status")
+    );
+    let debug = wait_for(PROMPTLY, || async {
+        controller_has_arg(&bed, "--v=4").await.then_some(())
+    })
+    .await;
+    assert!(debug.is_some(), "the driver did not get the new log level");
+    assert_eq!(
+        bed.openstack.in_flight(SimService::Share, "/types"),
+        1,
+        "the listing still hangs, and no second one was started beside it"
+    );
+    assert_eq!(
+        condition(&bed, "ManilaServiceReachable").await.map(|c| c.0),
+        Some("True".to_string()),
+        "nothing is known yet about the hanging check"
+    );
+
+    // New credentials while the check hangs: the hanging check is about the old ones, so a
+    // check with the new ones starts at once and its answer is shown (Keystone refuses them).
+    let issued = bed.openstack.token_issuances();
+    let wrong = bed.openstack.clouds_yaml_password(
+        "openstack",
+        openstack_sim::DEFAULT_USER,
+        "not-the-password",
+    );
+    bed.put_credentials(&wrong, bed.openstack.ca_pem())
+        .await
+        .expect("rotate");
+    let refused = wait_for(PROMPTLY, || async {
+        condition(&bed, "ManilaServiceReachable")
+            .await
+            .filter(|c| c.0 == "False")
+    })
+    .await;
+    let (_, _, message) = refused.expect("the new credentials were not checked while Manila hangs");
+    assert!(message.contains("cannot authenticate"), "{message}");
+    assert!(
+        !message.contains("not-the-password"),
+        "no secret in messages"
+    );
+    assert_eq!(
+        bed.openstack.token_issuances(),
+        issued,
+        "refused, not issued"
+    );
+}
