@@ -769,6 +769,59 @@ fn manila_sidecars_may_read_the_secret_its_classes_name() {
     assert!(!may("list", "openshift-manila-csi-driver", ""));
 }
 
+/// The Manila operator reads the Secrets it watches by name and no other: not the namespace's
+/// other credentials, not a list of all Secrets (issue: least privilege that holds).
+#[test]
+fn the_manila_operator_reads_only_the_secrets_it_names() {
+    let shipped = Shipped::load();
+    let policy = shipped.policy();
+    let user = sa_user(
+        "openshift-cluster-csi-drivers",
+        "manila-csi-driver-operator",
+    );
+    let may = |verb: &str, ns: &str, name: &str| {
+        rbac::authorize(
+            &policy,
+            &Attributes::resource(user.clone(), verb, "", "secrets", ns, name),
+        )
+        .allowed()
+    };
+    let opts = manila::operator::Options::new(Default::default());
+    for (ns, name) in manila::operator::secrets_read(&opts) {
+        for verb in ["get", "list", "watch"] {
+            assert!(may(verb, ns, name), "{verb} {ns}/{name}");
+        }
+    }
+    assert!(may(
+        "update",
+        "openshift-manila-csi-driver",
+        "csi-manila-secrets"
+    ));
+    for (verb, ns, name) in [
+        ("list", "openshift-cluster-csi-drivers", ""),
+        ("watch", "openshift-manila-csi-driver", ""),
+        (
+            "get",
+            "openshift-cluster-csi-drivers",
+            "cinder-cloud-credentials",
+        ),
+        ("get", "openshift-cluster-csi-drivers", "some-other-secret"),
+        ("get", "openshift-manila-csi-driver", "some-other-secret"),
+        (
+            "update",
+            "openshift-manila-csi-driver",
+            "manila-cloud-credentials",
+        ),
+        (
+            "delete",
+            "openshift-manila-csi-driver",
+            "manila-cloud-credentials",
+        ),
+    ] {
+        assert!(!may(verb, ns, name), "{verb} {ns}/{name} must be refused");
+    }
+}
+
 /// The checker is not vacuous: a policy without the shared sidecar roles refuses the
 /// provisioner, and the message names the ServiceAccount, container, verb and resource.
 #[test]
@@ -834,6 +887,13 @@ fn group_of(api_version: &str) -> &str {
 /// where it re-creates), grant every Role and ClusterRole it applies and bind the roles its
 /// bindings name, read its CR and write its status, hold its lease, read the cluster singletons
 /// and its namespaces' ConfigMaps and Secrets, and record Events in its own namespace.
+/// How an operator watches Secrets: every Secret of each namespace it works in (Cinder), or
+/// only the ones it names (Manila), as `namespace, name` pairs.
+enum SecretWatch<'a> {
+    Namespaces,
+    ByName(&'a [(&'a str, &'static str)]),
+}
+
 fn check_operator(
     checker: &mut Checker,
     policy: &StaticPolicy,
@@ -841,6 +901,7 @@ fn check_operator(
     operator_namespace: &str,
     lock: &str,
     objects: &[Value],
+    secrets: SecretWatch<'_>,
 ) {
     let user = sa_user(operator_namespace, service_account);
     let who = format!("operator {service_account}");
@@ -901,9 +962,17 @@ fn check_operator(
     namespaces.sort_unstable();
     namespaces.dedup();
     for ns in &namespaces {
-        for resource in ["configmaps", "secrets"] {
-            for verb in ["list", "watch"] {
-                checker.check(&who, &user, verb, "", resource, ns, "");
+        for verb in ["list", "watch"] {
+            checker.check(&who, &user, verb, "", "configmaps", ns, "");
+            if matches!(secrets, SecretWatch::Namespaces) {
+                checker.check(&who, &user, verb, "", "secrets", ns, "");
+            }
+        }
+    }
+    if let SecretWatch::ByName(named) = &secrets {
+        for (ns, name) in named.iter() {
+            for verb in ["get", "list", "watch"] {
+                checker.check(&who, &user, verb, "", "secrets", ns, name);
             }
         }
     }
@@ -914,8 +983,10 @@ fn check_operator(
         let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
         let name = o["metadata"]["name"].as_str().unwrap_or_default();
         let what = format!("{who}, applying {kind} {name}");
-        // Namespaced kinds are watched in the namespace, cluster-scoped ones by name.
-        let watched = if ns.is_empty() { name } else { "" };
+        // Namespaced kinds are watched in the namespace, cluster-scoped ones (and Secrets of
+        // an operator that names its Secrets) by name.
+        let by_name = kind == "Secret" && matches!(secrets, SecretWatch::ByName(_));
+        let watched = if ns.is_empty() || by_name { name } else { "" };
         for verb in ["list", "watch"] {
             checker.check(&what, &user, verb, group, &resource, ns, watched);
         }
@@ -985,7 +1056,9 @@ fn driver_operators_may_do_what_they_do() {
         cinder::DEFAULT_NAMESPACE,
         cinder::OPERATOR_LOCK_NAME,
         &shipped.cinder,
+        SecretWatch::Namespaces,
     );
+    let manila_options = manila::operator::Options::new(Default::default());
     check_operator(
         &mut checker,
         &policy,
@@ -993,6 +1066,7 @@ fn driver_operators_may_do_what_they_do() {
         manila::OPERATOR_NAMESPACE,
         manila::OPERATOR_LOCK_NAME,
         &shipped.manila,
+        SecretWatch::ByName(&manila::operator::secrets_read(&manila_options)),
     );
     checker.assert_none_refused("driver operators");
 }

@@ -147,8 +147,11 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::Bu
         &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         crate::assets::SERVICE_MONITOR_CRD,
     );
-    for kind in [("v1", "ConfigMap"), ("v1", "Secret")] {
-        builder = builder.namespaced(&ar(kind.0, kind.1));
+    builder = builder.namespaced(&ar("v1", "ConfigMap"));
+    // Secrets by name only, so the Role can name them: the operator never needs to see a
+    // Secret it does not know (a namespace-wide watch would read every credential there).
+    for (namespace, name) in secrets_read(opts) {
+        builder = builder.namespaced_object(&ar("v1", "Secret"), namespace, name);
     }
     for kind in [("apps/v1", "Deployment"), ("apps/v1", "DaemonSet")] {
         builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.namespace);
@@ -156,9 +159,29 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::Bu
     let facts = placeholder_facts(opts);
     let (objects, _) = build::everything(&facts, &[])?;
     for d in objects {
+        if d.resource.kind == "Secret" {
+            // Written Secrets are among `secrets_read`, watched by name above.
+            continue;
+        }
         builder = builder.object(&d.resource, &d.object);
     }
     Ok(builder)
+}
+
+/// Every Secret the operator reads, as (namespace, name): its credentials for the share-type
+/// check, the driver's credentials and serving certificate (their hashes roll the pods), and
+/// the `csi-manila-secrets` it writes. The Role in each namespace grants `get`, `list` and
+/// `watch` on these names only (`assets/openstack-manila/roles.yaml` of the CSO).
+pub fn secrets_read(opts: &Options) -> [(&str, &'static str); 4] {
+    [
+        (
+            opts.operator_namespace.as_str(),
+            OPERATOR_CREDENTIALS_SECRET,
+        ),
+        (opts.namespace.as_str(), DRIVER_CREDENTIALS_SECRET),
+        (opts.namespace.as_str(), METRICS_SERVING_CERT_SECRET),
+        (opts.namespace.as_str(), crate::CSI_SECRET),
+    ]
 }
 
 /// Facts with every image set, for what does not depend on values (names, kinds).
@@ -1011,6 +1034,32 @@ impl operator_kit::process::Reconciler for Operator {
 mod tests {
     use super::*;
     use k8s_openapi::ByteString;
+
+    /// Every Secret the operator writes is one it watches by name (else the apply engine
+    /// would find it uncached, and the Role's named `get` would not cover it).
+    #[test]
+    fn every_written_secret_is_watched_by_name() {
+        let opts = Options::new(BTreeMap::new());
+        let (objects, _) = build::everything(&placeholder_facts(&opts), &[]).unwrap();
+        let read = secrets_read(&opts);
+        let written: Vec<_> = objects
+            .iter()
+            .filter(|d| d.resource.kind == "Secret")
+            .map(|d| {
+                (
+                    d.object.metadata.namespace.clone().unwrap_or_default(),
+                    d.object.metadata.name.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert!(!written.is_empty());
+        for (ns, name) in written {
+            assert!(
+                read.iter().any(|(n, m)| *n == ns && *m == name),
+                "{ns}/{name} is written but not watched by name"
+            );
+        }
+    }
 
     /// `ManagementStateDegraded` names the operator as the Go controller does.
     #[test]
