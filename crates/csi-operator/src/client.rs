@@ -72,6 +72,8 @@ pub struct ProcessFlags {
     pub verbosity: u8,
     #[command(flatten)]
     pub metrics: crate::flags::MetricsFlags,
+    #[command(flatten)]
+    pub leader_election: crate::flags::LeaderElectionFlags,
 }
 
 /// What every operator subcommand passes to [`run_operator`].
@@ -88,10 +90,13 @@ pub struct Launch {
     /// How the metrics endpoint is served (`ProcessFlags::metrics`).
     pub endpoint: operator_kit::process::EndpointOptions,
     pub resync: std::time::Duration,
+    /// `--leader-elect-*` (`ProcessFlags::leader_election`).
+    pub leader_election: crate::flags::LeaderElectionFlags,
 }
 
-/// Runs a reconciler as an operator process: the lease timing for the control-plane topology,
-/// leader election, metrics and the loop, until `shutdown` or a lost lease.
+/// Runs a reconciler as an operator process: the lease timing for the control-plane topology
+/// (with the `--leader-elect-*` overrides), leader election, metrics and the loop, until
+/// `shutdown` or a lost lease.
 pub async fn run_operator<R: operator_kit::process::Reconciler>(
     client: Client,
     launch: Launch,
@@ -100,7 +105,14 @@ pub async fn run_operator<R: operator_kit::process::Reconciler>(
     reconciler: R,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let timing = leader_timing(&client).await;
+    // The flags given were checked at start (`LeaderElectionFlags::check`); a contradiction
+    // with the topology's defaults fails here, before campaigning.
+    let base = if launch.leader_election.is_complete() {
+        operator_kit::leader_timing::LeaderTiming::DEFAULT
+    } else {
+        leader_timing(&client).await
+    };
+    let timing = launch.leader_election.resolve(base)?;
     let identity = launch
         .identity
         .unwrap_or_else(|| format!("{}-{}", launch.component, std::process::id()));

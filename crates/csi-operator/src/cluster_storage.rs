@@ -29,6 +29,7 @@ pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    args.process.leader_election.check()?;
     let log = LogControl::init(args.process.verbosity);
     let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
     let opts = Options {
@@ -49,6 +50,7 @@ pub async fn start(
         metrics_listen: args.metrics_listen,
         endpoint: args.process.metrics.endpoint(),
         resync: args.process.resync,
+        leader_election: args.process.leader_election,
     };
     crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
 }
