@@ -254,6 +254,44 @@ mod tests {
     }
 
     #[test]
+    fn faults_can_single_out_one_client_and_one_object() {
+        let f = Faults::default();
+        f.add(Fault {
+            matches: RequestMatch {
+                resource: "coordination.k8s.io/leases".into(),
+                name: "op-lock".into(),
+                user: "replica-a".into(),
+                ..Default::default()
+            },
+            code: 503,
+            times: 0,
+            latency_ms: 0,
+        });
+        let lease = |user: &str, name: &str| RequestRecord {
+            user: user.into(),
+            name: name.into(),
+            ..rec("update", "coordination.k8s.io/leases")
+        };
+        assert_eq!(
+            f.check(&lease("replica-a", "op-lock")).error_code,
+            Some(503)
+        );
+        assert_eq!(
+            f.check(&lease("replica-b", "op-lock")).error_code,
+            None,
+            "another user's renewal of the same lease"
+        );
+        assert_eq!(
+            f.check(&lease("replica-a", "other-lock")).error_code,
+            None,
+            "the same user's other lease"
+        );
+        let mut configmap = lease("replica-a", "op-lock");
+        configmap.resource = "/configmaps".into();
+        assert_eq!(f.check(&configmap).error_code, None, "another resource");
+    }
+
+    #[test]
     fn the_log_keeps_the_newest_records() {
         let log = RequestLog::with_capacity(2);
         for verb in ["get", "list", "create"] {

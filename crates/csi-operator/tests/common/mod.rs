@@ -762,3 +762,114 @@ pub async fn wait_co_condition(
     )
     .await
 }
+
+// ---------------------------------------------------------------------------------------------
+// Several replicas of the Cinder operator (fencing).
+
+impl OperatorProcess {
+    /// Runs `csi-operator openstack-cinder start` as one replica among several: as kube-sim
+    /// user `user`, with lease identity `identity` (its pod name), the example images, a short
+    /// resync and `extra` flags (e.g. `--leader-elect-*`). kube-sim tells clients apart only by
+    /// user, so each replica needs its own.
+    pub fn start_cinder_replica(bed: &Testbed, user: &str, identity: &str, extra: &[&str]) -> Self {
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let stem = format!(
+            "csi-operator-e2e-{}-{}-{n}",
+            std::process::id(),
+            bed.kube.addr().port()
+        );
+        let dir = std::env::temp_dir();
+        let kubeconfig = dir.join(format!("{stem}.kubeconfig"));
+        let log = dir.join(format!("{stem}.log"));
+        std::fs::write(&kubeconfig, bed.kube.kubeconfig(user)).expect("kubeconfig");
+        let out = std::fs::File::create(&log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_csi-operator"))
+            .args(["openstack-cinder", "start", "--namespace", NS])
+            .args(["--topology-refresh", "10m", "--resync", "2s"])
+            .args(["--metrics-listen", "127.0.0.1:0", "--identity", identity])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(extra)
+            .envs(testbed::example_images())
+            // The error a replica exits with stays readable in its output.
+            .env("RUST_LIB_BACKTRACE", "0")
+            .env_remove("POD_NAME")
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("csi-operator starts");
+        Self {
+            child,
+            kubeconfig,
+            log,
+        }
+    }
+}
+
+/// Grants the Cinder operator's rights as the CSO applies them (its Roles, ClusterRole and their
+/// bindings, from `cluster_storage::build::operator_objects`) to the service accounts `users`
+/// (`system:serviceaccount:<ns>:<name>`), each binding naming all of them. Creates the objects
+/// as the admin; kube-sim enforces them when RBAC is on (`SimConfig::rbac`).
+pub async fn grant_cinder_operator_rbac(bed: &Testbed, users: &[&str]) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
+    let driver = cluster_storage::registry::find("openstack-cinder").expect("the Cinder driver");
+    let inputs = cluster_storage::build::Inputs {
+        env: cso_manifest_env(),
+        ..Default::default()
+    };
+    let objects = cluster_storage::build::operator_objects(driver, &inputs).expect("builds");
+    let subjects: Vec<Subject> = users
+        .iter()
+        .map(|user| {
+            let (namespace, name) =
+                kube_sim::rbac::service_account_of(user).expect("a service account user");
+            Subject {
+                kind: "ServiceAccount".into(),
+                name: name.into(),
+                namespace: Some(namespace.into()),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let pp = PostParams::default();
+    for role in &objects.roles {
+        let ns = role.metadata.namespace.as_deref().expect("namespaced Role");
+        Api::<Role>::namespaced(bed.client.clone(), ns)
+            .create(&pp, role)
+            .await
+            .expect("create the operator's Role");
+    }
+    for binding in &objects.role_bindings {
+        let ns = binding.metadata.namespace.as_deref().expect("namespaced");
+        let mut binding = binding.clone();
+        binding.subjects = Some(subjects.clone());
+        Api::<RoleBinding>::namespaced(bed.client.clone(), ns)
+            .create(&pp, &binding)
+            .await
+            .expect("create the operator's RoleBinding");
+    }
+    Api::<ClusterRole>::all(bed.client.clone())
+        .create(&pp, &objects.cluster_role)
+        .await
+        .expect("create the operator's ClusterRole");
+    let mut binding = objects.cluster_role_binding.clone();
+    binding.subjects = Some(subjects);
+    Api::<ClusterRoleBinding>::all(bed.client.clone())
+        .create(&pp, &binding)
+        .await
+        .expect("create the operator's ClusterRoleBinding");
+}
+
+/// The holder of the Cinder operator's Lease, empty when none.
+pub async fn cinder_lease_holder(bed: &Testbed) -> String {
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(bed.client.clone(), NS)
+        .get_opt(cinder::OPERATOR_LOCK_NAME)
+        .await
+        .expect("get the Lease")
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default()
+}
