@@ -169,6 +169,7 @@ pub fn storage_class_names<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build::Desired;
     use proptest::prelude::*;
 
     #[test]
@@ -289,5 +290,143 @@ mod tests {
                 prop_assert_eq!(storage_class_name(t), Ok(name.clone()));
             }
         }
+    }
+
+    // --- names against the API server's own rules (kube-sim's port of apimachinery) ---------
+
+    /// The StorageClass this operator would apply for `share_type`, checked as the API server
+    /// checks a create: `metadata.name` and the body. Returns the class as JSON.
+    fn accepted_class(share_type: &str) -> Result<serde_json::Value, TestCaseError> {
+        let name = storage_class_name(share_type)
+            .map_err(|e| TestCaseError::fail(format!("{share_type:?}: {e}")))?;
+        let errors = kube_sim::validation::validate_name("storage.k8s.io", "StorageClass", &name);
+        prop_assert!(errors.is_empty(), "{name:?}: {errors:?}");
+        let desired = crate::build::storage_class(crate::DRIVER_NAMESPACE, &name, share_type)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let object = serde_json::to_value(&desired.object)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let errors =
+            kube_sim::validation::validate_create("storage.k8s.io", "StorageClass", &object);
+        prop_assert!(errors.is_empty(), "{share_type:?}: {errors:?}");
+        prop_assert_eq!(object["metadata"]["name"].as_str(), Some(name.as_str()));
+        Ok(object)
+    }
+
+    proptest! {
+        /// Our validator is the one the repair relies on; it must agree with the server's.
+        #[test]
+        fn the_validator_agrees_with_the_api_server(
+            name in prop_oneof![
+                "[a-z0-9.-]{0,20}",
+                "[a-zA-Z0-9._ -]{0,20}",
+                "\\PC{0,20}",
+                "[a-z0-9]{250,256}",
+                "([a-z0-9]{1,62}\\.){3,5}[a-z0-9]{1,62}",
+            ]
+        ) {
+            let server = kube_sim::validation::dns1123_subdomain_errors(&name);
+            prop_assert_eq!(is_dns1123_subdomain(&name), server.is_empty(), "{:?}: {:?}", name, server);
+        }
+
+        /// Non-ASCII names (including characters whose lowercase is longer, such as `İ`) give a
+        /// class the server accepts, whose `type` parameter is the share type as Manila wrote it.
+        #[test]
+        fn non_ascii_names_give_an_accepted_class(
+            st in prop_oneof!["\\PC{1,40}", "[İẞΣσςÅﬃ日本_ .a-zA-Z]{1,40}", "[\u{300}-\u{36f}\u{200b}\u{feff}]{1,10}"]
+        ) {
+            let object = accepted_class(&st)?;
+            prop_assert_eq!(object["parameters"]["type"].as_str(), Some(st.as_str()));
+        }
+
+        /// A name of nothing but whitespace is not empty: it gets a class (prefix and digest).
+        #[test]
+        fn whitespace_only_names_give_an_accepted_class(
+            // ASCII, no-break, ideographic, line and paragraph separators.
+            st in "[ \t\n\r\u{0b}\u{0c}\u{a0}\u{1680}\u{2000}-\u{200a}\u{2028}\u{3000}]{1,40}"
+        ) {
+            let object = accepted_class(&st)?;
+            let name = object["metadata"]["name"].as_str().unwrap_or_default();
+            prop_assert_eq!(name.len(), STORAGE_CLASS_PREFIX.len() + DIGEST_LEN, "{}", name);
+            prop_assert_eq!(object["parameters"]["type"].as_str(), Some(st.as_str()));
+        }
+
+        /// Every name OpenShift turned into a valid StorageClass name keeps that name
+        /// (switching operators must not create a second class for a share type).
+        #[test]
+        fn names_openshift_handled_keep_openshift_s_name(
+            // Shaped so that OpenShift's lowercasing and `_` → `-` give a valid name: the first
+            // label continues `csi-manila-`, later ones start and end with a letter or digit.
+            st in "[a-zA-Z0-9_-]{0,20}[a-zA-Z0-9](\\.[a-zA-Z0-9]([a-zA-Z0-9_-]{0,10}[a-zA-Z0-9])?){0,3}"
+        ) {
+            prop_assume!(is_dns1123_subdomain(&openshift_name(&st)));
+            prop_assert_eq!(storage_class_name(&st), Ok(openshift_name(&st)));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// 10,000-character names, ASCII or not: capped at 253, accepted by the server, the full
+        /// name kept in the `type` parameter.
+        #[test]
+        fn ten_thousand_character_names_give_an_accepted_class(
+            st in prop_oneof![
+                "[a-z]{10000}",
+                "[a-zA-Z0-9_ .-]{10000}",
+                proptest::collection::vec(any::<char>(), 10_000)
+                    .prop_map(|c| c.into_iter().collect::<String>()),
+            ]
+        ) {
+            let object = accepted_class(&st)?;
+            let name = object["metadata"]["name"].as_str().unwrap_or_default();
+            prop_assert!(name.len() <= MAX_NAME_LEN, "{}", name.len());
+            prop_assert_eq!(object["parameters"]["type"].as_str(), Some(st.as_str()));
+        }
+    }
+
+    #[test]
+    fn empty_and_whitespace_examples() {
+        assert_eq!(storage_class_name(""), Err(NameError::Empty));
+        for st in [" ", "\t", "\u{3000}", " \n "] {
+            let name = storage_class_name(st).expect("a name");
+            assert!(kube_sim::validation::dns1123_subdomain_errors(&name).is_empty());
+        }
+        // Distinct whitespace names get distinct classes (the digest tells them apart).
+        assert_ne!(storage_class_name(" "), storage_class_name("  "));
+    }
+
+    /// 5,000 share types (valid, repaired, colliding, non-ASCII, long): every class name is
+    /// decided and every StorageClass built in well under the 2 s a refresh may take in a debug
+    /// build, i.e. nothing here is quadratic in the number of share types.
+    #[test]
+    fn five_thousand_share_types_are_named_and_built_quickly() {
+        let types: Vec<String> = (0..5_000)
+            .map(|i| match i % 5 {
+                0 => format!("type_{i}"),
+                1 => format!("Type {i} fast"),
+                2 => format!("TYPE_{}", i - 2), // collides with `type_{i-2}`
+                3 => format!("日本-{i}"),
+                _ => format!("{}{i}", "x".repeat(300)),
+            })
+            .collect();
+        let start = std::time::Instant::now();
+        let (names, errors) = storage_class_names(types.iter().map(String::as_str));
+        let classes: Vec<Desired> = names
+            .iter()
+            .map(|(name, st)| crate::build::storage_class(crate::DRIVER_NAMESPACE, name, st))
+            .collect::<Result<_, _>>()
+            .expect("every class builds");
+        let elapsed = start.elapsed();
+        assert_eq!(names.len() + errors.len(), 5_000);
+        assert_eq!(errors.len(), 1_000, "each TYPE_n collides with type_n");
+        assert_eq!(classes.len(), 4_000);
+        for (name, class) in names.keys().zip(&classes) {
+            assert!(is_dns1123_subdomain(name), "{name}");
+            assert_eq!(class.object.metadata.name.as_deref(), Some(name.as_str()));
+        }
+        assert!(
+            elapsed < std::time::Duration::from_secs(2),
+            "5,000 share types took {elapsed:?}"
+        );
     }
 }
