@@ -11,7 +11,7 @@ use crate::errors::ApiError;
 use crate::field_error::FieldError;
 use crate::list_types::{AllAtomic, ListTypes};
 use crate::resources::{Origin, ResourceType};
-use crate::{builtin_types, crd_schema, defaults, validation};
+use crate::{admission_policy, builtin_types, crd_schema, defaults, validation};
 
 /// The `fieldValidation` query parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,7 +98,10 @@ fn prune_custom(schema: &crd_schema::Schema, obj: &mut Value) -> Vec<String> {
 /// manager sees the object, so the writer owns defaulted fields as on a cluster).
 pub fn default(rt: &ResourceType, obj: &mut Value) {
     match &rt.origin {
-        Origin::Builtin => defaults::apply_defaults(&rt.group, &rt.kind, obj),
+        Origin::Builtin => {
+            defaults::apply_defaults(&rt.group, &rt.kind, obj);
+            admission_policy::default(rt, obj);
+        }
         Origin::Crd {
             schema: Some(schema),
             ..
@@ -130,6 +133,7 @@ pub fn validate_create(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
     match &rt.origin {
         Origin::Builtin => {
             errors.extend(validation::validate_create(&rt.group, &rt.kind, obj));
+            errors.extend(admission_policy::validate(rt, obj));
             if rt.kind == "CustomResourceDefinition" {
                 errors.extend(crd_schema::validate_crd(obj, None));
             }
@@ -156,6 +160,7 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
     match &rt.origin {
         Origin::Builtin => {
             errors.extend(validation::validate_update(&rt.group, &rt.kind, old, new));
+            errors.extend(admission_policy::validate(rt, new));
             if rt.kind == "CustomResourceDefinition" {
                 errors.extend(crd_schema::validate_crd(new, Some(old)));
             }

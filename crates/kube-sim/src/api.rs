@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::admission::{self, FieldValidation};
+use crate::admission_policy::{self, Requester};
 use crate::builtin_lists::BuiltinLists;
 use crate::crd_schema;
 use crate::errors::{self, ApiError};
@@ -30,6 +31,9 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// For server-side apply.
     pub force: bool,
+    /// Who asks, for admission policies (`admission_policy.rs`); `None` for kube-sim's own
+    /// writes, which are not admitted.
+    pub requester: Option<Requester>,
 }
 
 /// The result of a write: HTTP status, body and warnings.
@@ -47,6 +51,11 @@ impl Outcome {
             body,
             warnings: Vec::new(),
         }
+    }
+
+    fn warned(mut self, warnings: Vec<String>) -> Self {
+        self.warnings = warnings;
+        self
     }
 }
 
@@ -86,6 +95,8 @@ pub struct DeleteOptions {
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
     pub dry_run: bool,
+    /// Who asks, for admission policies; `None` for kube-sim's own deletes.
+    pub requester: Option<Requester>,
 }
 
 /// What a list or watch selects.
@@ -351,7 +362,8 @@ impl Cluster {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let name = if name.is_empty() && !generate.is_empty() {
+        let generated = name.is_empty() && !generate.is_empty();
+        let name = if generated {
             let n = format!("{generate}{}", self.generated_suffix());
             obj_meta_mut(&mut obj)?.insert("name".into(), Value::String(n.clone()));
             n
@@ -388,7 +400,7 @@ impl Cluster {
         ] {
             meta.remove(system);
         }
-        let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
+        let mut warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
         reset_status_on_create(rt, &mut obj);
         admission::default(rt, &mut obj);
         // The field manager sees the decoded, defaulted object, before the strategy prepares it
@@ -406,6 +418,13 @@ impl Cluster {
         if !errors.is_empty() {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
+        warnings.extend(admission_policy::on_create(
+            self,
+            rt,
+            &obj,
+            generated,
+            opts.requester.as_ref(),
+        )?);
         // Existence is checked by storage, after validation; a terminating object says so.
         if let Some(existing) = self.store.get(&rt.group_resource(), &ns, &name) {
             let mut e = ApiError::already_exists(rt, &name);
@@ -692,7 +711,7 @@ impl Cluster {
                 };
             }
         }
-        let warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
+        let mut warnings = admission::decode(rt, &mut obj, opts.field_validation)?;
         admission::default(rt, &mut obj);
         admission::prepare(rt, &mut obj, Some(old));
         let mut errors = if subresource == Some("status") {
@@ -710,6 +729,13 @@ impl Cluster {
         if !errors.is_empty() {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
+        warnings.extend(admission_policy::on_update(
+            self,
+            rt,
+            old,
+            &obj,
+            opts.requester.as_ref(),
+        )?);
         if rt.tracks_generation && spec_changed(rt, old, &obj) {
             let g = old
                 .pointer("/metadata/generation")
@@ -1028,6 +1054,7 @@ impl Cluster {
                 ));
             }
         }
+        let warnings = admission_policy::on_delete(self, rt, &old, opts.requester.as_ref())?;
         let mut obj = (*old).clone();
         let mut fins = finalizers(&obj);
         if opts.propagation.is_some() {
@@ -1049,13 +1076,13 @@ impl Cluster {
         }
         let namespace_finalizing = is_namespace(rt);
         if opts.dry_run {
-            return Ok(Outcome::new(200, self.present(rt, &obj)));
+            return Ok(Outcome::new(200, self.present(rt, &obj)).warned(warnings));
         }
         if fins.is_empty() && !namespace_finalizing {
             let gone = self
                 .finish_delete(rt, ns, name)
                 .ok_or_else(|| ApiError::not_found(rt, name))?;
-            return Ok(Outcome::new(200, self.deleted_body(rt, &gone, &uid)));
+            return Ok(Outcome::new(200, self.deleted_body(rt, &gone, &uid)).warned(warnings));
         }
         let already_deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
         let meta = obj_meta_mut(&mut obj)?;
@@ -1078,9 +1105,9 @@ impl Cluster {
         if meta_finalizers_changed(&old, &obj) || !already_deleting {
             let stored = self.store.put(&rt.group_resource(), obj);
             self.after_write(rt, &stored);
-            return Ok(Outcome::new(200, self.present(rt, &stored)));
+            return Ok(Outcome::new(200, self.present(rt, &stored)).warned(warnings));
         }
-        Ok(Outcome::new(200, self.present(rt, &old)))
+        Ok(Outcome::new(200, self.present(rt, &old)).warned(warnings))
     }
 
     /// What a DELETE returns once the object is gone: the object for custom resources and
@@ -1122,10 +1149,12 @@ impl Cluster {
             .map(|(k, _)| k.clone())
             .collect();
         let mut items = Vec::new();
+        let mut warnings = Vec::new();
         for (ns, name) in names {
             let before = self.store.get(&rt.group_resource(), &ns, &name);
             match self.delete(rt, &ns, &name, opts) {
                 Ok(out) => {
+                    warnings.extend(out.warnings);
                     // Every deleted (or now terminating) object is listed, whatever the type
                     // answers to a single DELETE.
                     let shown = if out.body.get("kind").and_then(Value::as_str) == Some("Status") {
@@ -1144,7 +1173,8 @@ impl Cluster {
         Ok(Outcome::new(
             200,
             json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": self.store.current_rv().to_string()}, "items": items}),
-        ))
+        )
+        .warned(warnings))
     }
 
     // ----- side effects --------------------------------------------------------------------

@@ -5,13 +5,15 @@
 //! `410 Gone`, optimistic concurrency, generation, the status subresource, merge / JSON /
 //! strategic-merge patches and server-side apply with managed fields, finalizers, owner-reference
 //! garbage collection, namespace deletion, CRDs that become served resources, and what a real
-//! server does to what you write (defaulting, pruning, validation, immutable fields). It records
+//! server does to what you write (defaulting, pruning, validation, immutable fields, the
+//! ValidatingAdmissionPolicies of `admission_policy`). It records
 //! every request and can inject faults, so tests can count writes and break things on purpose.
 //!
 //! kube-sim is test and demo infrastructure: product code must never depend on it.
 
 mod admin;
 pub mod admission;
+pub mod admission_policy;
 pub mod api;
 pub mod authentication;
 pub mod builtin_lists;

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 
 use crate::Shared;
 use crate::admission::FieldValidation;
+use crate::admission_policy::Requester;
 use crate::api::{self, DeleteOptions, ListOptions, PatchType, WriteOptions};
 use crate::errors::ApiError;
 use crate::observe::RequestRecord;
@@ -536,6 +537,7 @@ fn parse_write_options(
     q: &HashMap<String, String>,
     user_agent: &str,
     patch_type: Option<PatchType>,
+    requester: Requester,
 ) -> Result<WriteOptions, ApiError> {
     let dry_run = match q.get("dryRun").map(String::as_str) {
         None | Some("") => false,
@@ -578,7 +580,24 @@ fn parse_write_options(
         dry_run,
         field_validation: FieldValidation::parse(q.get("fieldValidation").map(String::as_str))?,
         force,
+        requester: Some(Requester {
+            dry_run,
+            ..requester
+        }),
     })
+}
+
+/// The requester admission policies see: the user with the groups its authentication gives,
+/// and the subresource of the path.
+fn requester(shared: &Shared, user: &str, p: &ResourcePath) -> Requester {
+    let config = shared.rbac.config().unwrap_or_default();
+    let info = crate::rbac::UserInfo::resolve(user, &config);
+    Requester {
+        username: info.name,
+        groups: info.groups,
+        subresource: p.sub.clone().unwrap_or_default(),
+        dry_run: false,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -655,6 +674,7 @@ async fn resource_inner(
     let ns = p.namespace.clone().unwrap_or_default();
     let watching = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
     let render = Render::from_accept(accept);
+    let who = requester(shared, user, p);
     if p.sub.as_deref() == Some("scale") {
         return scale(
             shared,
@@ -666,6 +686,7 @@ async fn resource_inner(
             content_type,
             body,
             user_agent,
+            who,
         );
     }
     match (method.as_str(), &p.name) {
@@ -716,7 +737,7 @@ async fn resource_inner(
             Ok(json_response(200, &list))
         }
         ("POST", None) => {
-            let opts = parse_write_options(q, user_agent, None)?;
+            let opts = parse_write_options(q, user_agent, None, who)?;
             let mut obj = parse_body(body, content_type)?;
             if rt.is(("", "Pod")) && obj.get("kind").and_then(Value::as_str) == Some("Pod") {
                 obj = crate::pod_admission::admit_api_create(shared, &ns, obj, user).await?;
@@ -734,7 +755,7 @@ async fn resource_inner(
             ))
         }
         ("PUT", Some(name)) => {
-            let opts = parse_write_options(q, user_agent, None)?;
+            let opts = parse_write_options(q, user_agent, None, who)?;
             let obj = parse_body(body, content_type)?;
             let sub = p.sub.as_deref().filter(|s| *s != "finalize");
             let guard = crate::rbac::WriteGuard::new(shared, &rt, "update", &ns, name, user);
@@ -752,12 +773,14 @@ async fn resource_inner(
         ("PATCH", Some(name)) => {
             let patch_type = PatchType::from_content_type(content_type)
                 .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
-            let opts = parse_write_options(q, user_agent, Some(patch_type))?;
+            let opts = parse_write_options(q, user_agent, Some(patch_type), who)?;
             let guard = crate::rbac::WriteGuard::new(shared, &rt, "patch", &ns, name, user);
             let out = shared.write(|c| {
                 if let Some(g) = &guard {
+                    // The escalation check previews the patch; admission runs on the real write.
                     let dry = WriteOptions {
                         dry_run: true,
+                        requester: None,
                         ..opts.clone()
                     };
                     g.check_patch(c, |c| {
@@ -772,19 +795,25 @@ async fn resource_inner(
             ))
         }
         ("DELETE", Some(name)) => {
-            let opts = delete_options(q, body)?;
+            let opts = delete_options(q, body, who)?;
             let out = shared.write(|c| c.delete(&rt, &ns, name, &opts))?;
-            Ok(json_response(out.code, &out.body))
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         ("DELETE", None) if rt.is(("", "Namespace")) => Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
         ("DELETE", None) => {
             let list = parse_list_options(&rt, q)?;
-            let opts = delete_options(q, body)?;
+            let opts = delete_options(q, body, who)?;
             let out =
                 shared.write(|c| c.delete_collection(&rt, p.namespace.as_deref(), &list, &opts))?;
-            Ok(json_response(out.code, &out.body))
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({m})"
@@ -804,19 +833,23 @@ fn scale(
     content_type: &str,
     body: &Bytes,
     user_agent: &str,
+    who: Requester,
 ) -> Result<Response<Body>, ApiError> {
     match method.as_str() {
         "GET" => Ok(json_response(200, &shared.lock().get_scale(rt, ns, name)?)),
         "PUT" => {
-            let opts = parse_write_options(q, user_agent, None)?;
+            let opts = parse_write_options(q, user_agent, None, who)?;
             let scale = parse_body(body, content_type)?;
             let out = shared.write(|c| c.update_scale(rt, ns, name, &scale, &opts))?;
-            Ok(json_response(out.code, &out.body))
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         "PATCH" => {
             let patch_type = PatchType::from_content_type(content_type)
                 .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
-            let opts = parse_write_options(q, user_agent, Some(patch_type))?;
+            let opts = parse_write_options(q, user_agent, Some(patch_type), who)?;
             let doc: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             let out = shared.write(|c| {
@@ -828,7 +861,10 @@ fn scale(
                 .map_err(ApiError::from)?;
                 c.update_scale(rt, ns, name, &patched, &opts)
             })?;
-            Ok(json_response(out.code, &out.body))
+            Ok(with_warnings(
+                json_response(out.code, &out.body),
+                &out.warnings,
+            ))
         }
         m => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({m})"
@@ -863,7 +899,11 @@ fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
     })
 }
 
-fn delete_options(q: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOptions, ApiError> {
+fn delete_options(
+    q: &HashMap<String, String>,
+    body: &Bytes,
+    who: Requester,
+) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions::default();
     api::parse_delete_body(body, &mut opts)?;
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
@@ -872,6 +912,10 @@ fn delete_options(q: &HashMap<String, String>, body: &Bytes) -> Result<DeleteOpt
     if q.get("dryRun").map(String::as_str) == Some("All") {
         opts.dry_run = true;
     }
+    opts.requester = Some(Requester {
+        dry_run: opts.dry_run,
+        ..who
+    });
     Ok(opts)
 }
 

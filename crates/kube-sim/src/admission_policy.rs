@@ -1,0 +1,1390 @@
+//! ValidatingAdmissionPolicy admission (admissionregistration.k8s.io/v1), as kube-apiserver's
+//! `ValidatingAdmissionPolicy` plugin runs it, so that a policy a release ships refuses in
+//! kube-sim what it refuses on a cluster.
+//!
+//! Every create, update (patch and server-side apply included) and delete of any resource that
+//! comes through the API is admitted after the object passed validation and before it is stored
+//! (the generic registry's `createValidation` / `updateValidation` / `deleteValidation`), dry
+//! runs included. For each policy that a binding names (policies and bindings sorted by name):
+//! - the policy's `matchConstraints`, then the binding's `matchResources`: `resourceRules` and
+//!   `excludeResourceRules` (API groups, versions, resources with `res/sub` and `*`, operations,
+//!   `resourceNames`, `scope`), `matchPolicy: Equivalent` (another served version of the same
+//!   resource matches), `namespaceSelector` (a Namespace's own labels for its create and update)
+//!   and `objectSelector` (the new or the old object);
+//! - `paramKind` with the binding's `paramRef` (`name` or `selector`, `namespace`,
+//!   `parameterNotFoundAction`), each parameter object evaluated in turn;
+//! - `matchConditions`, `variables` (in order, as `variables.<name>`) and `validations`
+//!   (`expression`, `message`, `messageExpression`, `reason`), with the variables `object`,
+//!   `oldObject`, `request`, `params`, `namespaceObject` and `variables`;
+//! - `failurePolicy` for evaluation and configuration errors, the binding's
+//!   `validationActions`: `Deny` refuses (the first denial, with the server's message, reason
+//!   and code), `Warn` adds a `Warning` header, `Audit` is accepted and does nothing.
+//!
+//! Writing a policy or binding is validated as the API server does (field errors, expressions
+//! compiled: a syntax error or undeclared name is a 422 on the policy), with the server's
+//! defaults (`failurePolicy: Fail`, `matchPolicy: Equivalent`, empty selectors, `scope: "*"`,
+//! `parameterNotFoundAction: Deny`).
+//!
+//! Not emulated (docs/kube-sim.md): the `authorizer` variable (using it is an evaluation error,
+//! so `failurePolicy` decides), type checking against schemas (`status.typeChecking` stays
+//! unset), cost budgets, `auditAnnotations` evaluation, conversion for `Equivalent` matches (the
+//! object is seen in its stored version), regular expressions (`matches`) and the Kubernetes CEL
+//! libraries (`quantity`, `url`, `ip`, ...). Writes by kube-sim's own controllers (garbage
+//! collector, namespace controller) and in-process `KubeSim::write` calls are not admitted.
+
+mod cel_eval;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::api::Cluster;
+use crate::errors::ApiError;
+use crate::field_error::{FieldError, child, index};
+use crate::resources::{GroupResource, ResourceType};
+use cel_eval::Declarations;
+
+pub const GROUP: &str = "admissionregistration.k8s.io";
+const POLICY_KIND: &str = "ValidatingAdmissionPolicy";
+const BINDING_KIND: &str = "ValidatingAdmissionPolicyBinding";
+/// The longest message a `messageExpression` may produce (`MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// Who sent a write, as admission sees it (`request.userInfo`, `request.subResource`,
+/// `request.dryRun`). Writes without one (kube-sim's controllers) are not admitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requester {
+    pub username: String,
+    pub groups: Vec<String>,
+    /// The subresource named by the request path (`status`, `scale`, `finalize`), or empty.
+    pub subresource: String,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+        }
+    }
+}
+
+/// The admission attributes of one write.
+struct Request<'a> {
+    operation: Operation,
+    rt: &'a ResourceType,
+    /// The request's namespace: a Namespace's own name for its update and delete.
+    namespace: String,
+    name: String,
+    /// The kind the request is for (`autoscaling/v1 Scale` through `scale`).
+    kind: (String, String, String),
+    object: Option<Value>,
+    old_object: Option<Value>,
+    requester: &'a Requester,
+}
+
+impl Request<'_> {
+    fn subresource(&self) -> &str {
+        &self.requester.subresource
+    }
+
+    fn is_namespace(&self) -> bool {
+        self.rt.group.is_empty() && self.rt.plural == "namespaces"
+    }
+}
+
+/// Admits a create; `generated` when the name came from `generateName` (admission sees none).
+pub fn on_create(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    obj: &Value,
+    generated: bool,
+    requester: Option<&Requester>,
+) -> Result<Vec<String>, ApiError> {
+    let Some(requester) = requester else {
+        return Ok(Vec::new());
+    };
+    let name = if generated { "" } else { meta_str(obj, "name") };
+    let namespace = if rt.namespaced {
+        meta_str(obj, "namespace")
+    } else {
+        ""
+    };
+    let req = request(
+        rt,
+        Operation::Create,
+        namespace,
+        name,
+        Some(obj),
+        None,
+        requester,
+    );
+    admit(cluster, &req)
+}
+
+/// Admits an update (put, patch, apply; `status`, `scale` and `finalize` included).
+pub fn on_update(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    old: &Value,
+    new: &Value,
+    requester: Option<&Requester>,
+) -> Result<Vec<String>, ApiError> {
+    let Some(requester) = requester else {
+        return Ok(Vec::new());
+    };
+    let name = meta_str(new, "name");
+    let namespace = own_namespace(rt, new);
+    let req = request(
+        rt,
+        Operation::Update,
+        namespace,
+        name,
+        Some(new),
+        Some(old),
+        requester,
+    );
+    admit(cluster, &req)
+}
+
+/// Admits a delete: `object` is null, `oldObject` the object being deleted.
+pub fn on_delete(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    old: &Value,
+    requester: Option<&Requester>,
+) -> Result<Vec<String>, ApiError> {
+    let Some(requester) = requester else {
+        return Ok(Vec::new());
+    };
+    let name = meta_str(old, "name");
+    let namespace = own_namespace(rt, old);
+    let req = request(
+        rt,
+        Operation::Delete,
+        namespace,
+        name,
+        None,
+        Some(old),
+        requester,
+    );
+    admit(cluster, &req)
+}
+
+fn own_namespace<'a>(rt: &ResourceType, obj: &'a Value) -> &'a str {
+    if rt.group.is_empty() && rt.plural == "namespaces" {
+        meta_str(obj, "name")
+    } else if rt.namespaced {
+        meta_str(obj, "namespace")
+    } else {
+        ""
+    }
+}
+
+fn request<'a>(
+    rt: &'a ResourceType,
+    operation: Operation,
+    namespace: &str,
+    name: &str,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    requester: &'a Requester,
+) -> Request<'a> {
+    let scale = requester.subresource == "scale";
+    let view = |o: &Value| {
+        if scale {
+            crate::api::scale_of(o)
+        } else {
+            o.clone()
+        }
+    };
+    let kind = if scale {
+        ("autoscaling".into(), "v1".into(), "Scale".into())
+    } else {
+        (rt.group.clone(), rt.version.clone(), rt.kind.clone())
+    };
+    Request {
+        operation,
+        rt,
+        namespace: namespace.into(),
+        name: name.into(),
+        kind,
+        object: object.map(view),
+        old_object: old_object.map(view),
+        requester,
+    }
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+// ----- dispatch ----------------------------------------------------------------------------
+
+/// One policy and binding to evaluate, with everything the CEL thread needs.
+struct Job {
+    policy: String,
+    binding: String,
+    spec: Value,
+    ignore_failures: bool,
+    /// The parameter objects; `[null]` without a paramKind.
+    params: Vec<Value>,
+    /// `request`, with the resource and kind the policy matched.
+    request: Value,
+}
+
+/// A failed validation (or an error the failure policy turns into one).
+#[derive(Debug, Clone)]
+struct Decision {
+    message: String,
+    reason: String,
+}
+
+/// A decision with the policy and binding it came from and the binding's actions.
+struct Verdict {
+    policy: String,
+    binding: Option<String>,
+    actions: Vec<String>,
+    decision: Decision,
+}
+
+fn admit(cluster: &Cluster, req: &Request) -> Result<Vec<String>, ApiError> {
+    let bindings_gr = GroupResource::new(GROUP, "validatingadmissionpolicybindings");
+    let mut by_policy: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
+    for ((_, name), binding) in cluster.store.iter(&bindings_gr, None, None) {
+        let policy = binding
+            .pointer("/spec/policyName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !policy.is_empty() {
+            by_policy
+                .entry(policy.to_owned())
+                .or_default()
+                .push((name.clone(), (**binding).clone()));
+        }
+    }
+    if by_policy.is_empty() {
+        return Ok(Vec::new());
+    }
+    let policies_gr = GroupResource::new(GROUP, "validatingadmissionpolicies");
+    let mut jobs = Vec::new();
+    let mut verdicts = Vec::new();
+    for (policy_name, mut bindings) in by_policy {
+        let Some(policy) = cluster.store.get(&policies_gr, "", &policy_name) else {
+            continue;
+        };
+        let spec = policy.get("spec").cloned().unwrap_or(Value::Null);
+        let ignore_failures = spec.get("failurePolicy").and_then(Value::as_str) == Some("Ignore");
+        let Some(matched) = matches(cluster, spec.get("matchConstraints"), req, true) else {
+            continue;
+        };
+        bindings.sort_by(|a, b| a.0.cmp(&b.0));
+        for (binding_name, binding) in bindings {
+            let bspec = binding.get("spec").cloned().unwrap_or(Value::Null);
+            if let Some(criteria) = bspec.get("matchResources").filter(|m| m.is_object())
+                && matches(cluster, Some(criteria), req, false).is_none()
+            {
+                continue;
+            }
+            let actions: Vec<String> = strings(bspec.get("validationActions"));
+            let params = match collect_params(cluster, &spec, &bspec, req) {
+                Ok(Some(p)) => p,
+                Ok(None) => continue,
+                Err(e) => {
+                    if !ignore_failures {
+                        verdicts.push(Verdict {
+                            policy: policy_name.clone(),
+                            binding: Some(binding_name.clone()),
+                            actions: vec!["Deny".into()],
+                            decision: Decision {
+                                message: format!("failed to configure binding: {e}"),
+                                reason: String::new(),
+                            },
+                        });
+                    }
+                    continue;
+                }
+            };
+            jobs.push((
+                actions,
+                Job {
+                    policy: policy_name.clone(),
+                    binding: binding_name,
+                    spec: spec.clone(),
+                    ignore_failures,
+                    params,
+                    request: request_value(req, &matched),
+                },
+            ));
+        }
+    }
+    if !jobs.is_empty() {
+        let object = req.object.clone().unwrap_or(Value::Null);
+        let old_object = req.old_object.clone().unwrap_or(Value::Null);
+        let namespace_object = namespace_object(cluster, req);
+        let work: Vec<&Job> = jobs.iter().map(|(_, j)| j).collect();
+        let results = cel_eval::on_cel_thread(|| {
+            let inputs = Inputs {
+                object: cel_eval::to_cel(&object),
+                old_object: cel_eval::to_cel(&old_object),
+                namespace_object: cel_eval::to_cel(&namespace_object),
+            };
+            work.iter().map(|job| run(job, &inputs)).collect::<Vec<_>>()
+        });
+        for (i, (actions, job)) in jobs.iter().enumerate() {
+            let decisions = match &results {
+                Some(r) => r.get(i).cloned().unwrap_or_default(),
+                // The evaluator itself failed: an evaluation error for every job.
+                None if job.ignore_failures => Vec::new(),
+                None => vec![Decision {
+                    message: "internal error evaluating CEL".into(),
+                    reason: String::new(),
+                }],
+            };
+            for decision in decisions {
+                verdicts.push(Verdict {
+                    policy: job.policy.clone(),
+                    binding: Some(job.binding.clone()),
+                    actions: actions.clone(),
+                    decision,
+                });
+            }
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut denied = None;
+    for v in verdicts {
+        for action in &v.actions {
+            match action.as_str() {
+                "Deny" if denied.is_none() => denied = Some(denial(req, &v)),
+                "Warn" => warnings.push(format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                    v.policy,
+                    v.binding.as_deref().unwrap_or_default(),
+                    v.decision.message
+                )),
+                _ => {}
+            }
+        }
+    }
+    match denied {
+        Some(e) => Err(e),
+        None => Ok(warnings),
+    }
+}
+
+/// The error of the first denial, as the dispatcher builds it: `admission.NewForbidden`'s
+/// message (the object's name, `Unknown` without an object as on delete) with the decision's
+/// reason and its code.
+fn denial(req: &Request, v: &Verdict) -> ApiError {
+    let text = match &v.binding {
+        Some(b) => format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{b}' denied request: {}",
+            v.policy, v.decision.message
+        ),
+        None => format!(
+            "ValidatingAdmissionPolicy '{}' denied request: {}",
+            v.policy, v.decision.message
+        ),
+    };
+    let name = match &req.object {
+        None => "Unknown",
+        Some(_) if !req.name.is_empty() => req.name.as_str(),
+        Some(o) if !meta_str(o, "generateName").is_empty() => meta_str(o, "generateName"),
+        Some(_) => "Unknown",
+    };
+    let mut e = ApiError::forbidden(req.rt, name, &text);
+    (e.code, e.reason) = match v.decision.reason.as_str() {
+        "Forbidden" => (403, "Forbidden"),
+        "Unauthorized" => (401, "Unauthorized"),
+        "RequestEntityTooLarge" => (413, "RequestEntityTooLarge"),
+        _ => (422, "Invalid"),
+    };
+    if let Some(d) = e.details.as_mut() {
+        d["causes"] = json!([{"message": text}]);
+    }
+    e
+}
+
+// ----- matching ------------------------------------------------------------------------------
+
+/// The resource and kind a policy matched (another version's under `Equivalent`).
+struct Matched {
+    group: String,
+    version: String,
+    resource: String,
+    kind: String,
+}
+
+/// `Matcher.Matches`: selectors, exclusions, then the rules. `require_rules`: a policy's
+/// constraints need rules to match anything; a binding without rules takes the policy's.
+fn matches(
+    cluster: &Cluster,
+    criteria: Option<&Value>,
+    req: &Request,
+    require_rules: bool,
+) -> Option<Matched> {
+    let criteria = criteria.filter(|c| c.is_object())?;
+    if !namespace_selector_matches(cluster, criteria.get("namespaceSelector"), req) {
+        return None;
+    }
+    if let Some(sel) = criteria
+        .get("objectSelector")
+        .filter(|s| !selector_is_empty(s))
+    {
+        let labels = |o: &Option<Value>| {
+            o.as_ref()
+                .is_some_and(|o| selector_matches(sel, o.pointer("/metadata/labels")))
+        };
+        if !labels(&req.object) && !labels(&req.old_object) {
+            return None;
+        }
+    }
+    let equivalent = criteria.get("matchPolicy").and_then(Value::as_str) != Some("Exact");
+    let rules = |key: &str| {
+        criteria
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    if rules_match(cluster, &rules("excludeResourceRules"), equivalent, req).is_some() {
+        return None;
+    }
+    let include = rules("resourceRules");
+    if include.is_empty() {
+        return (!require_rules).then(|| own_match(req));
+    }
+    rules_match(cluster, &include, equivalent, req)
+}
+
+fn own_match(req: &Request) -> Matched {
+    Matched {
+        group: req.rt.group.clone(),
+        version: req.rt.version.clone(),
+        resource: req.rt.plural.clone(),
+        kind: req.kind.2.clone(),
+    }
+}
+
+/// `matchesResourceRules`: the first rule that matches the request as it is, else (under
+/// `Equivalent`) one that matches another served version of the same resource.
+fn rules_match(
+    cluster: &Cluster,
+    rules: &[Value],
+    equivalent: bool,
+    req: &Request,
+) -> Option<Matched> {
+    let rt = req.rt;
+    for rule in rules {
+        if rule_matches(rule, req, &rt.version) && names_match(rule, &req.name) {
+            return Some(own_match(req));
+        }
+    }
+    if !equivalent {
+        return None;
+    }
+    for rule in rules {
+        for version in strings(rule.get("apiVersions")) {
+            if version == "*" || version == rt.version {
+                continue;
+            }
+            let Some(other) = cluster.catalogue.get(&rt.group, &version, &rt.plural) else {
+                continue;
+            };
+            if rule_matches(rule, req, &version) {
+                return Some(Matched {
+                    group: other.group.clone(),
+                    version: other.version.clone(),
+                    resource: other.plural.clone(),
+                    kind: if req.subresource() == "scale" {
+                        req.kind.2.clone()
+                    } else {
+                        other.kind.clone()
+                    },
+                });
+            }
+        }
+    }
+    None
+}
+
+/// `rules.Matcher`: scope, operation, group, version and resource (`res/sub`, `*`, `*/*`).
+fn rule_matches(rule: &Value, req: &Request, version: &str) -> bool {
+    let any_or =
+        |key: &str, want: &str| strings(rule.get(key)).iter().any(|v| v == "*" || v == want);
+    let scope = match rule.get("scope").and_then(Value::as_str) {
+        None | Some("*") => true,
+        Some("Cluster") => req.is_namespace() || !req.rt.namespaced,
+        Some("Namespaced") => !req.is_namespace() && req.rt.namespaced,
+        Some(_) => false,
+    };
+    let resource = strings(rule.get("resources")).iter().any(|r| {
+        let (res, sub) = r.split_once('/').unwrap_or((r, ""));
+        (res == "*" || res == req.rt.plural) && (sub == "*" || sub == req.subresource())
+    });
+    scope
+        && any_or("operations", req.operation.as_str())
+        && any_or("apiGroups", &req.rt.group)
+        && any_or("apiVersions", version)
+        && resource
+}
+
+fn names_match(rule: &Value, name: &str) -> bool {
+    let names = strings(rule.get("resourceNames"));
+    names.is_empty() || names.iter().any(|n| n == name)
+}
+
+/// `MatchNamespaceSelector`: cluster-scoped objects other than Namespaces always match; a
+/// Namespace's create and update are judged by its own new labels.
+fn namespace_selector_matches(cluster: &Cluster, selector: Option<&Value>, req: &Request) -> bool {
+    let Some(selector) = selector.filter(|s| !selector_is_empty(s)) else {
+        return true;
+    };
+    if req.namespace.is_empty() && !req.is_namespace() {
+        return true;
+    }
+    if req.is_namespace()
+        && req.subresource().is_empty()
+        && matches!(req.operation, Operation::Create | Operation::Update)
+    {
+        let labels = req
+            .object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/labels"));
+        return selector_matches(selector, labels);
+    }
+    let namespaces = GroupResource::new("", "namespaces");
+    match cluster.store.get(&namespaces, "", &req.namespace) {
+        Some(ns) => selector_matches(selector, ns.pointer("/metadata/labels")),
+        None => false,
+    }
+}
+
+fn selector_is_empty(sel: &Value) -> bool {
+    let n = |k: &str| match sel.get(k) {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    };
+    n("matchLabels") + n("matchExpressions") == 0
+}
+
+/// A `metav1.LabelSelector` against labels; an unreadable requirement matches nothing.
+fn selector_matches(sel: &Value, labels: Option<&Value>) -> bool {
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let match_labels = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
+    let expressions = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .is_none_or(|exprs| {
+            exprs.iter().all(|e| {
+                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+                let values = strings(e.get("values"));
+                let has = |v: &str| values.iter().any(|x| x == v);
+                match e.get("operator").and_then(Value::as_str) {
+                    Some("In") => get(key).is_some_and(has),
+                    Some("NotIn") => get(key).is_none_or(|v| !has(v)),
+                    Some("Exists") => get(key).is_some(),
+                    Some("DoesNotExist") => get(key).is_none(),
+                    _ => false,
+                }
+            })
+        });
+    match_labels && expressions
+}
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ----- inputs --------------------------------------------------------------------------------
+
+/// `CollectParams`: `Ok(None)` when the binding has nothing to evaluate (no parameter found and
+/// `parameterNotFoundAction: Allow`).
+fn collect_params(
+    cluster: &Cluster,
+    spec: &Value,
+    binding_spec: &Value,
+    req: &Request,
+) -> Result<Option<Vec<Value>>, String> {
+    let Some(param_kind) = spec.get("paramKind").filter(|p| p.is_object()) else {
+        return Ok(Some(vec![Value::Null]));
+    };
+    let api_version = param_kind
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = param_kind
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(param_ref) = binding_spec.get("paramRef").filter(|p| p.is_object()) else {
+        return Err(format!(
+            "paramKind kind `{kind}` is defined but paramRef is not defined in the binding"
+        ));
+    };
+    let Some(rt) = cluster.catalogue.by_kind(api_version, kind) else {
+        return Err(format!(
+            "failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'"
+        ));
+    };
+    let ref_namespace = param_ref
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let namespace = if !rt.namespaced {
+        ""
+    } else if !ref_namespace.is_empty() {
+        ref_namespace
+    } else if !req.namespace.is_empty() && !req.is_namespace() {
+        req.namespace.as_str()
+    } else {
+        return Err(
+            "cannot use namespaced paramRef in policy binding that matches cluster-scoped resources"
+                .into(),
+        );
+    };
+    let gr = rt.group_resource();
+    let found: Vec<Value> = match param_ref.get("name").and_then(Value::as_str) {
+        Some(name) if !name.is_empty() => cluster
+            .store
+            .get(&gr, namespace, name)
+            .map(|o| vec![(*o).clone()])
+            .unwrap_or_default(),
+        _ => {
+            let selector = param_ref.get("selector").cloned().unwrap_or(json!({}));
+            cluster
+                .store
+                .iter(&gr, Some(namespace), None)
+                .filter(|(_, o)| selector_matches(&selector, o.pointer("/metadata/labels")))
+                .map(|(_, o)| (**o).clone())
+                .collect()
+        }
+    };
+    if !found.is_empty() {
+        return Ok(Some(found));
+    }
+    match param_ref
+        .get("parameterNotFoundAction")
+        .and_then(Value::as_str)
+    {
+        Some("Allow") => Ok(None),
+        _ => Err("no params found for policy binding with `Deny` parameterNotFoundAction".into()),
+    }
+}
+
+/// `CreateAdmissionRequest`, as CEL's `request` sees it.
+fn request_value(req: &Request, matched: &Matched) -> Value {
+    let mut r = json!({
+        "uid": "",
+        "kind": {"group": req.kind.0, "version": req.kind.1, "kind": matched.kind},
+        "resource": {"group": matched.group, "version": matched.version, "resource": matched.resource},
+        "requestKind": {"group": req.kind.0, "version": req.kind.1, "kind": req.kind.2},
+        "requestResource": {"group": req.rt.group, "version": req.rt.version, "resource": req.rt.plural},
+        "operation": req.operation.as_str(),
+        "userInfo": {"username": req.requester.username, "groups": req.requester.groups},
+        "dryRun": req.requester.dry_run,
+        "options": {
+            "apiVersion": "meta.k8s.io/v1",
+            "kind": match req.operation {
+                Operation::Create => "CreateOptions",
+                Operation::Update => "UpdateOptions",
+                Operation::Delete => "DeleteOptions",
+            }
+        },
+    });
+    if matched.version != req.rt.version {
+        r["kind"]["version"] = Value::String(matched.version.clone());
+    }
+    let mut optional = |key: &str, value: &str| {
+        if !value.is_empty() {
+            r[key] = Value::String(value.to_owned());
+        }
+    };
+    optional("subResource", req.subresource());
+    optional("requestSubResource", req.subresource());
+    optional("name", &req.name);
+    optional("namespace", &req.namespace);
+    r
+}
+
+/// `namespaceObject`: the request's Namespace (not for a Namespace itself), trimmed as
+/// `CreateNamespaceObject` trims it.
+fn namespace_object(cluster: &Cluster, req: &Request) -> Value {
+    if req.namespace.is_empty() || req.is_namespace() {
+        return Value::Null;
+    }
+    let Some(ns) = cluster
+        .store
+        .get(&GroupResource::new("", "namespaces"), "", &req.namespace)
+    else {
+        return Value::Null;
+    };
+    let mut out = Map::new();
+    for key in ["spec", "status"] {
+        if let Some(v) = ns.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(meta) = ns.get("metadata").and_then(Value::as_object) {
+        let kept: Map<String, Value> = meta
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "managedFields" | "ownerReferences"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        out.insert("metadata".into(), Value::Object(kept));
+    }
+    Value::Object(out)
+}
+
+// ----- evaluation (on the CEL thread) -------------------------------------------------------
+
+struct Inputs {
+    object: cel::Value,
+    old_object: cel::Value,
+    namespace_object: cel::Value,
+}
+
+fn declarations(spec: &Value, authorizer: bool) -> Declarations {
+    Declarations {
+        params: spec.get("paramKind").is_some_and(Value::is_object),
+        authorizer,
+    }
+}
+
+fn expression_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn items<'a>(spec: &'a Value, key: &str) -> &'a [Value] {
+    spec.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// Evaluates one policy and binding: the failed validations, and errors the failure policy
+/// turns into failures.
+fn run(job: &Job, inputs: &Inputs) -> Vec<Decision> {
+    let spec = &job.spec;
+    let with_authorizer = declarations(spec, true);
+    let request = cel_eval::to_cel(&job.request);
+    let error = |message: String| Decision {
+        message,
+        reason: String::new(),
+    };
+    let mut out = Vec::new();
+    for param in &job.params {
+        let params = cel_eval::to_cel(param);
+        let mut vars: Vec<(String, cel::Value)> = Vec::new();
+        let eval = |expression: &str, decl: Declarations, vars: &[(String, cel::Value)]| {
+            let program = cel_eval::compile(expression, decl)
+                .map_err(|e| format!("compilation error: {e}"))?;
+            let variables = cel_eval::cel_map(vars);
+            cel_eval::evaluate(
+                &program,
+                &[
+                    ("object", &inputs.object),
+                    ("oldObject", &inputs.old_object),
+                    ("request", &request),
+                    ("params", &params),
+                    ("namespaceObject", &inputs.namespace_object),
+                    ("variables", &variables),
+                ],
+            )
+            .map_err(|e| format!("expression '{expression}' resulted in error: {e}"))
+        };
+        // matchConditions: any false skips; errors (without a false) follow the failure policy.
+        let mut errors = Vec::new();
+        let mut skip = false;
+        for condition in items(spec, "matchConditions") {
+            match eval(
+                expression_of(condition, "expression"),
+                with_authorizer,
+                &vars,
+            ) {
+                Ok(cel::Value::Bool(false)) => {
+                    skip = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if skip {
+            continue;
+        }
+        if !errors.is_empty() {
+            if !job.ignore_failures {
+                out.push(error(aggregate(&errors)));
+            }
+            continue;
+        }
+        // Variables in order; one that fails is absent (using it is an error then).
+        for variable in items(spec, "variables") {
+            let name = expression_of(variable, "name").to_owned();
+            if let Ok(value) = eval(
+                expression_of(variable, "expression"),
+                with_authorizer,
+                &vars,
+            ) {
+                vars.push((name, value));
+            }
+        }
+        for validation in items(spec, "validations") {
+            let expression = expression_of(validation, "expression");
+            match eval(expression, with_authorizer, &vars) {
+                Ok(cel::Value::Bool(true)) => {}
+                Ok(_) => {
+                    let message_expression = expression_of(validation, "messageExpression");
+                    let evaluated = if message_expression.trim().is_empty() {
+                        None
+                    } else {
+                        match eval(message_expression, declarations(spec, false), &vars) {
+                            Ok(cel::Value::String(s)) => Some(s.trim().to_owned()),
+                            _ => None,
+                        }
+                    };
+                    let message = evaluated
+                        .filter(|m| {
+                            !m.is_empty() && m.len() <= MAX_MESSAGE_BYTES && !m.contains('\n')
+                        })
+                        .or_else(|| {
+                            Some(expression_of(validation, "message").trim().to_owned())
+                                .filter(|m| !m.is_empty())
+                        })
+                        .unwrap_or_else(|| format!("failed expression: {}", expression.trim()));
+                    let reason = expression_of(validation, "reason");
+                    out.push(Decision {
+                        message,
+                        reason: if reason.is_empty() {
+                            "Invalid".into()
+                        } else {
+                            reason.into()
+                        },
+                    });
+                }
+                Err(e) if !job.ignore_failures => out.push(error(e)),
+                Err(_) => {}
+            }
+        }
+    }
+    out
+}
+
+/// `utilerrors.NewAggregate(...).Error()`.
+fn aggregate(errors: &[String]) -> String {
+    match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+// ----- writing policies and bindings ----------------------------------------------------------
+
+fn is_policy(rt: &ResourceType) -> bool {
+    rt.group == GROUP && rt.kind == POLICY_KIND
+}
+
+fn is_binding(rt: &ResourceType) -> bool {
+    rt.group == GROUP && rt.kind == BINDING_KIND
+}
+
+/// The server's defaults for policies and bindings (`SetDefaults_ValidatingAdmissionPolicySpec`,
+/// `_MatchResources`, `_Rule`, `_ParamRef`).
+pub fn default(rt: &ResourceType, obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let criteria = if is_policy(rt) {
+        spec.entry("failurePolicy").or_insert_with(|| json!("Fail"));
+        "matchConstraints"
+    } else if is_binding(rt) {
+        if let Some(p) = spec.get_mut("paramRef").and_then(Value::as_object_mut) {
+            p.entry("parameterNotFoundAction")
+                .or_insert_with(|| json!("Deny"));
+        }
+        "matchResources"
+    } else {
+        return;
+    };
+    let Some(m) = spec.get_mut(criteria).and_then(Value::as_object_mut) else {
+        return;
+    };
+    m.entry("matchPolicy")
+        .or_insert_with(|| json!("Equivalent"));
+    m.entry("namespaceSelector").or_insert_with(|| json!({}));
+    m.entry("objectSelector").or_insert_with(|| json!({}));
+    for rules in ["resourceRules", "excludeResourceRules"] {
+        for rule in m
+            .get_mut(rules)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(r) = rule.as_object_mut() {
+                r.entry("scope").or_insert_with(|| json!("*"));
+            }
+        }
+    }
+}
+
+/// Validation of a policy or binding being written (`ValidateValidatingAdmissionPolicy`,
+/// `...Binding`); other kinds have none here.
+pub fn validate(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    if is_policy(rt) {
+        let meta_name = meta_str(obj, "name").to_owned();
+        cel_eval::on_cel_thread(move || validate_policy_spec(&spec, &meta_name)).unwrap_or_else(
+            || {
+                vec![FieldError::invalid(
+                    "spec",
+                    Value::Null,
+                    "internal error compiling CEL expressions",
+                )]
+            },
+        )
+    } else if is_binding(rt) {
+        validate_binding_spec(&spec)
+    } else {
+        Vec::new()
+    }
+}
+
+fn validate_policy_spec(spec: &Value, name: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let path = "spec";
+    match spec.get("failurePolicy").and_then(Value::as_str) {
+        None => errs.push(FieldError::required(child(path, "failurePolicy"), "")),
+        Some("Fail" | "Ignore") => {}
+        Some(other) => errs.push(FieldError::not_supported(
+            child(path, "failurePolicy"),
+            json!(other),
+            &["Fail", "Ignore"],
+        )),
+    }
+    let has_params = if let Some(pk) = spec.get("paramKind").filter(|p| !p.is_null()) {
+        for field in ["apiVersion", "kind"] {
+            if expression_of(pk, field).is_empty() {
+                errs.push(FieldError::required(
+                    child(&child(path, "paramKind"), field),
+                    "",
+                ));
+            }
+        }
+        true
+    } else {
+        false
+    };
+    let mc_path = child(path, "matchConstraints");
+    match spec.get("matchConstraints").filter(|m| !m.is_null()) {
+        None => errs.push(FieldError::required(&mc_path, "")),
+        Some(mc) => {
+            validate_match_resources(mc, &mc_path, &mut errs);
+            if items(mc, "resourceRules").is_empty() {
+                errs.push(FieldError::required(child(&mc_path, "resourceRules"), ""));
+            }
+        }
+    }
+    let decl = Declarations {
+        params: has_params,
+        authorizer: true,
+    };
+    let compile = |expression: &str, decl: Declarations, at: String, errs: &mut Vec<_>| {
+        if let Err(e) = cel_eval::compile(expression, decl) {
+            errs.push(FieldError::invalid(at, json!(expression), e));
+        }
+    };
+    let conditions = items(spec, "matchConditions");
+    let cond_path = child(path, "matchConditions");
+    if conditions.len() > 64 {
+        errs.push(FieldError::too_many(
+            &cond_path,
+            conditions.len(),
+            64,
+            "items",
+        ));
+    }
+    let mut names = Vec::new();
+    for (i, c) in conditions.iter().enumerate() {
+        let p = index(&cond_path, i);
+        let expression = expression_of(c, "expression");
+        if expression.trim().is_empty() {
+            errs.push(FieldError::required(child(&p, "expression"), ""));
+        } else {
+            compile(expression.trim(), decl, child(&p, "expression"), &mut errs);
+        }
+        let n = expression_of(c, "name");
+        if n.is_empty() {
+            errs.push(FieldError::required(child(&p, "name"), ""));
+        } else {
+            for m in crate::validation::qualified_name_errors(n) {
+                errs.push(FieldError::invalid(child(&p, "name"), json!(n), m));
+            }
+            if names.contains(&n) {
+                errs.push(FieldError::duplicate(child(&p, "name"), json!(n)));
+            }
+            names.push(n);
+        }
+    }
+    for (i, v) in items(spec, "variables").iter().enumerate() {
+        let p = index(&child(path, "variables"), i);
+        let n = expression_of(v, "name");
+        if n.trim().is_empty() {
+            errs.push(FieldError::required(
+                child(&p, "name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(n) {
+            errs.push(FieldError::invalid(
+                child(&p, "name"),
+                json!(n),
+                "name is not a valid CEL identifier",
+            ));
+        }
+        let expression = expression_of(v, "expression");
+        if expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                child(&p, "expression"),
+                "expression is not specified",
+            ));
+        } else {
+            compile(expression, decl, child(&p, "expression"), &mut errs);
+        }
+    }
+    let validations = items(spec, "validations");
+    let audit = items(spec, "auditAnnotations");
+    if validations.is_empty() && audit.is_empty() {
+        let why = "validations or auditAnnotations must contain at least one item";
+        errs.push(FieldError::required(child(path, "validations"), why));
+        errs.push(FieldError::required(child(path, "auditAnnotations"), why));
+    }
+    for (i, v) in validations.iter().enumerate() {
+        let p = index(&child(path, "validations"), i);
+        let expression = expression_of(v, "expression");
+        if expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                child(&p, "expression"),
+                "expression is not specified",
+            ));
+        } else {
+            compile(expression, decl, child(&p, "expression"), &mut errs);
+        }
+        let message_expression = expression_of(v, "messageExpression");
+        if !message_expression.is_empty() && message_expression.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                child(&p, "messageExpression"),
+                json!(message_expression),
+                "must be non-empty if specified",
+            ));
+        } else if !message_expression.trim().is_empty() {
+            let message_decl = Declarations {
+                params: has_params,
+                authorizer: false,
+            };
+            compile(
+                message_expression,
+                message_decl,
+                child(&p, "messageExpression"),
+                &mut errs,
+            );
+        }
+        let message = expression_of(v, "message");
+        if !message.is_empty() && message.trim().is_empty() {
+            errs.push(FieldError::invalid(
+                child(&p, "message"),
+                json!(message),
+                "message must be non-empty if specified",
+            ));
+        } else if message.trim().contains(['\n', '\r']) {
+            errs.push(FieldError::invalid(
+                child(&p, "message"),
+                json!(message),
+                "message must not contain line breaks",
+            ));
+        }
+        if let Some(reason) = v.get("reason").and_then(Value::as_str)
+            && !matches!(reason, "Forbidden" | "Invalid" | "RequestEntityTooLarge")
+        {
+            errs.push(FieldError::not_supported(
+                child(&p, "reason"),
+                json!(reason),
+                &["Forbidden", "Invalid", "RequestEntityTooLarge"],
+            ));
+        }
+    }
+    for (i, a) in audit.iter().enumerate() {
+        let p = index(&child(path, "auditAnnotations"), i);
+        let key = expression_of(a, "key");
+        for m in crate::validation::qualified_name_errors(&format!("{name}/{key}")) {
+            errs.push(FieldError::invalid(child(&p, "key"), json!(key), m));
+        }
+        let expression = expression_of(a, "valueExpression");
+        if expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                child(&p, "valueExpression"),
+                "valueExpression is not specified",
+            ));
+        } else {
+            compile(
+                expression.trim(),
+                decl,
+                child(&p, "valueExpression"),
+                &mut errs,
+            );
+        }
+    }
+    errs
+}
+
+fn is_cel_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn validate_binding_spec(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let path = "spec";
+    let policy = expression_of(spec, "policyName");
+    if policy.is_empty() {
+        errs.push(FieldError::required(child(path, "policyName"), ""));
+    } else {
+        for m in crate::validation::dns1123_subdomain_errors(policy) {
+            errs.push(FieldError::invalid(
+                child(path, "policyName"),
+                json!(policy),
+                m,
+            ));
+        }
+    }
+    if let Some(pr) = spec.get("paramRef").filter(|p| !p.is_null()) {
+        let p = child(path, "paramRef");
+        let name = expression_of(pr, "name");
+        let selector = pr.get("selector").filter(|s| !s.is_null());
+        if !name.is_empty() && selector.is_some() {
+            errs.push(FieldError::forbidden(
+                child(&p, "name"),
+                "name and selector are mutually exclusive",
+            ));
+        }
+        if name.is_empty() && selector.is_none() {
+            errs.push(FieldError::required(
+                &p,
+                "one of name or selector must be specified",
+            ));
+        }
+        match pr.get("parameterNotFoundAction").and_then(Value::as_str) {
+            None | Some("") => errs.push(FieldError::required(
+                child(&p, "parameterNotFoundAction"),
+                "",
+            )),
+            Some("Deny" | "Allow") => {}
+            Some(other) => errs.push(FieldError::not_supported(
+                child(&p, "parameterNotFoundAction"),
+                json!(other),
+                &["Deny", "Allow"],
+            )),
+        }
+    }
+    if let Some(mr) = spec.get("matchResources").filter(|m| !m.is_null()) {
+        validate_match_resources(mr, &child(path, "matchResources"), &mut errs);
+    }
+    let actions_path = child(path, "validationActions");
+    let actions = strings(spec.get("validationActions"));
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, a) in actions.iter().enumerate() {
+        if !matches!(a.as_str(), "Deny" | "Warn" | "Audit") {
+            errs.push(FieldError::not_supported(
+                index(&actions_path, i),
+                json!(a),
+                &["Audit", "Deny", "Warn"],
+            ));
+        }
+        if seen.contains(&a.as_str()) {
+            errs.push(FieldError::duplicate(index(&actions_path, i), json!(a)));
+        }
+        seen.push(a);
+    }
+    if seen.contains(&"Deny") && seen.contains(&"Warn") {
+        errs.push(FieldError::invalid(
+            &actions_path,
+            json!(actions),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if seen.is_empty() {
+        errs.push(FieldError::required(
+            &actions_path,
+            "at least one validation action is required",
+        ));
+    }
+    errs
+}
+
+/// `validateMatchResources`, with `validateNamedRuleWithOperations` for both rule lists.
+fn validate_match_resources(mc: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    match mc.get("matchPolicy").and_then(Value::as_str) {
+        None => errs.push(FieldError::required(child(path, "matchPolicy"), "")),
+        Some("Exact" | "Equivalent") => {}
+        Some(other) => errs.push(FieldError::not_supported(
+            child(path, "matchPolicy"),
+            json!(other),
+            &["Equivalent", "Exact"],
+        )),
+    }
+    for key in ["namespaceSelector", "objectSelector"] {
+        match mc.get(key) {
+            None | Some(Value::Null) => errs.push(FieldError::required(child(path, key), "")),
+            Some(sel) => validate_selector(sel, &child(path, key), errs),
+        }
+    }
+    for key in ["resourceRules", "excludeResourceRules"] {
+        for (i, rule) in items(mc, key).iter().enumerate() {
+            validate_rule(rule, &index(&child(path, key), i), errs);
+        }
+    }
+}
+
+fn validate_selector(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let exprs_path = child(path, "matchExpressions");
+    for (i, e) in items(sel, "matchExpressions").iter().enumerate() {
+        let p = index(&exprs_path, i);
+        let values = items(e, "values");
+        match expression_of(e, "operator") {
+            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+                child(&p, "values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
+                child(&p, "values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => errs.push(FieldError::invalid(
+                child(&p, "operator"),
+                json!(other),
+                "not a valid selector operator",
+            )),
+        }
+        let key = expression_of(e, "key");
+        for m in crate::validation::qualified_name_errors(key) {
+            errs.push(FieldError::invalid(child(&p, "key"), json!(key), m));
+        }
+    }
+    if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            for m in crate::validation::qualified_name_errors(k) {
+                errs.push(FieldError::invalid(child(path, "matchLabels"), json!(k), m));
+            }
+            for m in crate::validation::label_value_errors(v.as_str().unwrap_or_default()) {
+                errs.push(FieldError::invalid(
+                    child(path, "matchLabels"),
+                    v.clone(),
+                    m,
+                ));
+            }
+        }
+    }
+}
+
+/// `validateRuleWithOperations` and `validateRule` (subresources allowed).
+fn validate_rule(rule: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let operations = strings(rule.get("operations"));
+    let ops_path = child(path, "operations");
+    if operations.is_empty() {
+        errs.push(FieldError::required(&ops_path, ""));
+    }
+    if operations.len() > 1 && operations.iter().any(|o| o == "*") {
+        errs.push(FieldError::invalid(
+            &ops_path,
+            json!(operations),
+            "if '*' is present, must not specify other operations",
+        ));
+    }
+    for (i, op) in operations.iter().enumerate() {
+        if !matches!(
+            op.as_str(),
+            "*" | "CREATE" | "UPDATE" | "DELETE" | "CONNECT"
+        ) {
+            errs.push(FieldError::not_supported(
+                index(&ops_path, i),
+                json!(op),
+                &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"],
+            ));
+        }
+    }
+    for (key, what) in [("apiGroups", "API groups"), ("apiVersions", "API versions")] {
+        let list = strings(rule.get(key));
+        if list.is_empty() {
+            errs.push(FieldError::required(child(path, key), ""));
+        }
+        if list.len() > 1 && list.iter().any(|v| v == "*") {
+            errs.push(FieldError::invalid(
+                child(path, key),
+                json!(list),
+                format!("if '*' is present, must not specify other {what}"),
+            ));
+        }
+    }
+    for (i, v) in strings(rule.get("apiVersions")).iter().enumerate() {
+        if v.is_empty() {
+            errs.push(FieldError::required(
+                index(&child(path, "apiVersions"), i),
+                "",
+            ));
+        }
+    }
+    let resources = strings(rule.get("resources"));
+    let res_path = child(path, "resources");
+    if resources.is_empty() {
+        errs.push(FieldError::required(&res_path, ""));
+    }
+    for (i, r) in resources.iter().enumerate() {
+        if r.is_empty() {
+            errs.push(FieldError::required(index(&res_path, i), ""));
+        }
+    }
+    for (i, n) in strings(rule.get("resourceNames")).iter().enumerate() {
+        for m in crate::validation::path_segment_errors(n) {
+            errs.push(FieldError::invalid(
+                index(&child(path, "resourceNames"), i),
+                json!(n),
+                m,
+            ));
+        }
+    }
+    if let Some(scope) = rule.get("scope").and_then(Value::as_str)
+        && !matches!(scope, "*" | "Cluster" | "Namespaced")
+    {
+        errs.push(FieldError::not_supported(
+            child(path, "scope"),
+            json!(scope),
+            &["*", "Cluster", "Namespaced"],
+        ));
+    }
+}
