@@ -170,7 +170,10 @@ pub(crate) fn verdict(ok: bool) -> String {
 /// Which object each operand write was for, counted per object. kube-sim's request log does
 /// not name the object of a create (the name is in the body), so this reads the write Events
 /// the apply engine records ("Created <Kind.group/name -n ns> because it was missing", as
-/// library-go words them); the caller cross-checks their number with the log.
+/// library-go words them); the caller cross-checks their number with the log. A repeat of the
+/// same write is one Event whose `count` went up (client-go's correlation), so counts are
+/// summed; writes folded into a `(combined from similar events)` Event name no object and are
+/// left out.
 pub(crate) async fn written_objects(
     client: &Client,
     component: &str,
@@ -184,7 +187,8 @@ pub(crate) async fn written_objects(
         let ours = e.reporting_component.as_deref() == Some(component)
             || e.source.as_ref().and_then(|s| s.component.as_deref()) == Some(component);
         if let (true, Some(object)) = (ours, e.message.as_deref().and_then(write_event_object)) {
-            *per_object.entry(object.to_string()).or_insert(0) += 1;
+            let count = usize::try_from(e.count.unwrap_or(1)).unwrap_or(1).max(1);
+            *per_object.entry(object.to_string()).or_insert(0) += count;
         }
     }
     Ok(per_object)
