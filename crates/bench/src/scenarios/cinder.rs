@@ -5,7 +5,10 @@
 //!
 //! Measured: CR creation → every operand object applied, requests by verb during install and
 //! during an idle window of several resync periods, the operator's resident memory in a cluster
-//! full of unrelated objects, and credential-rotation latency to the new hash annotations.
+//! full of unrelated objects, and credential-rotation latency to the new hash annotations. A
+//! second, small cluster lacks the optional CRDs (snapshots, monitoring, OpenShift's config
+//! API): there the idle window is measured again, and then the VolumeSnapshotClass CRD is
+//! created to time how soon the operator applies its snapshot class.
 //! This module only measures and reports; it asserts nothing (budgets are printed as
 //! PASS/OVER, never enforced) and owns every process and file it starts or writes.
 
@@ -20,9 +23,11 @@ use anyhow::Context;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
 use kube_sim::RequestRecord;
 use testbed::{Settings, Testbed};
 
@@ -58,6 +63,27 @@ const ROTATION_POLL: Duration = Duration::from_millis(5);
 
 /// DESIGN §7.
 const BUDGET_ROTATION: Duration = Duration::from_millis(500);
+
+/// CRDs a cluster may lack, and that the operator must neither need nor poll for: snapshots
+/// (no snapshot controller installed), monitoring (no Prometheus operator), and OpenShift's
+/// config API (plain Kubernetes; the operator then takes `--cluster-id`).
+const OPTIONAL_CRDS: [&str; 6] = [
+    "volumesnapshotclasses.snapshot.storage.k8s.io",
+    "servicemonitors.monitoring.coreos.com",
+    "prometheusrules.monitoring.coreos.com",
+    "infrastructures.config.openshift.io",
+    "proxies.config.openshift.io",
+    "apiservers.config.openshift.io",
+];
+const SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+/// The VolumeSnapshotClass the operator applies once its CRD is served.
+const SNAPSHOT_CLASS: &str = "standard-csi";
+/// Worker Nodes of the cluster without the optional CRDs (its figures are requests, not memory).
+const BARE_WORKERS: usize = 3;
+/// Bound on waiting for the deleted CRDs to go and for the snapshot class to appear.
+const CRD_LIMIT: Duration = Duration::from_secs(30);
+/// "A CRD created afterwards is picked up within seconds" (issue 10); not a DESIGN §7 figure.
+const BUDGET_CRD_PICKUP: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy)]
 struct Scale {
@@ -121,6 +147,17 @@ struct Rotation {
     openstack_requests: usize,
 }
 
+/// The cluster without the optional CRDs.
+struct Bare {
+    install: Install,
+    idle: Idle,
+    /// VolumeSnapshotClass CRD created → the operator's create of the snapshot class, on
+    /// kube-sim's clock.
+    snapshot_class: Duration,
+    /// The operator's requests in that time (`verb path → code`).
+    after_crd: Vec<String>,
+}
+
 struct Figures {
     scale: Scale,
     install: Install,
@@ -174,8 +211,157 @@ pub async fn run(options: Options) -> anyhow::Result<Section> {
         operator.pid(),
         operator.metrics_addr()
     );
-    let figures = measure_all(&bed, &mut operator, scale).await;
-    operator.explain(figures).map(|f| section(&f))
+    let measured = measure_all(&bed, &mut operator, scale).await;
+    let figures = operator.explain(measured)?;
+    // The first cluster is done with: free the machine for the second.
+    drop(operator);
+    drop(bed);
+    eprintln!("  a cluster without the optional CRDs");
+    let bare = without_optional_crds().await?;
+    Ok(section(&figures, &bare))
+}
+
+/// A small cluster without [`OPTIONAL_CRDS`]: install, the idle window, then the
+/// VolumeSnapshotClass CRD appears.
+async fn without_optional_crds() -> anyhow::Result<Bare> {
+    let bed = Testbed::start(Settings {
+        worker_nodes: BARE_WORKERS,
+        cinder_cluster_csi_driver: false,
+        ..Settings::default()
+    })
+    .await
+    .context("cannot start the testbed without the optional CRDs")?;
+    let crds: Api<CustomResourceDefinition> = Api::all(bed.client.clone());
+    // Kept to be created again later, as an administrator installing the snapshot
+    // controller would.
+    let snapshot_crd = crds
+        .get(SNAPSHOT_CLASS_CRD)
+        .await
+        .with_context(|| format!("cannot read the CRD {SNAPSHOT_CLASS_CRD}"))?;
+    for name in OPTIONAL_CRDS {
+        crds.delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("cannot delete the CRD {name}"))?;
+    }
+    let deadline = Instant::now() + CRD_LIMIT;
+    for name in OPTIONAL_CRDS {
+        while crds.get_opt(name).await?.is_some() {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the CRD {name} was still there {CRD_LIMIT:?} after its deletion"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let mut operator = OperatorProcess::start(
+        &bed,
+        OperatorCommand {
+            subcommand: "openstack-cinder",
+            user: OPERATOR_USER,
+            metric_prefix: METRIC_PREFIX,
+            args: vec![
+                "--namespace".into(),
+                testbed::DRIVER_NAMESPACE.into(),
+                "--resync".into(),
+                format!("{}s", RESYNC.as_secs()),
+                // No Infrastructure object to read it from.
+                "--cluster-id".into(),
+                Settings::default().infrastructure_name,
+            ],
+            env: testbed::example_images(),
+            trace: std::env::var_os(TRACE_ENV).is_some(),
+        },
+    )?;
+    let measured = async {
+        operator.wait_ready().await?;
+        eprintln!("  install without the optional CRDs");
+        let install = install(&bed, &mut operator).await?;
+        eprintln!("  idle for {IDLE_WINDOW:?} without the optional CRDs");
+        let idle = idle(&bed, &mut operator).await?;
+        eprintln!("  the VolumeSnapshotClass CRD appears");
+        let (snapshot_class, after_crd) =
+            snapshot_crd_appears(&bed, &mut operator, snapshot_crd).await?;
+        Ok(Bare {
+            install,
+            idle,
+            snapshot_class,
+            after_crd,
+        })
+    }
+    .await;
+    operator.explain(measured)
+}
+
+/// Creates the VolumeSnapshotClass CRD and waits for the operator's snapshot class: the time
+/// between the two creates on kube-sim's clock, and the operator's requests meanwhile.
+async fn snapshot_crd_appears(
+    bed: &Testbed,
+    operator: &mut OperatorProcess,
+    mut crd: CustomResourceDefinition,
+) -> anyhow::Result<(Duration, Vec<String>)> {
+    // As it was written (`api-approved.kubernetes.io` included), without what the server set.
+    crd.metadata = ObjectMeta {
+        name: Some(SNAPSHOT_CLASS_CRD.into()),
+        annotations: crd.metadata.annotations.take(),
+        labels: crd.metadata.labels.take(),
+        ..Default::default()
+    };
+    crd.status = None;
+    bed.kube.clear_requests();
+    Api::<CustomResourceDefinition>::all(bed.client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .with_context(|| format!("cannot create the CRD {SNAPSHOT_CLASS_CRD}"))?;
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("snapshot.storage.k8s.io", "v1", "VolumeSnapshotClass"),
+        "volumesnapshotclasses",
+    );
+    let classes: Api<DynamicObject> = Api::all_with(bed.client.clone(), &ar);
+    let deadline = Instant::now() + CRD_LIMIT;
+    loop {
+        operator.check_alive()?;
+        // A 404 while the new kind is not yet served reads as absent too.
+        if classes
+            .get_opt(SNAPSHOT_CLASS)
+            .await
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the operator did not apply the VolumeSnapshotClass {SNAPSHOT_CLASS} within \
+             {CRD_LIMIT:?} of its CRD's creation; conditions: {:?}",
+            bed.conditions(CR_NAME).await
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let log = bed.kube.requests();
+    let at = |pred: &dyn Fn(&RequestRecord) -> bool| log.iter().find(|r| pred(r)).map(|r| r.at_ms);
+    let crd_created = at(&|r| {
+        r.verb == "create"
+            && r.resource == "apiextensions.k8s.io/customresourcedefinitions"
+            && r.code < 300
+    })
+    .context("kube-sim's log has no create of the CRD")?;
+    let class_created = at(&|r| {
+        operator.is_ours(r)
+            && r.verb == "create"
+            && r.resource == "snapshot.storage.k8s.io/volumesnapshotclasses"
+            && r.code < 300
+    })
+    .context("kube-sim's log has no create of the snapshot class by the operator")?;
+    let between = log
+        .iter()
+        .filter(|r| operator.is_ours(r) && r.at_ms <= class_created)
+        .map(describe)
+        .collect();
+    Ok((
+        Duration::from_millis(class_created.saturating_sub(crd_created)),
+        between,
+    ))
 }
 
 async fn measure_all(
@@ -428,7 +614,16 @@ fn openstack_requests(bed: &Testbed) -> Vec<String> {
         .collect()
 }
 
-fn section(f: &Figures) -> Section {
+/// Writes and live reads (GET/LIST) in an idle window, leader election aside.
+fn idle_counts(idle: &Idle) -> (usize, usize) {
+    let r = &idle.requests;
+    (
+        r.without_lease(&["create", "update", "patch", "delete", "deletecollection"]),
+        r.without_lease(&["get", "list"]),
+    )
+}
+
+fn section(f: &Figures, bare: &Bare) -> Section {
     let objects = f.install.writes_per_object.len();
     let operand_writes = f.install.operand_writes;
     let most = f
@@ -439,9 +634,8 @@ fn section(f: &Figures) -> Section {
         .max()
         .unwrap_or(0);
     let idle = &f.idle.requests;
-    let idle_writes =
-        idle.without_lease(&["create", "update", "patch", "delete", "deletecollection"]);
-    let idle_reads = idle.without_lease(&["get", "list"]);
+    let (idle_writes, idle_reads) = idle_counts(&f.idle);
+    let (bare_writes, bare_reads) = idle_counts(&bare.idle);
     let latencies: Vec<Duration> = f.rotations.iter().map(|r| r.latency).collect();
     let median = percentile(&latencies, 50.0);
 
@@ -485,6 +679,24 @@ fn section(f: &Figures) -> Section {
         "no writes, no live GETs; watches only".into(),
         verdict(idle_writes == 0 && idle_reads == 0),
     ]);
+    budgets.row(vec![
+        format!(
+            "requests while idle, the optional CRDs absent ({} s), leader election aside",
+            IDLE_WINDOW.as_secs()
+        ),
+        format!(
+            "{bare_writes} writes, {bare_reads} GETs/LISTs, {} new watches",
+            bare.idle.requests.get("watch", None)
+        ),
+        "no writes, no live GETs; watches only".into(),
+        verdict(bare_writes == 0 && bare_reads == 0),
+    ]);
+    budgets.row(vec![
+        "VolumeSnapshotClass CRD created afterwards → the snapshot class applied".into(),
+        format!("{} ms", bare.snapshot_class.as_millis()),
+        format!("< {} s", BUDGET_CRD_PICKUP.as_secs()),
+        verdict(bare.snapshot_class < BUDGET_CRD_PICKUP),
+    ]);
     for (label, kib) in [
         (
             "resident memory after install, VmRSS",
@@ -519,6 +731,10 @@ fn section(f: &Figures) -> Section {
         .table("Operator requests during install, by verb");
     let idle_table = idle.table(&format!(
         "Operator requests in the idle window ({} s), by verb",
+        IDLE_WINDOW.as_secs()
+    ));
+    let bare_idle_table = bare.idle.requests.table(&format!(
+        "Operator requests in the idle window ({} s) with the optional CRDs absent, by verb",
         IDLE_WINDOW.as_secs()
     ));
 
@@ -603,6 +819,24 @@ fn section(f: &Figures) -> Section {
             f.idle.unexpected.join(", ")
         ));
     }
+    notes.push(format!(
+        "Without the optional CRDs the install made {} operand writes for {} objects; from the VolumeSnapshotClass CRD's create to the operator's create of `{SNAPSHOT_CLASS}` (kube-sim's clock) the operator made these requests: {}.",
+        bare.install.operand_writes,
+        bare.install.writes_per_object.len(),
+        bare.after_crd.join(", ")
+    ));
+    if !bare.idle.unexpected.is_empty() {
+        notes.push(format!(
+            "Requests in the idle window without the optional CRDs other than watches and leader election: {}.",
+            bare.idle.unexpected.join(", ")
+        ));
+    }
+    if !bare.install.failed.is_empty() {
+        notes.push(format!(
+            "Failed operator requests at install without the optional CRDs: {}.",
+            bare.install.failed.join(", ")
+        ));
+    }
 
     let setup = format!(
         "The cluster is `testbed` (kube-sim with its workload simulator, and openstack-sim) inside \
@@ -618,7 +852,14 @@ fn section(f: &Figures) -> Section {
          Then the operator is left alone for {} s ({} resync periods), and then the credentials \
          Secret is rotated {} times (new Keystone password, Secret replaced with the new \
          clouds.yaml), each time waiting until the operator is quiet again. Memory is VmRSS and \
-         VmHWM of the operator process from `/proc/<pid>/status`.\n",
+         VmHWM of the operator process from `/proc/<pid>/status`.\n\n\
+         A second, smaller cluster ({} Nodes, no unrelated objects) is seeded the same way and \
+         then loses the optional CRDs {}, as on a cluster without the snapshot controller, the \
+         Prometheus operator or OpenShift's config API; the operator is started there with \
+         `--cluster-id` (no Infrastructure object) and goes through the same install and idle \
+         window. Then the VolumeSnapshotClass CRD is created again and the time from its create \
+         to the operator's create of the `{SNAPSHOT_CLASS}` VolumeSnapshotClass is taken from \
+         kube-sim's log.\n",
         f.scale.nodes,
         f.scale.secrets,
         f.scale.config_maps,
@@ -628,6 +869,12 @@ fn section(f: &Figures) -> Section {
         IDLE_WINDOW.as_secs(),
         IDLE_WINDOW.as_secs() / RESYNC.as_secs().max(1),
         f.scale.rotations,
+        3 + BARE_WORKERS,
+        OPTIONAL_CRDS
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     Section {
         name: NAME,
@@ -637,6 +884,7 @@ fn section(f: &Figures) -> Section {
             budgets,
             install_table,
             idle_table,
+            bare_idle_table,
             rotation_table,
             memory_table,
         ],
