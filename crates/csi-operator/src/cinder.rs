@@ -14,7 +14,7 @@ use operator_kit::loglevel::LogLevel;
 use operator_kit::metrics::Metrics;
 use operator_kit::observed_config::ServingInfo;
 
-use crate::sim::parse_duration;
+use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
 pub struct StartArgs {
@@ -40,7 +40,7 @@ pub async fn start(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     args.process.leader_election.check()?;
-    let log = LogControl::init(args.process.verbosity);
+    let log = LogControl::init_with(args.process.verbosity, args.process.log_format);
     let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
     let opts = Options {
         namespace: args.namespace.clone(),

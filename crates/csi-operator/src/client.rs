@@ -65,11 +65,15 @@ pub struct ProcessFlags {
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
     /// Reconcile at least this often even when nothing changes.
-    #[arg(long, default_value = "1m", value_parser = crate::sim::parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = crate::duration::parse_duration)]
     pub resync: std::time::Duration,
     /// Initial klog verbosity of the operator (its CR's operatorLogLevel takes over).
     #[arg(short = 'v', long = "v", default_value_t = 2)]
     pub verbosity: u8,
+    /// How log lines are written to stderr: `text` (coloured only on a terminal) or `json`
+    /// (one klog-compatible object per line: ts, caller, msg, v or err, then the line's pairs).
+    #[arg(long, default_value = "text", value_parser = operator_kit::log_format::LogFormat::parse)]
+    pub log_format: operator_kit::log_format::LogFormat,
     #[command(flatten)]
     pub metrics: crate::flags::MetricsFlags,
     #[command(flatten)]

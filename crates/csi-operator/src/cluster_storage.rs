@@ -8,7 +8,7 @@ use cluster_storage::operator::{self, Operator, Options};
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
 
-use crate::sim::parse_duration;
+use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
 pub struct StartArgs {
@@ -30,7 +30,7 @@ pub async fn start(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     args.process.leader_election.check()?;
-    let log = LogControl::init(args.process.verbosity);
+    let log = LogControl::init_with(args.process.verbosity, args.process.log_format);
     let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
     let opts = Options {
         namespace: args.namespace.clone(),

@@ -35,7 +35,7 @@ use openstack_sim::SimShareType;
 use serde_json::Value;
 use testbed::{Settings, Testbed};
 
-use crate::sim::parse_duration;
+use crate::duration::parse_duration;
 
 /// The users the operators authenticate as: their pods' service accounts (kube-sim's process
 /// runner gives each pod a kubeconfig for its service account, and records it per request).

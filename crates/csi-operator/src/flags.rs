@@ -58,7 +58,7 @@ pub struct LeaderElectionFlags {
     #[arg(
         long = "leader-elect-lease-duration",
         value_name = "DURATION",
-        value_parser = crate::sim::parse_duration,
+        value_parser = crate::duration::parse_duration,
         help_heading = LEADER_ELECTION_HEADING
     )]
     pub lease_duration: Option<Duration>,
@@ -67,7 +67,7 @@ pub struct LeaderElectionFlags {
     #[arg(
         long = "leader-elect-renew-deadline",
         value_name = "DURATION",
-        value_parser = crate::sim::parse_duration,
+        value_parser = crate::duration::parse_duration,
         help_heading = LEADER_ELECTION_HEADING
     )]
     pub renew_deadline: Option<Duration>,
@@ -76,7 +76,7 @@ pub struct LeaderElectionFlags {
     #[arg(
         long = "leader-elect-retry-period",
         value_name = "DURATION",
-        value_parser = crate::sim::parse_duration,
+        value_parser = crate::duration::parse_duration,
         help_heading = LEADER_ELECTION_HEADING
     )]
     pub retry_period: Option<Duration>,

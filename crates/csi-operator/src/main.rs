@@ -1,7 +1,8 @@
-//! `csi-operator`: the one binary of the project. Each component is a subcommand: the Cluster
-//! Storage Operator, the OpenStack Cinder and Manila CSI driver operators, `render` (print what
-//! an operator would apply), the Kubernetes API emulator (`sim`), and `demo` (the whole chain on
-//! both emulators).
+//! `csi-operator`: the operators' binary. Each component is a subcommand: the Cluster Storage
+//! Operator, the OpenStack Cinder and Manila CSI driver operators and `render` (print what an
+//! operator would apply). Built with the `lab` feature (the default in a checkout, never in the
+//! image) it also holds the Kubernetes API emulator (`sim`) and `demo` (the whole chain on both
+//! emulators).
 //!
 //! This file only parses the command line and wires components together; the behaviour lives
 //! in the library crates.
@@ -9,18 +10,39 @@
 mod cinder;
 mod client;
 mod cluster_storage;
+#[cfg(feature = "lab")]
 mod demo;
+mod duration;
 mod flags;
 mod manila;
+#[cfg(feature = "lab")]
 mod sim;
 
 use clap::{Parser, Subcommand};
+
+#[cfg(feature = "lab")]
+const ABOUT: &str =
+    "OpenStack CSI driver operators, the Cluster Storage Operator, and their emulators";
+#[cfg(not(feature = "lab"))]
+const ABOUT: &str = "OpenStack CSI driver operators and the Cluster Storage Operator";
+
+/// `--version`: the release version, the commit it was built from, and whether the emulators
+/// are linked (an image never has them).
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ncommit: ",
+    env!("CSI_OPERATOR_GIT_COMMIT"),
+    "\nbuild: ",
+    env!("CSI_OPERATOR_BUILD_KIND"),
+);
 
 #[derive(Parser)]
 #[command(
     name = "csi-operator",
     version,
-    about = "OpenStack CSI driver operators and their emulators",
+    long_version = LONG_VERSION,
+    propagate_version = true,
+    about = ABOUT,
     // A flag given twice takes the last value, so that a launcher can append overrides to a
     // Deployment's args (kube-sim's process runner does, e.g. --metrics-listen).
     args_override_self = true
@@ -46,9 +68,11 @@ enum Command {
     #[command(subcommand)]
     Render(RenderCommand),
     /// Run kube-sim, the Kubernetes API emulator, for kubectl and operators to talk to.
+    #[cfg(feature = "lab")]
     Sim(sim::SimArgs),
     /// Run the Cinder and Manila operators against emulated Kubernetes and OpenStack, show the
     /// installs converge, and keep the cluster up for kubectl.
+    #[cfg(feature = "lab")]
     Demo(demo::DemoArgs),
 }
 
@@ -88,6 +112,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     runtime.block_on(async {
         match cli.command {
+            #[cfg(feature = "lab")]
             Command::Sim(args) => {
                 operator_kit::logging::LogControl::init(2);
                 sim::run(args).await
@@ -105,6 +130,7 @@ fn main() -> anyhow::Result<()> {
                 print!("{}", manila::render(&args)?);
                 Ok(())
             }
+            #[cfg(feature = "lab")]
             Command::Demo(args) => demo::run(args, terminated()).await,
             Command::Render(RenderCommand::OpenStackCinder(args)) => {
                 print!("{}", cinder::render(&args)?);

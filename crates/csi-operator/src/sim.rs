@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::duration::parse_duration;
 use anyhow::Context;
 use kube_sim::{Authentication, KubeSim, RbacConfig, SimConfig, WorkloadConfig};
 
@@ -100,25 +101,6 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     // `mode` applies to a new file only; an existing one may have been readable by others.
     file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     file.write_all(text.as_bytes())
-}
-
-/// Parses `250ms`, `2s`, `1m`, `1h`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("{s:?}: missing unit (ms, s, m or h)"))?;
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: expected a number followed by ms, s, m or h"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        other => Err(format!("{s:?}: unknown unit {other:?} (use ms, s, m or h)")),
-    }
 }
 
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
@@ -214,15 +196,5 @@ mod tests {
         assert_eq!(mode, Authentication::IssuedTokens);
         assert!(rbac.is_some());
         assert!(warnings.is_empty());
-    }
-
-    #[test]
-    fn durations_parse_with_units_and_reject_garbage() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert!(parse_duration("10").is_err());
-        assert!(parse_duration("s").is_err());
-        assert!(parse_duration("5d").is_err());
     }
 }
