@@ -844,3 +844,36 @@ async fn idle_operator_makes_no_writes_and_no_gets() {
     );
     assert!(op.is_running());
 }
+
+/// `--log-format json`: every line the operator writes is one klog-style JSON object (a log
+/// pipeline that parses kubelet's JSON parses ours), and the text format carries no ANSI
+/// colour codes when stderr is not a terminal (a pod's log never is).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_klog_object_a_line_and_text_logs_have_no_colour_codes() {
+    let bed = bed().await;
+    let mut op = OperatorProcess::start_with(&bed, &["--log-format", "json"]);
+    wait_available(&bed).await;
+    assert!(op.terminate(Duration::from_secs(20)).await);
+    let output = op.output();
+    let lines: Vec<&str> = output.lines().collect();
+    assert!(lines.len() >= 3, "{output}");
+    for line in &lines {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"));
+        assert!(v["ts"].is_f64(), "{line}");
+        assert!(v["caller"].is_string(), "{line}");
+        assert!(v["msg"].is_string(), "{line}");
+        assert!(v.get("v").is_some() || v.get("err").is_some(), "{line}");
+    }
+
+    let bed = common::bed().await;
+    let mut op = OperatorProcess::start(&bed);
+    wait_available(&bed).await;
+    assert!(op.terminate(Duration::from_secs(20)).await);
+    let output = op.output();
+    assert!(output.contains("INFO"), "{output}");
+    assert!(
+        !output.contains('\u{1b}'),
+        "ANSI escape codes in a pod log: {output}"
+    );
+}

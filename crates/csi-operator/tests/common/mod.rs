@@ -85,6 +85,20 @@ impl OperatorProcess {
         )
     }
 
+    /// Like [`OperatorProcess::start`], with `extra` flags after the usual ones.
+    pub fn start_with(bed: &Testbed, extra: &[&str]) -> Self {
+        let mut args = vec![
+            "openstack-cinder",
+            "start",
+            "--namespace",
+            NS,
+            "--topology-refresh",
+            "10m",
+        ];
+        args.extend_from_slice(extra);
+        Self::spawn(bed, OPERATOR_USER, &args, testbed::example_images())
+    }
+
     /// Runs `csi-operator openstack-manila start` against `bed` as [`MANILA_OPERATOR_USER`],
     /// with the example images, a short resync and `--share-type-refresh share_type_refresh`.
     pub fn start_manila(bed: &Testbed, share_type_refresh: &str) -> Self {
