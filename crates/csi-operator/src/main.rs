@@ -15,6 +15,7 @@ mod demo;
 mod duration;
 mod flags;
 mod manila;
+mod reference_docs;
 #[cfg(feature = "lab")]
 mod sim;
 
@@ -67,6 +68,11 @@ enum Command {
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
     Render(RenderCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout, e.g.
+    /// `source <(csi-operator completion bash)`.
+    Completion(reference_docs::CompletionArgs),
+    /// Write man pages for every subcommand into a directory.
+    Man(reference_docs::ManArgs),
     /// Run kube-sim, the Kubernetes API emulator, for kubectl and operators to talk to.
     #[cfg(feature = "lab")]
     Sim(sim::SimArgs),
@@ -76,21 +82,74 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
+/// What `cluster-storage start` needs besides its flags (printed by `--help`).
+const CSO_NEEDS: &str = "\
+Environment (set by the CSO Deployment in manifests/openshift/):
+  OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE, MANILA_DRIVER_OPERATOR_IMAGE
+                      the driver operators' image (this binary)
+  OPENSTACK_CINDER_DRIVER_IMAGE, MANILA_DRIVER_IMAGE, MANILA_NFS_DRIVER_IMAGE,
+  PROVISIONER_IMAGE, ATTACHER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
+  NODE_DRIVER_REGISTRAR_IMAGE, LIVENESS_PROBE_IMAGE, KUBE_RBAC_PROXY_IMAGE, TOOLS_IMAGE
+                      images handed to the driver operators
+  OPERATOR_IMAGE_VERSION, OPERAND_IMAGE_VERSION
+                      the versions reported in ClusterOperator/storage
+  POD_NAME            the lease identity (or --identity)
+
+Objects it reads: Infrastructure/cluster (platform; without it, or on another platform, it
+installs no driver and says why in ClusterOperator/storage), Storage/cluster, the
+root credentials the CredentialsRequests are answered from (cloud credential operator).";
+
+/// What `openstack-cinder start` needs besides its flags.
+const CINDER_NEEDS: &str = "\
+Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
+  DRIVER_IMAGE, PROVISIONER_IMAGE, ATTACHER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
+  LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
+                      the driver's and sidecars' images
+  OPERATOR_IMAGE_VERSION
+                      the version reported in the ClusterCSIDriver status
+  POD_NAME            the lease identity (or --identity)
+
+Objects: ClusterCSIDriver cinder.csi.openstack.org (nothing is installed until it exists),
+Secret openstack-cloud-credentials (clouds.yaml) in --namespace, the cloud-provider-config
+ConfigMap (the user's cloud.conf) that Infrastructure/cluster names, or the one synced into
+--namespace; Infrastructure/cluster when present (else --cluster-id).";
+
+/// What `openstack-manila start` needs besides its flags.
+const MANILA_NEEDS: &str = "\
+Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
+  DRIVER_IMAGE, NFS_DRIVER_IMAGE, PROVISIONER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
+  LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
+                      the driver's and sidecars' images
+  OPERATOR_IMAGE_VERSION
+                      the version reported in the ClusterCSIDriver status
+  CSI_FSGROUP_POLICY  the CSIDriver's fsGroupPolicy: None (default), File or
+                      ReadWriteOnceWithFSType
+  POD_NAME            the lease identity (or --identity)
+
+Objects: ClusterCSIDriver manila.csi.openstack.org (nothing is installed until it exists),
+Secret openstack-cloud-credentials (clouds.yaml) in openshift-cluster-csi-drivers, Secret
+manila-cloud-credentials in the driver namespace; Infrastructure/cluster when present (else
+--cluster-id). Without a Shared File Systems service in the catalog nothing is installed and
+CSIControllerDisabled says why.";
+
 #[derive(Subcommand)]
 enum ClusterStorageCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
+    #[command(after_long_help = CSO_NEEDS)]
     Start(cluster_storage::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum CinderCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
+    #[command(after_long_help = CINDER_NEEDS)]
     Start(cinder::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum ManilaCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
+    #[command(after_long_help = MANILA_NEEDS)]
     Start(manila::StartArgs),
 }
 
@@ -132,6 +191,15 @@ fn main() -> anyhow::Result<()> {
             }
             #[cfg(feature = "lab")]
             Command::Demo(args) => demo::run(args, terminated()).await,
+            Command::Completion(args) => {
+                reference_docs::completion::<Cli>(args.shell, &mut std::io::stdout());
+                Ok(())
+            }
+            Command::Man(args) => {
+                let pages = reference_docs::man_pages::<Cli>(&args.dir)?;
+                eprintln!("wrote {pages} man pages into {}", args.dir.display());
+                Ok(())
+            }
             Command::Render(RenderCommand::OpenStackCinder(args)) => {
                 print!("{}", cinder::render(&args)?);
                 Ok(())

@@ -363,7 +363,7 @@ fn a_malformed_timeout_is_rejected_with_the_accepted_units() {
     let (out, _, stderr) = demo(&["--exit-when-ready", "--timeout", "5x"]);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("--timeout") && stderr.contains("ms, s, m or h"),
+        stderr.contains("--timeout") && stderr.contains("units ns, us, ms, s, m, h"),
         "{stderr}"
     );
 }

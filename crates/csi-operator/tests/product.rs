@@ -100,3 +100,80 @@ fn version_names_the_commit_and_the_build_on_every_subcommand() {
         assert!(text.contains("build: lab"), "{args:?}: {text}");
     }
 }
+
+/// `completion` and `man` come from the same clap definitions as `--help`, so they list the
+/// flags a `start` really takes.
+#[test]
+fn completion_scripts_and_man_pages_are_generated_from_the_flags() {
+    let bin = env!("CARGO_BIN_EXE_csi-operator");
+    let out = Command::new(bin)
+        .args(["completion", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("complete -F"), "{script}");
+    assert!(script.contains("--leader-elect-lease-duration"));
+    let bad = Command::new(bin)
+        .args(["completion", "tcsh"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values"));
+
+    let dir = std::env::temp_dir().join(format!("csi-operator-man-{}", std::process::id()));
+    let out = Command::new(bin).arg("man").arg(&dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(dir.join("csi-operator-openstack-cinder-start.1")).unwrap();
+    assert!(page.contains(".TH"), "a roff page");
+    assert!(page.contains("log\\-format"), "{page}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `start --help` says what else a start needs: the environment and the objects.
+#[test]
+fn start_help_names_the_environment_and_objects_it_needs() {
+    let bin = env!("CARGO_BIN_EXE_csi-operator");
+    for (driver, must) in [
+        (
+            "openstack-cinder",
+            [
+                "DRIVER_IMAGE",
+                "openstack-cloud-credentials",
+                "ClusterCSIDriver cinder.csi.openstack.org",
+            ],
+        ),
+        (
+            "openstack-manila",
+            [
+                "NFS_DRIVER_IMAGE",
+                "manila-cloud-credentials",
+                "ClusterCSIDriver manila.csi.openstack.org",
+            ],
+        ),
+        (
+            "cluster-storage",
+            [
+                "MANILA_DRIVER_OPERATOR_IMAGE",
+                "OPERAND_IMAGE_VERSION",
+                "Infrastructure/cluster",
+            ],
+        ),
+    ] {
+        let out = Command::new(bin)
+            .args([driver, "start", "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        for text in must {
+            assert!(
+                help.contains(text),
+                "{driver} start --help lacks {text}: {help}"
+            );
+        }
+    }
+}
