@@ -13,19 +13,24 @@ use serde_json::Value;
 /// An object that does not match its type.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{kind} {name:?} does not match the {kind} API: {source}; fix the object (or the CRD installed for it)"
+    "{kind} {name:?} does not match the {kind} API{at}: {reason}; fix the object (or the CRD installed for it)",
+    at = field.as_deref().map(|f| format!(" at {f}")).unwrap_or_default()
 )]
 pub struct DecodeError {
     /// The kind expected.
     pub kind: String,
     /// `namespace/name` or `name` from the object's metadata, if it has one.
     pub name: String,
-    /// serde's message (it names the offending type or field, never a value of a string).
+    /// The field that does not match, as a dotted path (`spec.logLevel`), when one field alone
+    /// is the cause.
+    pub field: Option<String>,
+    /// serde's message with any string value it quoted replaced by `<redacted>`.
+    pub reason: String,
     #[source]
     pub source: serde_json::Error,
 }
 
-/// Decodes `value` as `K`, or says which object did not match.
+/// Decodes `value` as `K`, or says which object and which field did not match.
 pub fn from_value<K>(value: Value) -> Result<K, DecodeError>
 where
     K: kube::Resource<DynamicType = ()> + DeserializeOwned,
@@ -37,11 +42,99 @@ where
         (None, Some(n)) => n.to_owned(),
         _ => "<no name>".to_owned(),
     };
-    serde_json::from_value(value).map_err(|source| DecodeError {
-        kind: K::kind(&()).into_owned(),
-        name,
-        source,
-    })
+    match K::deserialize(&value) {
+        Ok(k) => Ok(k),
+        Err(source) => Err(DecodeError {
+            kind: K::kind(&()).into_owned(),
+            name,
+            field: culprit::<K>(&value),
+            reason: redact_quoted_values(&source.to_string()),
+            source,
+        }),
+    }
+}
+
+/// Deepest field whose removal alone makes `value` decode as `K`. serde's own message names no
+/// field, and `#[serde(flatten)]` (every operator spec flattens `OperatorSpec`) hides the path
+/// even from path-tracking deserializers; trying without each field finds it whatever the
+/// nesting. Only runs on an object that already failed, and stops at [`MAX_TRIES`].
+fn culprit<K: DeserializeOwned>(value: &Value) -> Option<String> {
+    let mut tries = 0;
+    let mut found: Option<Vec<String>> = None;
+    // Breadth first over every field of every nested object: a parent (`spec`) may be
+    // required, so its removal fails for another reason while a child's removal succeeds.
+    let mut queue: std::collections::VecDeque<Vec<String>> = [Vec::new()].into();
+    while let Some(path) = queue.pop_front() {
+        let here = path.iter().try_fold(value, |v, k| v.get(k));
+        let Some(object) = here.and_then(Value::as_object) else {
+            continue;
+        };
+        for key in object.keys() {
+            tries += 1;
+            if tries > MAX_TRIES {
+                return found.map(|p| p.join("."));
+            }
+            let mut candidate = value.clone();
+            let parent = path
+                .iter()
+                .try_fold(&mut candidate, |v, k| v.get_mut(k))
+                .and_then(Value::as_object_mut);
+            if let Some(parent) = parent {
+                parent.remove(key);
+            }
+            let mut child = path.clone();
+            child.push(key.clone());
+            if K::deserialize(&candidate).is_ok()
+                && found.as_ref().is_none_or(|f| child.len() > f.len())
+            {
+                found = Some(child.clone());
+            }
+            queue.push_back(child);
+        }
+    }
+    found.map(|p| p.join("."))
+}
+
+/// Decodes tried per failed object: enough for every field of an operator CR, bounded for a
+/// hostile one.
+const MAX_TRIES: usize = 256;
+
+/// serde quotes the string it met (`invalid type: string "…", expected …`); that string may be
+/// a secret in the wrong place. The quoted strings after `string `, `value ` and `variant ` are
+/// replaced; serde's lists of expected variants and field names stay.
+fn redact_quoted_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find('"') {
+        let (before, quoted) = rest.split_at(start);
+        out.push_str(before);
+        // serde writes the string with Rust's escapes (`\"`, `\\`): skip escaped characters.
+        let mut escaped = false;
+        let end = quoted[1..].char_indices().find_map(|(i, c)| match c {
+            _ if escaped => {
+                escaped = false;
+                None
+            }
+            '\\' => {
+                escaped = true;
+                None
+            }
+            '"' => Some(i),
+            _ => None,
+        });
+        let Some(end) = end else {
+            out.push_str(quoted);
+            return out;
+        };
+        let literal = &quoted[..end + 2];
+        let user_data = ["string ", "value ", "variant "]
+            .iter()
+            .any(|p| before.ends_with(p));
+        out.push_str(if user_data { "\"<redacted>\"" } else { literal });
+        rest = &quoted[end + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -63,6 +156,7 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("expected a string"), "{err}");
+        assert!(err.contains(" at spec.logLevel: "), "{err}");
         assert!(!err.contains("s3cr3t"), "{err}");
         let err = from_value::<crate::CredentialsRequest>(json!({
             "metadata": {"namespace": "ns", "name": "r"}, "spec": {}
@@ -74,6 +168,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"<no name>\""), "{err}");
+    }
+
+    #[test]
+    fn a_string_in_place_of_an_object_is_named_and_not_quoted() {
+        let err = from_value::<ClusterCSIDriver>(json!({
+            "metadata": {"name": "manila.csi.openstack.org"},
+            "spec": {"managementState": "Managed", "driverConfig": "password=hunter2"}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains(" at spec.driverConfig: "), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+        assert!(err.contains("<redacted>"), "{err}");
+    }
+
+    #[test]
+    fn quoted_user_values_are_redacted_and_expected_names_kept() {
+        assert_eq!(
+            redact_quoted_values(
+                r#"unknown variant "Manged", expected one of "Managed", "Unmanaged""#
+            ),
+            r#"unknown variant "<redacted>", expected one of "Managed", "Unmanaged""#
+        );
+        assert_eq!(
+            redact_quoted_values(r#"invalid type: string "x\"y", expected a map"#),
+            r#"invalid type: string "<redacted>", expected a map"#
+        );
+        assert_eq!(
+            redact_quoted_values(r#"unterminated "abc"#),
+            r#"unterminated "abc"#
+        );
     }
 
     #[test]
