@@ -10,6 +10,7 @@
 pub mod assets;
 pub mod build;
 pub mod config;
+pub mod config_sync;
 pub mod operator;
 pub mod topology;
 

@@ -9,9 +9,11 @@
 
 pub mod assets;
 pub mod build;
+pub mod check;
 pub mod detect;
 pub mod names;
 pub mod operator;
+pub mod storage_classes;
 
 /// Name of the CSI driver, of its CSIDriver object and of the ClusterCSIDriver CR.
 pub const CSI_DRIVER_NAME: &str = "manila.csi.openstack.org";

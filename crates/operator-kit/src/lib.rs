@@ -11,6 +11,7 @@ pub mod assets;
 pub mod cache;
 pub mod conditions;
 pub mod config_observer;
+pub mod csi;
 pub mod delegated_auth;
 pub mod desired;
 pub mod events;

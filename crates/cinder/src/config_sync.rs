@@ -1,0 +1,250 @@
+//! Cinder's config-sync step: generates the driver's `cloud-conf` ConfigMap from the cloud
+//! provider config, the CA and `enable_topology`, which it learns by listing availability zones
+//! (on a timer and when credentials change, in the background once a value exists).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use openshift_api::config::Infrastructure;
+use operator_kit::cache::Background;
+use operator_kit::conditions;
+use operator_kit::csi::{Kit, Pass, StepError, clouds_yaml_of, fingerprint};
+use tracing::warn;
+
+use crate::build;
+use crate::config::{self, CloudConfigRef};
+use crate::topology::{TopologyError, TopologySource, TopologyState, UserOverride, VolumeZone};
+use crate::{
+    CLOUD_CONF_CONFIGMAP, CREDENTIALS_SECRET, SYNCED_CLOUD_PROVIDER_CONFIGMAP, USER_AGENT,
+};
+
+/// Condition prefix, as the Go operator's controller is named (anchors §4.1).
+pub const CONFIG_SYNC_PREFIX: &str = "ConfigSync";
+
+/// What the config sync keeps between reconciles.
+pub struct ConfigSync {
+    topology: TopologyState,
+    openstack: Arc<openstack::Session>,
+    /// An availability-zone listing running in the background (refreshes after the first,
+    /// so a slow or hung OpenStack never holds up the other steps). It nudges the loop when
+    /// its answer is ready; dropping it aborts the listing.
+    listing: Option<(String, Background<Result<bool, TopologyError>>)>,
+}
+
+impl ConfigSync {
+    /// Zones are listed again every `refresh` (`0`: once per set of credentials).
+    pub fn new(refresh: Duration) -> Self {
+        Self {
+            topology: TopologyState::new(refresh, Duration::from_secs(60)),
+            openstack: Arc::new(openstack::Session::new()),
+            listing: None,
+        }
+    }
+
+    /// Generates and applies `cloud-conf`; returns it (for the hash annotations) and sets when
+    /// the availability zones are due again.
+    pub async fn step(&mut self, kit: &Kit, pass: &mut Pass) -> Option<ConfigMap> {
+        let ns = kit.namespace.clone();
+        let credentials = kit.cache.secret(&ns, CREDENTIALS_SECRET);
+        pass.board.set_condition(conditions::insecure_connection(
+            &[(
+                &format!("{ns}/{CREDENTIALS_SECRET}"),
+                clouds_yaml_of(credentials.as_ref()),
+            )],
+            |b| openstack::insecure_settings_in(b, openstack::DEFAULT_CLOUD),
+        ));
+        match self.cloud_conf(kit, &ns).await {
+            Ok((cm, requeue, stale)) => {
+                pass.requeue_after = requeue;
+                let result = match build::cloud_conf_desired(&cm) {
+                    Ok(d) => kit
+                        .apply(&d, None)
+                        .await
+                        .map(|_| ())
+                        .map_err(StepError::from),
+                    Err(e) => Err(e.into()),
+                };
+                pass.post(
+                    CONFIG_SYNC_PREFIX,
+                    result.and_then(|()| stale.map_or(Ok(()), |s| Err(s.into()))),
+                );
+                Some(cm)
+            }
+            Err((message, requeue)) => {
+                pass.requeue_after = requeue;
+                kit.metrics.error("config");
+                pass.post::<()>(CONFIG_SYNC_PREFIX, Err(message.into()));
+                // Keep rolling out what exists: the live cloud-conf still describes the cloud.
+                kit.cache.config_map(&ns, CLOUD_CONF_CONFIGMAP)
+            }
+        }
+    }
+
+    /// The third value is set when the latest availability-zone listing failed and an earlier
+    /// result is published: `cloud-conf` is still applied, but the failure is reported.
+    #[allow(clippy::type_complexity)]
+    async fn cloud_conf(
+        &mut self,
+        kit: &Kit,
+        ns: &str,
+    ) -> Result<(ConfigMap, Option<Duration>, Option<String>), (String, Option<Duration>)> {
+        let user = kit
+            .cache
+            .config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
+        let infra: Option<Infrastructure> =
+            kit.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let cloud_ref = infra
+            .as_ref()
+            .and_then(|i| i.spec.cloud_config.as_ref())
+            .map(|c| CloudConfigRef {
+                name: c.name.clone(),
+                key: c.key.clone().unwrap_or_default(),
+            });
+        let infra_cm = cloud_ref
+            .as_ref()
+            .filter(|r| !r.name.is_empty())
+            .and_then(|r| kit.cache.config_map(config::USER_CONFIG_NAMESPACE, &r.name));
+        let source = config::select_source(user.as_ref(), cloud_ref.as_ref(), infra_cm.as_ref())
+            .map_err(|e| (e.to_string(), None))?;
+        let credentials = kit.cache.secret(ns, CREDENTIALS_SECRET);
+        let synced = kit.cache.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
+        let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
+            .map_err(|e| (e.to_string(), None))?;
+        let origin = source
+            .origin
+            .as_ref()
+            .map(|o| format!("{}/{}", o.namespace, o.name))
+            .unwrap_or_default();
+        let user_override = source.enable_topology.as_deref().map(|value| UserOverride {
+            value,
+            origin: &origin,
+        });
+        let fingerprint = fingerprint(credentials.as_ref(), ca.as_ref().map(|c| c.pem.as_bytes()));
+        let now = Instant::now();
+        // A finished background listing is recorded first (for the credentials it used).
+        if let Some((used, listing)) = self.listing.as_mut()
+            && let Some(answer) = listing.try_take()
+        {
+            let used = std::mem::take(used);
+            self.listing = None;
+            let outcome = answer.unwrap_or_else(|e| {
+                Err(TopologyError::Lookup(format!(
+                    "the listing task failed: {e}"
+                )))
+            });
+            self.record_listing(kit, now, &used, outcome);
+        }
+        let due = self
+            .topology
+            .is_due(now, user_override.is_some(), &fingerprint);
+        let listing_current = self
+            .listing
+            .as_ref()
+            .is_some_and(|(used, _)| *used == fingerprint);
+        if due && !listing_current {
+            let task = list_zones(
+                self.openstack.clone(),
+                ns.to_string(),
+                credentials.clone(),
+                ca.as_ref().map(|c| c.pem.as_bytes().to_vec()),
+            );
+            if self.topology.decide(None).is_ok() {
+                // A value exists: refresh in the background and publish it when it is known.
+                self.listing = Some((fingerprint.clone(), kit.cache.nudger().spawn(task)));
+            } else {
+                // The first value: cloud-conf cannot be written without it.
+                let outcome = task.await;
+                self.record_listing(kit, now, &fingerprint, outcome);
+            }
+        }
+        let requeue = if self.listing.is_some() {
+            // The listing nudges the loop when its answer is ready: no timer meanwhile.
+            None
+        } else {
+            self.topology
+                .requeue_after(Instant::now(), user_override.is_some(), &fingerprint)
+        };
+        let value = self
+            .topology
+            .decide(user_override)
+            .map_err(|e| (e.to_string(), requeue))?;
+        let data = config::cloud_conf_data(&source, ca.as_ref(), &value.value)
+            .map_err(|e| (e.to_string(), requeue))?;
+        // A rotation to bad credentials must not look healthy just because an earlier listing
+        // succeeded (the driver will fail with them too).
+        let stale = match (&value.source, self.topology.last_error()) {
+            (TopologySource::PreviousResult, Some(e)) => Some(format!(
+                "{e}; {} keeps {}={} from the last successful listing",
+                CLOUD_CONF_CONFIGMAP,
+                config::ENABLE_TOPOLOGY_KEY,
+                value.value
+            )),
+            _ => None,
+        };
+        Ok((config::cloud_conf_configmap(ns, data), requeue, stale))
+    }
+
+    fn record_listing(
+        &mut self,
+        kit: &Kit,
+        at: Instant,
+        fingerprint: &str,
+        outcome: Result<bool, TopologyError>,
+    ) {
+        if let Err(e) = &outcome {
+            kit.metrics.error("openstack");
+            warn!(error = %e, "cannot list availability zones");
+        }
+        self.topology.record(at, fingerprint, outcome);
+    }
+}
+
+/// Lists compute and volume availability zones with the cluster's credentials and decides
+/// `enable_topology`; errors name the Secret or the OpenStack step, never a secret value.
+async fn list_zones(
+    session: Arc<openstack::Session>,
+    namespace: String,
+    credentials: Option<Secret>,
+    ca: Option<Vec<u8>>,
+) -> Result<bool, TopologyError> {
+    let secret_name = format!("{namespace}/{CREDENTIALS_SECRET}");
+    let clouds = credentials
+        .as_ref()
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get("clouds.yaml"))
+        .ok_or_else(|| TopologyError::Lookup(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
+    let text = std::str::from_utf8(&clouds.0).map_err(|_| {
+        TopologyError::Lookup(format!(
+            "clouds.yaml in Secret {secret_name} is not UTF-8 text"
+        ))
+    })?;
+    let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
+        .map_err(|e| TopologyError::Lookup(format!("clouds.yaml in Secret {secret_name}: {e}")))?;
+    let options = openstack::ClientOptions {
+        ca_bundle: ca,
+        request_timeout: Duration::from_secs(30),
+        user_agent: USER_AGENT.to_string(),
+        ..openstack::ClientOptions::default()
+    };
+    let client = session
+        .client(cloud, &options)
+        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let compute = client
+        .compute_availability_zones()
+        .await
+        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let volume = client
+        .volume_availability_zones()
+        .await
+        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let volume: Vec<VolumeZone> = volume
+        .into_iter()
+        .map(|name| VolumeZone {
+            name,
+            available: true,
+        })
+        .collect();
+    crate::topology::compute_enable_topology(&compute, &volume)
+}

@@ -1,0 +1,309 @@
+//! The reconcile every CSI driver operator runs, with the driver as a description.
+//!
+//! A driver says who it is (its ClusterCSIDriver's name, its operand name, condition types it
+//! retires), how to read its facts, which static asset groups it has, how to build its
+//! controller Deployment, node DaemonSets and VolumeSnapshotClass, and which steps of its own
+//! run at fixed points ([`Driver`]). The kit owns the rest, in this order: read and decode the
+//! CR once, follow `spec.operatorLogLevel`, remove retired conditions, the management state,
+//! `LoggingSyncerDegraded`, [`Driver::prepare`], the observed config, [`Driver::configure`],
+//! the static groups, [`Driver::before_workloads`], the controller and node services,
+//! [`Driver::after_workloads`], the snapshot class, and one status write. A step returns
+//! `Result<_, StepError>` and [`Pass::post`] turns it into its `<Prefix>Degraded` condition.
+//!
+//! docs/architecture.md walks through adding a driver.
+
+mod operator;
+mod step;
+mod workloads;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Secret};
+use openshift_api::operator::ClusterCSIDriver;
+
+use crate::conditions::{self, OperatorCondition};
+use crate::desired::{BuildError, Desired};
+use crate::hooks::TopologyMode;
+use crate::loglevel::LogLevel;
+use crate::observed_config::ServingInfo;
+
+pub use operator::{CsiOperator, Kit, Settings};
+pub use step::{Pass, StepError};
+
+/// The CRD that must be served before a VolumeSnapshotClass can be applied.
+pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+/// Condition prefix of the snapshot-class step.
+pub const SNAPSHOT_CLASS_PREFIX: &str = "VolumeSnapshotClassController";
+/// Condition prefix of the log-level check (named after library-go's LoggingSyncer, which only
+/// emitted a warning Event for an unknown value).
+pub const LOGGING_PREFIX: &str = "LoggingSyncer";
+
+/// What a driver's builders need that every driver reads the same way.
+#[derive(Debug, Clone, Default)]
+pub struct BaseFacts {
+    /// The driver namespace.
+    pub namespace: String,
+    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// Infrastructure `status.infrastructureName` (or the `--cluster-id` flag).
+    pub cluster_id: String,
+    pub topology: TopologyMode,
+    /// The ClusterCSIDriver's `spec.logLevel` (operands' verbosity).
+    pub log_level: LogLevel,
+    /// Observed proxy env (`HTTP_PROXY`, …).
+    pub proxy: BTreeMap<String, String>,
+    /// Observed TLS settings for kube-rbac-proxy.
+    pub serving: ServingInfo,
+}
+
+impl BaseFacts {
+    /// Facts with every image of `placeholders` set, for what does not depend on values
+    /// (the names and kinds a driver writes, which its watches need).
+    pub fn placeholder(
+        namespace: &str,
+        images: &BTreeMap<String, String>,
+        placeholders: &[&str],
+    ) -> Self {
+        let mut images = images.clone();
+        for name in placeholders {
+            images
+                .entry(name.to_string())
+                .or_insert_with(|| "placeholder".to_string());
+        }
+        Self {
+            namespace: namespace.to_string(),
+            images,
+            cluster_id: "placeholder".into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A static-resources group: objects applied together under one `<prefix>Degraded`.
+pub struct Group {
+    pub prefix: &'static str,
+    pub objects: Result<Vec<Desired>, BuildError>,
+}
+
+/// The controller Deployment or a node DaemonSet, with the prefix of its conditions.
+pub struct Workload {
+    pub prefix: &'static str,
+    /// The object's name in the driver namespace.
+    pub name: &'static str,
+    pub desired: Result<Desired, BuildError>,
+}
+
+/// What becomes of a reconcile after [`Driver::prepare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Run every step.
+    Continue,
+    /// Write the status posted so far and stop (e.g. the driver is disabled).
+    StatusOnly,
+    /// Stop without any write (e.g. nothing is known yet that is worth one).
+    Stop,
+}
+
+/// A CSI driver operator, described. Steps of its own get the [`Kit`] (client, cache, apply
+/// engine, metrics) and the [`Pass`] (CR, board); they post conditions with [`Pass::post`].
+pub trait Driver: Send + Sync + 'static {
+    /// What the driver's builders take.
+    type Facts: Send + Sync;
+    /// The ClusterCSIDriver's name (`cinder.csi.openstack.org`).
+    const CR_NAME: &'static str;
+    /// The operator in ManagementStateDegraded messages (`OpenStackCinderCSIDriver`).
+    const OPERAND: &'static str;
+    /// Condition types only an earlier operator wrote: removed on every reconcile.
+    const RETIRED_CONDITIONS: &'static [&'static str] = &[];
+
+    /// The driver's facts from the common ones and its own reads of the cache.
+    fn facts(&self, kit: &Kit, base: BaseFacts) -> Self::Facts;
+    /// The static-resources groups, applied in this order.
+    fn static_groups(&self, kit: &Kit, facts: &Self::Facts) -> Vec<Group>;
+    /// The controller Deployment.
+    fn controller(&self, facts: &Self::Facts) -> Workload;
+    /// The node DaemonSets.
+    fn daemonsets(&self, facts: &Self::Facts) -> Vec<Workload>;
+    /// The VolumeSnapshotClass, applied once its CRD is served.
+    fn snapshot_class(&self, facts: &Self::Facts) -> Result<Desired, BuildError>;
+
+    /// After the management state, before anything is read for the facts.
+    fn prepare(&mut self, _kit: &Kit, _pass: &mut Pass) -> impl Future<Output = Flow> + Send {
+        async { Flow::Continue }
+    }
+    /// After the observed config, before the static groups: steps whose results the facts
+    /// need (Cinder's cloud-config sync).
+    fn configure(
+        &mut self,
+        _kit: &Kit,
+        _pass: &mut Pass,
+        _facts: &mut Self::Facts,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+    /// After the static groups, before the controller and node services.
+    fn before_workloads(
+        &mut self,
+        _kit: &Kit,
+        _pass: &mut Pass,
+        _facts: &mut Self::Facts,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+    /// After the controller and node services, before the snapshot class (storage classes).
+    fn after_workloads(
+        &mut self,
+        _kit: &Kit,
+        _pass: &mut Pass,
+        _facts: &Self::Facts,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// `LoggingSyncerDegraded`: True when `spec.operatorLogLevel` or `spec.logLevel` holds a value
+/// the operator does not know (possible only with a CRD that lacks the enum). Both fall back
+/// to `Normal`, so nothing breaks, but a typo must not pass silently.
+pub fn log_level_condition(cr: &ClusterCSIDriver) -> OperatorCondition {
+    let fields = [
+        (
+            "spec.operatorLogLevel",
+            "the operator",
+            &cr.spec.operator.operator_log_level,
+        ),
+        ("spec.logLevel", "the driver", &cr.spec.operator.log_level),
+    ];
+    let problems: Vec<String> = fields
+        .iter()
+        .filter_map(|(field, who, value)| {
+            let raw = value.as_ref().map(|l| l.as_str().to_string())?;
+            LogLevel::parse(&raw).unknown.map(|bad| {
+                format!(
+                    "{field} {bad:?} is not one of Normal, Debug, Trace, TraceAll; {who} logs at Normal until it is corrected"
+                )
+            })
+        })
+        .collect();
+    if problems.is_empty() {
+        conditions::degraded(LOGGING_PREFIX, None)
+    } else {
+        OperatorCondition::new(
+            conditions::degraded_type(LOGGING_PREFIX),
+            conditions::TRUE,
+            "InvalidLogLevel",
+            problems.join("; "),
+        )
+    }
+}
+
+/// Reads the image env vars of `placeholders` (and `OPERATOR_IMAGE_VERSION`) from the
+/// process environment.
+pub fn images_from_env(placeholders: &[&str]) -> BTreeMap<String, String> {
+    placeholders
+        .iter()
+        .copied()
+        .chain(["OPERATOR_IMAGE_VERSION"])
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_string(), v)))
+        .collect()
+}
+
+/// The object the operator's Events are about: its own Deployment `name` in `namespace`, as
+/// library-go's recorder uses the controller reference of the current pod. So the Events live
+/// in that namespace, which must-gather collects (a relatedObject of the ClusterOperator);
+/// Events about the cluster-scoped ClusterCSIDriver would have to live in `default`, which it
+/// does not collect.
+pub fn events_about(namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some("Deployment".into()),
+        namespace: Some(namespace.to_string()),
+        name: Some(name.to_string()),
+        ..Default::default()
+    }
+}
+
+/// A digest of a credentials Secret and a CA: when it changes, the driver asks OpenStack again
+/// at once. Only compared within the process.
+pub fn fingerprint(credentials: Option<&Secret>, ca: Option<&[u8]>) -> String {
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    match credentials.and_then(|s| s.data.as_ref()) {
+        Some(data) => {
+            for (k, v) in data {
+                ctx.update(k.as_bytes());
+                ctx.update(&[0]);
+                ctx.update(&v.0);
+                ctx.update(&[0]);
+            }
+        }
+        None => ctx.update(b"\x01absent"),
+    }
+    ctx.update(ca.unwrap_or_default());
+    ctx.finish()
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The `clouds.yaml` bytes of a credentials Secret.
+pub fn clouds_yaml_of(secret: Option<&Secret>) -> Option<&[u8]> {
+    Some(&secret?.data.as_ref()?.get("clouds.yaml")?.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    #[test]
+    fn unknown_log_levels_are_a_readable_condition() {
+        let cr = |spec: serde_json::Value| -> ClusterCSIDriver {
+            openshift_api::decode::from_value(serde_json::json!({
+                "apiVersion": "operator.openshift.io/v1",
+                "kind": "ClusterCSIDriver",
+                "metadata": {"name": "x.csi.example.org"},
+                "spec": spec,
+            }))
+            .expect("decodes")
+        };
+        let ok = log_level_condition(&cr(serde_json::json!({
+            "managementState": "Managed", "logLevel": "Debug", "operatorLogLevel": ""})));
+        assert_eq!(ok.type_, "LoggingSyncerDegraded");
+        assert_eq!(ok.status, "False");
+        let bad = log_level_condition(&cr(serde_json::json!({
+            "managementState": "Managed", "logLevel": "Loud", "operatorLogLevel": "Chatty"})));
+        assert_eq!(bad.status, "True");
+        assert_eq!(bad.reason, "InvalidLogLevel");
+        for text in [
+            "spec.operatorLogLevel \"Chatty\"",
+            "spec.logLevel \"Loud\"",
+            "Normal, Debug, Trace, TraceAll",
+        ] {
+            assert!(bad.message.contains(text), "{}", bad.message);
+        }
+    }
+
+    #[test]
+    fn fingerprint_changes_with_credentials_and_ca() {
+        let s = |v: &str| Secret {
+            data: Some(BTreeMap::from([(
+                "clouds.yaml".to_string(),
+                ByteString(v.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        };
+        let a = fingerprint(Some(&s("a")), None);
+        assert_eq!(a, fingerprint(Some(&s("a")), None));
+        assert_ne!(a, fingerprint(Some(&s("b")), None));
+        assert_ne!(a, fingerprint(Some(&s("a")), Some(b"ca")));
+        assert_ne!(fingerprint(None, None), fingerprint(Some(&s("")), None));
+    }
+
+    #[test]
+    fn placeholder_facts_fill_every_image() {
+        let base = BaseFacts::placeholder("ns", &BTreeMap::new(), &["A_IMAGE", "B_IMAGE"]);
+        assert_eq!(base.images.len(), 2);
+        assert_eq!(base.namespace, "ns");
+    }
+}

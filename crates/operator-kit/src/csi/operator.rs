@@ -1,0 +1,323 @@
+//! [`CsiOperator`]: the reconcile skeleton around a [`Driver`], and the [`Kit`] its steps use.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use openshift_api::config::Infrastructure;
+use tracing::{debug, warn};
+
+use super::{BaseFacts, Driver, Flow, Pass, log_level_condition};
+use crate::apply::{Applied, Applier, ApplyError};
+use crate::cache::Cache;
+use crate::conditions::{self, OperatorCondition};
+use crate::config_observer;
+use crate::desired::Desired;
+use crate::events::EventRecorder;
+use crate::hooks::TopologyMode;
+use crate::kinds::known as ar;
+use crate::logging::LogControl;
+use crate::loglevel::LogLevel;
+use crate::metrics::{Metrics, WriteVerb};
+use crate::runtime::Outcome;
+use crate::status::{StatusBoard, StatusWriter};
+use crate::steps::{self, Management};
+
+/// What a driver's steps work with: the client, the watch cache, the apply engine (whose
+/// writes become Events), the metrics, and the driver namespace.
+pub struct Kit {
+    pub client: Client,
+    pub cache: Cache,
+    pub applier: Applier,
+    pub recorder: EventRecorder,
+    pub metrics: Arc<Metrics>,
+    /// The namespace of the driver's objects.
+    pub namespace: String,
+}
+
+impl Kit {
+    /// Applies `d` with the kit's apply engine; see [`Kit::apply_with`].
+    pub async fn apply(
+        &self,
+        d: &Desired,
+        expected_generation: Option<i64>,
+    ) -> Result<Applied, ApplyError> {
+        self.apply_with(&self.applier, d, expected_generation).await
+    }
+
+    /// Applies `d` with `applier` and counts what the engine did (a re-creation is a delete
+    /// and a create) or the error (a kind whose CRD is not served is not counted).
+    pub async fn apply_with(
+        &self,
+        applier: &Applier,
+        d: &Desired,
+        expected_generation: Option<i64>,
+    ) -> Result<Applied, ApplyError> {
+        match applier
+            .apply(&d.resource, &d.object, expected_generation)
+            .await
+        {
+            Ok(applied) => {
+                self.metrics.applied(&d.resource.kind, applied.action);
+                Ok(applied)
+            }
+            Err(e) => {
+                if !matches!(e, ApplyError::KindNotServed { .. }) {
+                    self.metrics.error("apply");
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// How a driver operator is started.
+pub struct Settings {
+    /// The namespace of the driver's objects.
+    pub namespace: String,
+    /// What the operator's Events are about ([`super::events_about`]).
+    pub events_about: ObjectReference,
+    /// The operator's user agent (Events' reporting component).
+    pub user_agent: &'static str,
+    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
+    pub cluster_id: Option<String>,
+}
+
+/// A driver operator: the kit's reconcile around the driver `D`.
+pub struct CsiOperator<D: Driver> {
+    kit: Kit,
+    driver: D,
+    status: StatusWriter,
+    log: LogControl,
+    operator_log_level: steps::OperatorLogLevel,
+    images: BTreeMap<String, String>,
+    cluster_id: Option<String>,
+}
+
+impl<D: Driver> CsiOperator<D> {
+    pub fn new(
+        client: Client,
+        cache: Cache,
+        metrics: Arc<Metrics>,
+        log: LogControl,
+        settings: Settings,
+        driver: D,
+    ) -> Self {
+        let recorder = EventRecorder::new(
+            client.clone(),
+            settings.events_about,
+            settings.user_agent,
+            &steps::instance_name(settings.user_agent),
+        );
+        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
+        let status = StatusWriter::new(
+            client.clone(),
+            &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+            None,
+        );
+        Self {
+            kit: Kit {
+                client,
+                cache,
+                applier,
+                recorder,
+                metrics,
+                namespace: settings.namespace,
+            },
+            driver,
+            status,
+            log,
+            operator_log_level: steps::OperatorLogLevel::default(),
+            images: settings.images,
+            cluster_id: settings.cluster_id,
+        }
+    }
+
+    /// The driver, for its own state.
+    pub fn driver(&self) -> &D {
+        &self.driver
+    }
+
+    /// One reconcile of the driver's ClusterCSIDriver.
+    pub async fn reconcile(&mut self) -> Outcome {
+        let started = Instant::now();
+        let outcome = self.reconcile_inner().await;
+        let ok = matches!(outcome, Outcome::Done { .. });
+        self.kit.metrics.reconciled(started.elapsed(), ok);
+        outcome
+    }
+
+    async fn reconcile_inner(&mut self) -> Outcome {
+        let (cr_obj, cr) = match steps::read_cluster_csi_driver(&self.kit.cache, D::CR_NAME) {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                debug!(
+                    name = D::CR_NAME,
+                    "the ClusterCSIDriver does not exist; nothing to do until it is created"
+                );
+                return Outcome::Done {
+                    requeue_after: None,
+                };
+            }
+            Err(e) => {
+                warn!(error = %e, "the ClusterCSIDriver cannot be read");
+                self.kit.metrics.error("config");
+                return Outcome::Failed {
+                    requeue_after: None,
+                };
+            }
+        };
+        self.operator_log_level
+            .sync(&self.log, &steps::operator_log_level_of(&cr));
+        let mut pass = Pass {
+            cr,
+            cr_obj,
+            board: StatusBoard::new(),
+            failed: false,
+            requeue_after: None,
+        };
+        for retired in D::RETIRED_CONDITIONS {
+            pass.board.remove_condition(retired);
+        }
+        let state = pass.cr.spec.operator.management_state();
+        match steps::management_state(&mut pass.board, &state, D::OPERAND) {
+            Management::Reconcile => {}
+            // Unmanaged hands the driver to the administrator: no writes at all.
+            Management::NoWrites => {
+                return Outcome::Done {
+                    requeue_after: None,
+                };
+            }
+            Management::StatusOnly => return self.flush(&pass).await,
+        }
+        pass.board.set_condition(log_level_condition(&pass.cr));
+        match self.driver.prepare(&self.kit, &mut pass).await {
+            Flow::Continue => {}
+            Flow::StatusOnly => return self.flush(&pass).await,
+            Flow::Stop => {
+                return Outcome::Done {
+                    requeue_after: pass.requeue_after,
+                };
+            }
+        }
+
+        let mut base = self.base_facts(&pass);
+        self.observe_config(&mut pass, &mut base).await;
+        let mut facts = self.driver.facts(&self.kit, base);
+        self.driver
+            .configure(&self.kit, &mut pass, &mut facts)
+            .await;
+        for group in self.driver.static_groups(&self.kit, &facts) {
+            pass.failed |= steps::apply_group(
+                &self.kit.applier,
+                &self.kit.metrics,
+                &mut pass.board,
+                group.prefix,
+                group.objects,
+            )
+            .await;
+        }
+        self.driver
+            .before_workloads(&self.kit, &mut pass, &mut facts)
+            .await;
+        let controller = self.driver.controller(&facts);
+        self.kit.controller_step(&mut pass, controller).await;
+        for daemonset in self.driver.daemonsets(&facts) {
+            self.kit.daemonset_step(&mut pass, daemonset).await;
+        }
+        self.driver
+            .after_workloads(&self.kit, &mut pass, &facts)
+            .await;
+        let snapshot_class = self.driver.snapshot_class(&facts);
+        self.kit
+            .snapshot_class_step(&mut pass, snapshot_class)
+            .await;
+        self.flush(&pass).await
+    }
+
+    fn base_facts(&self, pass: &Pass) -> BaseFacts {
+        let infra: Option<Infrastructure> =
+            self.kit
+                .cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let topology = infra
+            .as_ref()
+            .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))
+            .unwrap_or_default();
+        let cluster_id = infra
+            .as_ref()
+            .and_then(|i| i.infrastructure_name().map(str::to_string))
+            .or_else(|| self.cluster_id.clone())
+            .unwrap_or_default();
+        let raw_level = pass
+            .cr
+            .spec
+            .operator
+            .log_level
+            .as_ref()
+            .map(|l| l.as_str().to_string())
+            .unwrap_or_default();
+        BaseFacts {
+            namespace: self.kit.namespace.clone(),
+            images: self.images.clone(),
+            cluster_id,
+            topology,
+            log_level: LogLevel::parse(&raw_level).level,
+            ..BaseFacts::default()
+        }
+    }
+
+    /// Config observer: Proxy and APIServer → `spec.observedConfig` (and the facts).
+    async fn observe_config(&self, pass: &mut Pass, base: &mut BaseFacts) {
+        let kit = &self.kit;
+        match config_observer::observe(&kit.client, &kit.cache, &pass.cr_obj).await {
+            Ok(observed) => {
+                base.proxy = observed.proxy;
+                base.serving = observed.serving;
+                // The status write that ends this reconcile must build on the CR just written,
+                // or it would meet a 409 and cost a GET and a retry.
+                if let Some(written) = observed.written {
+                    kit.metrics.write("ClusterCSIDriver", WriteVerb::Update);
+                    pass.cr_obj = Arc::new(written);
+                }
+                pass.board.set_condition(conditions::degraded(
+                    conditions::types::CONFIG_OBSERVATION_DEGRADED.trim_end_matches("Degraded"),
+                    None,
+                ));
+            }
+            Err(message) => {
+                pass.failed = true;
+                pass.board.set_condition(OperatorCondition::new(
+                    conditions::types::CONFIG_OBSERVATION_DEGRADED,
+                    conditions::TRUE,
+                    conditions::reasons::ERROR,
+                    message,
+                ));
+            }
+        }
+    }
+
+    /// Writes the status posted on the board; the outcome says whether a step failed.
+    async fn flush(&self, pass: &Pass) -> Outcome {
+        let requeue_after = pass.requeue_after;
+        match self.status.flush(&pass.board, &pass.cr_obj).await {
+            Ok(_) if !pass.failed => Outcome::Done { requeue_after },
+            Ok(_) => Outcome::Failed { requeue_after },
+            Err(e) => {
+                self.kit.metrics.error("kube_api");
+                warn!(error = %e, "cannot write the ClusterCSIDriver status");
+                Outcome::Failed { requeue_after }
+            }
+        }
+    }
+}
+
+impl<D: Driver> crate::process::Reconciler for CsiOperator<D> {
+    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
+        CsiOperator::reconcile(self)
+    }
+}

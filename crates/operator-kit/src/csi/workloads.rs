@@ -1,0 +1,132 @@
+//! The steps every driver runs the same way: the controller Deployment, the node DaemonSets
+//! (with their Progressing and Available conditions and the generations recorded in the CR's
+//! status), and the VolumeSnapshotClass.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+
+use super::{Kit, Pass, SNAPSHOT_CLASS_PREFIX, StepError, VOLUME_SNAPSHOT_CLASS_CRD, Workload};
+use crate::apply::ApplyError;
+use crate::cache::Lookup;
+use crate::desired::{BuildError, Desired};
+use crate::kinds::known as ar;
+use crate::progressing;
+use crate::status::{self, GenerationStatus};
+use crate::steps;
+
+/// The annotation that carries a DaemonSet's last generation that finished rolling out.
+const STABLE_GENERATION: &str = "storage.openshift.io/stable-generation";
+
+impl Kit {
+    /// Applies the controller Deployment and posts its Available, Progressing and Degraded.
+    pub(super) async fn controller_step(&self, pass: &mut Pass, w: Workload) {
+        let result = self.deployment(pass, w.prefix, w.name, w.desired).await;
+        pass.post(w.prefix, result);
+    }
+
+    async fn deployment(
+        &self,
+        pass: &mut Pass,
+        prefix: &str,
+        name: &str,
+        desired: Result<Desired, BuildError>,
+    ) -> Result<(), StepError> {
+        let ns = self.namespace.as_str();
+        let desired = desired?;
+        let expected = status::last_generation(&pass.cr_obj, "apps", "deployments", ns, name);
+        let applied = self.apply(&desired, expected).await?;
+        pass.board
+            .record_generation(generation("deployments", ns, name, applied.generation));
+        let live: Option<Deployment> = self.cache.typed("apps/v1", "Deployment", Some(ns), name);
+        if let Some(live) = live {
+            let previous = steps::previous_conditions(&pass.cr_obj);
+            let now = jiff::Timestamp::now();
+            let conditions = progressing::deployment_conditions(prefix, &live, &previous, now)
+                .map_err(|_| StepError::from("Deployment was progressing too long"))?;
+            for c in conditions.into_vec() {
+                pass.board.set_condition(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a node DaemonSet and posts its Available, Progressing and Degraded.
+    pub(super) async fn daemonset_step(&self, pass: &mut Pass, w: Workload) {
+        let result = self.daemonset(pass, w.prefix, w.name, w.desired).await;
+        pass.post(w.prefix, result);
+    }
+
+    async fn daemonset(
+        &self,
+        pass: &mut Pass,
+        prefix: &str,
+        name: &str,
+        desired: Result<Desired, BuildError>,
+    ) -> Result<(), StepError> {
+        let ns = self.namespace.as_str();
+        let mut desired = desired?;
+        let live: Option<DaemonSet> = self.cache.typed("apps/v1", "DaemonSet", Some(ns), name);
+        if let Some(stable) = progressing::stable_generation_annotation(live.as_ref()) {
+            desired
+                .object
+                .metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(STABLE_GENERATION.into(), stable);
+        }
+        let expected = status::last_generation(&pass.cr_obj, "apps", "daemonsets", ns, name);
+        let applied = self.apply(&desired, expected).await?;
+        pass.board
+            .record_generation(generation("daemonsets", ns, name, applied.generation));
+        if let Some(ds) = self
+            .cache
+            .typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), name)
+        {
+            for c in progressing::daemonset_conditions(prefix, &ds).into_vec() {
+                pass.board.set_condition(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the VolumeSnapshotClass once its CRD is served; waits for the CRD rather than
+    /// failing (anchors §4.6).
+    pub(super) async fn snapshot_class_step(
+        &self,
+        pass: &mut Pass,
+        desired: Result<Desired, BuildError>,
+    ) {
+        let crd = ar("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+        let served = matches!(
+            self.cache.lookup(&crd, None, VOLUME_SNAPSHOT_CLASS_CRD),
+            Lookup::Found(_)
+        );
+        let result = if served {
+            self.snapshot_class(desired).await
+        } else {
+            Ok(())
+        };
+        pass.post(SNAPSHOT_CLASS_PREFIX, result);
+    }
+
+    async fn snapshot_class(&self, desired: Result<Desired, BuildError>) -> Result<(), StepError> {
+        match self.apply(&desired?, None).await {
+            Ok(_) => Ok(()),
+            // The CRD was just created and its watch has not caught up: next time.
+            Err(ApplyError::KindNotServed { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn generation(resource: &str, ns: &str, name: &str, generation: Option<i64>) -> GenerationStatus {
+    GenerationStatus {
+        group: "apps".into(),
+        resource: resource.into(),
+        namespace: ns.into(),
+        name: name.into(),
+        last_generation: generation.unwrap_or_default(),
+        hash: String::new(),
+    }
+}

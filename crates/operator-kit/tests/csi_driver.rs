@@ -1,0 +1,226 @@
+//! A third CSI driver, declared only here: a name, a few assets and the hooks the kit needs.
+//! It installs on kube-sim with operator-kit's reconcile and reports its conditions, which is
+//! the proof that adding a driver is a description, not a copy (docs/architecture.md).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use kube_sim::{KubeSim, SimConfig};
+use operator_kit::cache::CacheBuilder;
+use operator_kit::csi::{self, BaseFacts, CsiOperator, Driver, Group, Kit, Settings, Workload};
+use operator_kit::desired::{self, BuildError, Desired};
+use operator_kit::kinds::known as ar;
+use operator_kit::logging::LogControl;
+use operator_kit::metrics::Metrics;
+use serde_json::{Value, json};
+
+const NAME: &str = "fake.csi.example.org";
+const NS: &str = "fake-csi";
+
+/// The fake driver: everything it is, in one value.
+struct Fake;
+
+fn object(asset: &'static str, ns: &str, value: Value) -> Result<Desired, BuildError> {
+    let mut value = value;
+    value["metadata"]["namespace"] = json!(ns);
+    desired::from_value(asset, None, value)
+}
+
+fn pod_template(image: &str) -> Value {
+    json!({"metadata": {"labels": {"app": "fake"}},
+        "spec": {"containers": [{"name": "driver", "image": image}]}})
+}
+
+impl Driver for Fake {
+    type Facts = BaseFacts;
+    const CR_NAME: &'static str = NAME;
+    const OPERAND: &'static str = "FakeCSIDriver";
+
+    fn facts(&self, _kit: &Kit, base: BaseFacts) -> BaseFacts {
+        base
+    }
+    fn static_groups(&self, _kit: &Kit, f: &BaseFacts) -> Vec<Group> {
+        let objects = [
+            object(
+                "sa.yaml",
+                &f.namespace,
+                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "fake-sa"}}),
+            ),
+            object(
+                "cm.yaml",
+                &f.namespace,
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fake-config"}, "data": {"cluster": f.cluster_id}}),
+            ),
+        ];
+        vec![Group {
+            prefix: "FakeStaticResourcesController",
+            objects: objects.into_iter().collect(),
+        }]
+    }
+    fn controller(&self, f: &BaseFacts) -> Workload {
+        let desired = object(
+            "controller.yaml",
+            &f.namespace,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "fake-controller"},
+            "spec": {"selector": {"matchLabels": {"app": "fake"}}, "template": pod_template(&f.images["DRIVER_IMAGE"])}}),
+        );
+        Workload {
+            prefix: "FakeControllerServiceController",
+            name: "fake-controller",
+            desired,
+        }
+    }
+    fn daemonsets(&self, f: &BaseFacts) -> Vec<Workload> {
+        let desired = object(
+            "node.yaml",
+            &f.namespace,
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "fake-node"},
+            "spec": {"selector": {"matchLabels": {"app": "fake"}}, "template": pod_template(&f.images["DRIVER_IMAGE"])}}),
+        );
+        vec![Workload {
+            prefix: "FakeNodeServiceController",
+            name: "fake-node",
+            desired,
+        }]
+    }
+    fn snapshot_class(&self, _f: &BaseFacts) -> Result<Desired, BuildError> {
+        desired::from_value(
+            "snapshotclass.yaml",
+            Some(csi::VOLUME_SNAPSHOT_CLASS_CRD),
+            json!({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotClass", "metadata": {"name": "fake"}, "driver": NAME, "deletionPolicy": "Delete"}),
+        )
+    }
+}
+
+async fn client(sim: &KubeSim) -> Client {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = Kubeconfig::from_yaml(&sim.kubeconfig("admin")).expect("kubeconfig");
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("config");
+    Client::try_from(config).expect("client")
+}
+
+async fn create(client: &Client, api_version: &str, kind: &str, value: Value) {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar(api_version, kind));
+    let obj: DynamicObject = serde_json::from_value(value).expect("object");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("created");
+}
+
+#[tokio::test]
+async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions() {
+    let sim = KubeSim::start(
+        SimConfig::default(),
+        "127.0.0.1:0".parse().expect("address"),
+    )
+    .await
+    .expect("kube-sim");
+    let client = client(&sim).await;
+    create(&client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clustercsidrivers.operator.openshift.io"},
+        "spec": {"group": "operator.openshift.io", "scope": "Cluster",
+            "names": {"plural": "clustercsidrivers", "singular": "clustercsidriver", "kind": "ClusterCSIDriver", "listKind": "ClusterCSIDriverList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})).await;
+    create(
+        &client,
+        "v1",
+        "Namespace",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    create(&client, "operator.openshift.io/v1", "ClusterCSIDriver", json!({"apiVersion": "operator.openshift.io/v1",
+        "kind": "ClusterCSIDriver", "metadata": {"name": NAME}, "spec": {"managementState": "Managed", "logLevel": "Loud"}})).await;
+
+    let images = BTreeMap::from([("DRIVER_IMAGE".to_string(), "example.org/fake:1".to_string())]);
+    let mut cache = CacheBuilder::new(client.clone(), [NS])
+        .cluster_object(&ar("operator.openshift.io/v1", "ClusterCSIDriver"), NAME);
+    for kind in [
+        ("v1", "ConfigMap"),
+        ("v1", "ServiceAccount"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "DaemonSet"),
+    ] {
+        cache = cache.namespaced(&ar(kind.0, kind.1));
+    }
+    let cache = cache.start();
+    cache.wait_until_ready().await;
+    let settings = Settings {
+        namespace: NS.into(),
+        events_about: csi::events_about(NS, "fake-operator"),
+        user_agent: "fake-operator",
+        images,
+        cluster_id: Some("c1".into()),
+    };
+    let mut op = CsiOperator::new(
+        client.clone(),
+        cache,
+        Metrics::new("fake"),
+        LogControl::detached(),
+        settings,
+        Fake,
+    );
+
+    let crs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+    );
+    let mut conditions = BTreeMap::new();
+    for _ in 0..50 {
+        op.reconcile().await;
+        let cr = crs.get(NAME).await.expect("CR");
+        conditions = serde_json::from_value::<Vec<Value>>(cr.data["status"]["conditions"].clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| {
+                (
+                    c["type"].as_str().unwrap_or_default().to_string(),
+                    c["status"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        if conditions
+            .get("FakeControllerServiceControllerDegraded")
+            .is_some_and(|s| s == "False")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for t in [
+        "ManagementStateDegraded",
+        "ConfigObservationDegraded",
+        "FakeStaticResourcesControllerDegraded",
+        "FakeControllerServiceControllerDegraded",
+        "FakeNodeServiceControllerDegraded",
+        "VolumeSnapshotClassControllerDegraded",
+    ] {
+        assert_eq!(
+            conditions.get(t).map(String::as_str),
+            Some("False"),
+            "{t}: {conditions:#?}"
+        );
+    }
+    assert_eq!(
+        conditions.get("LoggingSyncerDegraded").map(String::as_str),
+        Some("True"),
+        "a bad logLevel is reported"
+    );
+    let cms: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar("v1", "ConfigMap"));
+    assert_eq!(
+        cms.get("fake-config")
+            .await
+            .expect("static object applied")
+            .data["data"]["cluster"],
+        "c1"
+    );
+}
