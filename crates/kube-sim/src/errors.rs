@@ -162,13 +162,30 @@ impl ApiError {
         )
     }
 
-    /// 415 for a create or update body that is not JSON or YAML (e.g. protobuf).
-    pub fn unsupported_body_type(content_type: &str) -> Self {
+    /// 415 for a create or update body in a format the resource does not take: JSON, YAML and,
+    /// for built-in kinds, protobuf (`protobuf`); custom resources have no protobuf form.
+    pub fn unsupported_body_type(content_type: &str, protobuf: bool) -> Self {
+        let protobuf = if protobuf {
+            ", application/vnd.kubernetes.protobuf"
+        } else {
+            ""
+        };
         Self::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {content_type:?})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml{protobuf} (got {content_type:?})"
+            ),
+        )
+    }
+
+    /// 415 for a protobuf body of a kind kube-sim's protobuf decoder has no table for.
+    pub fn unsupported_protobuf_kind(api_version: &str, kind: &str, supported: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "kube-sim cannot decode a protobuf body of kind {kind:?} (apiVersion {api_version:?}): send it as application/json or application/yaml; protobuf is decoded for {supported}"
             ),
         )
     }

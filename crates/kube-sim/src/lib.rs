@@ -33,6 +33,7 @@ pub mod pod_admission;
 pub mod pod_security;
 mod printers;
 pub mod processes;
+pub mod protobuf;
 pub mod rbac;
 pub mod resources;
 pub mod reviews;

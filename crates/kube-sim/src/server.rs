@@ -337,8 +337,17 @@ pub async fn handle(
     // As an audit log's objectRef does, a create names the object it creates (from the body;
     // `generateName` creates stay unnamed), so a test can tell who created what.
     if record.verb == "create" && record.name.is_empty() {
-        record.name = serde_json::from_slice::<serde_json::Value>(&body)
-            .ok()
+        let protobuf = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(crate::protobuf::is_protobuf);
+        let object = if protobuf {
+            crate::protobuf::decode(&body, "", "").ok()
+        } else {
+            serde_json::from_slice::<serde_json::Value>(&body).ok()
+        };
+        record.name = object
             .and_then(|v| v.pointer("/metadata/name")?.as_str().map(str::to_owned))
             .unwrap_or_default();
     }
@@ -404,7 +413,7 @@ fn review(
         None => return plain_not_found(),
         Some(_) if p.namespace.is_some() || p.sub.is_some() => Err(ApiError::no_route()),
         Some(rt) => crate::reviews::handle(shared, &rt, method.as_str(), p.name.as_deref(), || {
-            parse_body(body, content_type)
+            parse_body(body, content_type, protobuf_endpoint(&rt))
         }),
     };
     match result {
@@ -738,7 +747,7 @@ async fn resource_inner(
         }
         ("POST", None) => {
             let opts = parse_write_options(q, user_agent, None, who)?;
-            let mut obj = parse_body(body, content_type)?;
+            let mut obj = parse_body(body, content_type, protobuf_endpoint(&rt))?;
             if rt.is(("", "Pod")) && obj.get("kind").and_then(Value::as_str) == Some("Pod") {
                 obj = crate::pod_admission::admit_api_create(shared, &ns, obj, user).await?;
             }
@@ -756,7 +765,7 @@ async fn resource_inner(
         }
         ("PUT", Some(name)) => {
             let opts = parse_write_options(q, user_agent, None, who)?;
-            let obj = parse_body(body, content_type)?;
+            let obj = parse_body(body, content_type, protobuf_endpoint(&rt))?;
             let sub = p.sub.as_deref().filter(|s| *s != "finalize");
             let guard = crate::rbac::WriteGuard::new(shared, &rt, "update", &ns, name, user);
             let out = shared.write(|c| {
@@ -795,7 +804,7 @@ async fn resource_inner(
             ))
         }
         ("DELETE", Some(name)) => {
-            let opts = delete_options(q, body, who)?;
+            let opts = delete_options(q, body, content_type, who)?;
             let out = shared.write(|c| c.delete(&rt, &ns, name, &opts))?;
             Ok(with_warnings(
                 json_response(out.code, &out.body),
@@ -807,7 +816,7 @@ async fn resource_inner(
         )),
         ("DELETE", None) => {
             let list = parse_list_options(&rt, q)?;
-            let opts = delete_options(q, body, who)?;
+            let opts = delete_options(q, body, content_type, who)?;
             let out =
                 shared.write(|c| c.delete_collection(&rt, p.namespace.as_deref(), &list, &opts))?;
             Ok(with_warnings(
@@ -839,7 +848,8 @@ fn scale(
         "GET" => Ok(json_response(200, &shared.lock().get_scale(rt, ns, name)?)),
         "PUT" => {
             let opts = parse_write_options(q, user_agent, None, who)?;
-            let scale = parse_body(body, content_type)?;
+            let protobuf = (!rt.is_custom()).then(|| ("autoscaling/v1".into(), "Scale".into()));
+            let scale = parse_body(body, content_type, protobuf)?;
             let out = shared.write(|c| c.update_scale(rt, ns, name, &scale, &opts))?;
             Ok(with_warnings(
                 json_response(out.code, &out.body),
@@ -883,8 +893,25 @@ fn accept_ok(accept: &str) -> bool {
     })
 }
 
-fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
+/// The apiVersion and kind a protobuf body sent to `rt` decodes as when its envelope names
+/// none; `None` for custom resources, which have no protobuf form.
+fn protobuf_endpoint(rt: &ResourceType) -> Option<(String, String)> {
+    (!rt.is_custom()).then(|| (rt.api_version(), rt.kind.clone()))
+}
+
+/// The object a create or update body stands for: JSON, YAML, or protobuf where `protobuf`
+/// (the endpoint's apiVersion and kind, from `protobuf_endpoint`) allows it.
+fn parse_body(
+    body: &Bytes,
+    content_type: &str,
+    protobuf: Option<(String, String)>,
+) -> Result<Value, ApiError> {
     let ct = content_type.split(';').next().unwrap_or_default().trim();
+    if crate::protobuf::is_protobuf(ct)
+        && let Some((api_version, kind)) = &protobuf
+    {
+        return crate::protobuf::decode(body, api_version, kind);
+    }
     if ct == "application/yaml" {
         let text = std::str::from_utf8(body)
             .map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
@@ -892,7 +919,10 @@ fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
     if !ct.is_empty() && ct != "application/json" && ct != "*/*" {
-        return Err(ApiError::unsupported_body_type(content_type));
+        return Err(ApiError::unsupported_body_type(
+            content_type,
+            protobuf.is_some(),
+        ));
     }
     serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -902,10 +932,17 @@ fn parse_body(body: &Bytes, content_type: &str) -> Result<Value, ApiError> {
 fn delete_options(
     q: &HashMap<String, String>,
     body: &Bytes,
+    content_type: &str,
     who: Requester,
 ) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions::default();
-    api::parse_delete_body(body, &mut opts)?;
+    if crate::protobuf::is_protobuf(content_type) && !body.is_empty() {
+        // client-go's typed Delete sends its DeleteOptions in the client's content type.
+        let decoded = crate::protobuf::decode(body, "meta.k8s.io/v1", "DeleteOptions")?;
+        api::parse_delete_body(&serde_json::to_vec(&decoded).unwrap_or_default(), &mut opts)?;
+    } else {
+        api::parse_delete_body(body, &mut opts)?;
+    }
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.propagation = Some(api::parse_propagation(p)?);
     }

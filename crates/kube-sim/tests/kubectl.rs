@@ -1113,3 +1113,181 @@ fn invalid_objects_are_refused() {
         }
     });
 }
+
+/// kubectl's generator commands. From v1.30 kubectl sends what they build as protobuf
+/// (`application/vnd.kubernetes.protobuf`, accepting JSON back); v1.20 sends JSON. Either way
+/// the objects stored are what a real server stores, down to a `*int32` zero that protobuf
+/// carries and JSON-minded decoding would lose.
+#[test]
+fn create_generators_work_over_protobuf_and_json() {
+    each_kubectl(|k| {
+        let out = k.ok(&["create", "namespace", "x"]);
+        assert!(out.contains("namespace/x created"), "{out}");
+        let ns = k
+            .object("", "v1", "namespaces", "", "x")
+            .expect("namespace");
+        assert_eq!(ns.pointer("/status/phase"), Some(&json!("Active")));
+        assert_eq!(ns.pointer("/spec/finalizers"), Some(&json!(["kubernetes"])));
+
+        // -v=8 prints the request headers: the newer kubectl really sends protobuf.
+        let out = k.kubectl(&["create", "configmap", "c", "--from-literal=a=b", "-v=8"]);
+        assert_eq!(out.code, Some(0), "{out}");
+        assert!(out.stdout.contains("configmap/c created"), "{out}");
+        if k.minor >= 30 {
+            assert!(
+                out.stderr
+                    .contains("Content-Type: application/vnd.kubernetes.protobuf"),
+                "kubectl 1.{} should send protobuf: {out}",
+                k.minor
+            );
+        }
+        let cm = k.configmap("default", "c").expect("configmap");
+        assert_eq!(data(&cm), json!({"a": "b"}));
+        let meta = cm["metadata"].as_object().expect("metadata");
+        for absent in ["generateName", "selfLink", "deletionTimestamp", "labels"] {
+            assert!(!meta.contains_key(absent), "{absent} in {cm}");
+        }
+        assert_eq!(
+            cm.pointer("/metadata/managedFields/0/manager"),
+            Some(&json!("kubectl-create"))
+        );
+        assert!(
+            k.kubectl_requests()
+                .iter()
+                .any(|r| r.verb == "create" && r.name == "c" && r.code == 201),
+            "the request log names the object created"
+        );
+
+        let out = k.ok(&["create", "secret", "generic", "s", "--from-literal=a=b"]);
+        assert!(out.contains("secret/s created"), "{out}");
+        let secret = k
+            .object("", "v1", "secrets", "default", "s")
+            .expect("secret");
+        assert_eq!(secret["data"], json!({"a": "Yg=="}));
+        assert_eq!(secret["type"], "Opaque");
+
+        let out = k.ok(&["create", "deployment", "d", "--image=nginx"]);
+        assert!(out.contains("deployment.apps/d created"), "{out}");
+        let d = k
+            .object("apps", "v1", "deployments", "default", "d")
+            .expect("deployment");
+        assert_eq!(d.pointer("/spec/replicas"), Some(&json!(1)));
+        assert_eq!(
+            d.pointer("/spec/selector/matchLabels"),
+            Some(&json!({"app": "d"}))
+        );
+        assert_eq!(
+            d.pointer("/spec/template/spec/containers/0/image"),
+            Some(&json!("nginx"))
+        );
+        assert_eq!(
+            d.pointer("/spec/strategy/type"),
+            Some(&json!("RollingUpdate")),
+            "defaulted as for JSON"
+        );
+        // A pointer's zero is kept: replicas 0 is not defaulted to 1.
+        k.ok(&[
+            "create",
+            "deployment",
+            "zero",
+            "--image=nginx",
+            "--replicas=0",
+        ]);
+        let zero = k
+            .object("apps", "v1", "deployments", "default", "zero")
+            .expect("deployment");
+        assert_eq!(zero.pointer("/spec/replicas"), Some(&json!(0)));
+
+        // The namespace flag, a Service (IntOrString target port), RBAC and a PDB.
+        k.ok(&["create", "configmap", "c", "-n", "x", "--from-literal=k=v"]);
+        assert_eq!(
+            data(&k.configmap("x", "c").expect("configmap in x")),
+            json!({"k": "v"})
+        );
+        k.ok(&["create", "service", "clusterip", "svc", "--tcp=80:8080"]);
+        let svc = k
+            .object("", "v1", "services", "default", "svc")
+            .expect("service");
+        assert_eq!(svc.pointer("/spec/ports/0/port"), Some(&json!(80)));
+        assert_eq!(svc.pointer("/spec/ports/0/targetPort"), Some(&json!(8080)));
+        k.ok(&["create", "serviceaccount", "sa"]);
+        k.ok(&["create", "role", "r", "--verb=get", "--resource=configmaps"]);
+        k.ok(&[
+            "create",
+            "rolebinding",
+            "rb",
+            "--role=r",
+            "--serviceaccount=default:sa",
+        ]);
+        let rb = k
+            .object(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "rolebindings",
+                "default",
+                "rb",
+            )
+            .expect("rolebinding");
+        assert_eq!(
+            rb["roleRef"],
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"})
+        );
+        assert_eq!(
+            rb.pointer("/subjects/0/kind"),
+            Some(&json!("ServiceAccount"))
+        );
+        assert_eq!(rb.pointer("/subjects/0/name"), Some(&json!("sa")));
+        assert_eq!(rb.pointer("/subjects/0/namespace"), Some(&json!("default")));
+        k.ok(&[
+            "create",
+            "clusterrole",
+            "cr",
+            "--verb=list",
+            "--resource=nodes",
+        ]);
+        k.ok(&[
+            "create",
+            "clusterrolebinding",
+            "crb",
+            "--clusterrole=cr",
+            "--user=alice",
+        ]);
+        let pdb = [
+            "create",
+            "poddisruptionbudget",
+            "pdb",
+            "--selector=app=d",
+            "--min-available=50%",
+        ];
+        if k.minor >= 22 {
+            k.ok(&pdb);
+            let pdb = k
+                .object("policy", "v1", "poddisruptionbudgets", "default", "pdb")
+                .expect("pdb");
+            assert_eq!(pdb.pointer("/spec/minAvailable"), Some(&json!("50%")));
+        } else {
+            // Older kubectl builds policy/v1beta1, which a v1.33 server no longer serves.
+            let out = k.fails(&pdb);
+            assert!(
+                out.stderr.contains(
+                    r#"no matches for kind "PodDisruptionBudget" in version "policy/v1beta1""#
+                ),
+                "{out}"
+            );
+        }
+
+        // What was created reads back and deletes as any object does.
+        let got: Value =
+            serde_json::from_str(&k.ok(&["get", "deployment", "d", "-o", "json"])).expect("JSON");
+        assert_eq!(got.pointer("/metadata/name"), Some(&json!("d")));
+        k.ok(&["delete", "deployment", "d", "zero"]);
+
+        // An invalid object is refused with the server's validation error, whatever the
+        // encoding.
+        let out = k.fails(&["create", "configmap", "Bad_Name"]);
+        assert!(
+            out.stderr.contains(r#"ConfigMap "Bad_Name" is invalid"#),
+            "{out}"
+        );
+    });
+}
