@@ -32,77 +32,7 @@ pub const OPERATOR_IMAGE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
 /// The key of the operator config ConfigMap that holds the `GenericOperatorConfig`.
 pub const OPERATOR_CONFIG_KEY: &str = "config.yaml";
 
-/// The YAML assets of one driver operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DriverAssets {
-    /// The driver's own Namespace, when it has one (Manila), applied before everything else.
-    pub namespace: Option<Asset>,
-    /// ServiceAccount.
-    pub service_account: Asset,
-    /// Roles (several documents, one per namespace).
-    pub roles: Asset,
-    /// RoleBindings (one per Role).
-    pub role_bindings: Asset,
-    /// ClusterRole.
-    pub cluster_role: Asset,
-    /// ClusterRoleBinding.
-    pub cluster_role_binding: Asset,
-    /// Metrics Service.
-    pub metrics_service: Asset,
-    /// Operator config ConfigMap (its `config.yaml` is filled in by [`operator_objects`]).
-    pub config_map: Asset,
-    /// Operator Deployment.
-    pub deployment: Asset,
-}
-
-macro_rules! driver_assets {
-    ($dir:literal) => {
-        driver_assets!($dir, None)
-    };
-    ($dir:literal, namespace) => {
-        driver_assets!($dir, Some(driver_assets!(@one $dir, "namespace.yaml")))
-    };
-    ($dir:literal, $namespace:expr) => {
-        DriverAssets {
-            namespace: $namespace,
-            service_account: driver_assets!(@one $dir, "serviceaccount.yaml"),
-            roles: driver_assets!(@one $dir, "roles.yaml"),
-            role_bindings: driver_assets!(@one $dir, "rolebindings.yaml"),
-            cluster_role: driver_assets!(@one $dir, "clusterrole.yaml"),
-            cluster_role_binding: driver_assets!(@one $dir, "clusterrolebinding.yaml"),
-            metrics_service: driver_assets!(@one $dir, "service.yaml"),
-            config_map: driver_assets!(@one $dir, "configmap.yaml"),
-            deployment: driver_assets!(@one $dir, "deployment.yaml"),
-        }
-    };
-    (@one $dir:literal, $file:literal) => {
-        Asset {
-            name: concat!($dir, "/", $file),
-            content: include_str!(concat!("../assets/", $dir, "/", $file)),
-        }
-    };
-}
-
-/// The Cinder operator's assets.
-pub const CINDER_ASSETS: DriverAssets = driver_assets!("openstack-cinder");
-/// The Manila operator's assets.
-pub const MANILA_ASSETS: DriverAssets = driver_assets!("openstack-manila", namespace);
-
-impl DriverAssets {
-    /// Every asset, for tests and `render`.
-    pub fn all(&self) -> [Asset; 8] {
-        [
-            self.service_account,
-            self.roles,
-            self.role_bindings,
-            self.cluster_role,
-            self.cluster_role_binding,
-            self.metrics_service,
-            self.config_map,
-            self.deployment,
-        ]
-    }
-}
+pub use crate::registry::{CINDER_ASSETS, DriverAssets, MANILA_ASSETS};
 
 /// The assets of a registered driver ([`Driver::assets`]); `Option` so that callers handle a
 /// driver registered without assets as an error rather than a panic.

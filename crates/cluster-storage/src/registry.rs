@@ -11,6 +11,7 @@
 //! says *what* exists; the steps that apply it live elsewhere.
 
 use openshift_api::config::ObjectReference;
+use operator_kit::assets::Asset;
 
 /// The platform (`Infrastructure.status.platformStatus.type`) on which Cinder and Manila run.
 pub const OPENSTACK: &str = "OpenStack";
@@ -125,7 +126,7 @@ pub struct Driver {
     /// (Manila): the CSO removes that installation before deploying its own (anchors §3.7).
     pub olm: Option<&'static crate::olm::OlmOptions>,
     /// The YAML assets of the operator's objects (`assets/<name>/`).
-    pub assets: &'static crate::build::DriverAssets,
+    pub assets: &'static DriverAssets,
 }
 
 impl Driver {
@@ -212,7 +213,7 @@ pub const MANILA: Driver = Driver {
         },
     ],
     olm: Some(&crate::olm::MANILA_OLM),
-    assets: &crate::build::MANILA_ASSETS,
+    assets: &MANILA_ASSETS,
 };
 
 /// OpenStack Cinder (`csioperatorclient/cinder.go`).
@@ -269,7 +270,7 @@ pub const CINDER: Driver = Driver {
         },
     ],
     olm: None,
-    assets: &crate::build::CINDER_ASSETS,
+    assets: &CINDER_ASSETS,
 };
 
 /// Every driver operator, in the order of the Go CSO's standalone list (Manila before Cinder).
@@ -320,6 +321,78 @@ pub fn select(platform: Option<&str>) -> Selection {
 /// The drivers for `platform`, without the explanation (see [`select`]).
 pub fn drivers_for(platform: Option<&str>) -> Vec<&'static Driver> {
     select(platform).drivers
+}
+
+/// The YAML assets of one driver operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverAssets {
+    /// The driver's own Namespace, when it has one (Manila), applied before everything else.
+    pub namespace: Option<Asset>,
+    /// ServiceAccount.
+    pub service_account: Asset,
+    /// Roles (several documents, one per namespace).
+    pub roles: Asset,
+    /// RoleBindings (one per Role).
+    pub role_bindings: Asset,
+    /// ClusterRole.
+    pub cluster_role: Asset,
+    /// ClusterRoleBinding.
+    pub cluster_role_binding: Asset,
+    /// Metrics Service.
+    pub metrics_service: Asset,
+    /// Operator config ConfigMap (its `config.yaml` is filled in when the objects are built).
+    pub config_map: Asset,
+    /// Operator Deployment.
+    pub deployment: Asset,
+}
+
+macro_rules! driver_assets {
+    ($dir:literal) => {
+        driver_assets!($dir, None)
+    };
+    ($dir:literal, namespace) => {
+        driver_assets!($dir, Some(driver_assets!(@one $dir, "namespace.yaml")))
+    };
+    ($dir:literal, $namespace:expr) => {
+        DriverAssets {
+            namespace: $namespace,
+            service_account: driver_assets!(@one $dir, "serviceaccount.yaml"),
+            roles: driver_assets!(@one $dir, "roles.yaml"),
+            role_bindings: driver_assets!(@one $dir, "rolebindings.yaml"),
+            cluster_role: driver_assets!(@one $dir, "clusterrole.yaml"),
+            cluster_role_binding: driver_assets!(@one $dir, "clusterrolebinding.yaml"),
+            metrics_service: driver_assets!(@one $dir, "service.yaml"),
+            config_map: driver_assets!(@one $dir, "configmap.yaml"),
+            deployment: driver_assets!(@one $dir, "deployment.yaml"),
+        }
+    };
+    (@one $dir:literal, $file:literal) => {
+        Asset {
+            name: concat!($dir, "/", $file),
+            content: include_str!(concat!("../assets/", $dir, "/", $file)),
+        }
+    };
+}
+
+/// The Cinder operator's assets.
+pub const CINDER_ASSETS: DriverAssets = driver_assets!("openstack-cinder");
+/// The Manila operator's assets.
+pub const MANILA_ASSETS: DriverAssets = driver_assets!("openstack-manila", namespace);
+
+impl DriverAssets {
+    /// Every asset, for tests and `render`.
+    pub fn all(&self) -> [Asset; 8] {
+        [
+            self.service_account,
+            self.roles,
+            self.role_bindings,
+            self.cluster_role,
+            self.cluster_role_binding,
+            self.metrics_service,
+            self.config_map,
+            self.deployment,
+        ]
+    }
 }
 
 #[cfg(test)]

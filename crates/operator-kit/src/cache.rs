@@ -366,7 +366,7 @@ fn is_forbidden(error: &watcher::Error) -> bool {
 fn is_not_served(error: &watcher::Error) -> bool {
     match error {
         watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e) => {
-            crate::apply::is_kind_not_served(e)
+            crate::kinds::is_kind_not_served(e)
         }
         _ => false,
     }

@@ -1,15 +1,14 @@
 //! Hash annotations, byte-compatible with library-go.
 //!
-//! Two hashes live here:
+//! The `operator.openshift.io/dep-<key>` dependency hashes that make a Deployment or DaemonSet
+//! roll out when a ConfigMap or Secret it reads changes (anchors §1.6). These must be
+//! **identical** to what OpenShift's Go operators write, otherwise switching operators would
+//! roll every pod once for nothing. The value is FNV-1 32 (not FNV-1a) over the exact bytes
+//! Go's `json.NewEncoder(h).Encode(obj.Data)` writes, base64url-encoded with padding. The test
+//! `tests/hash_vectors.rs` checks every vector Go itself printed.
 //!
-//! * the `operator.openshift.io/dep-<key>` dependency hashes that make a Deployment or DaemonSet
-//!   roll out when a ConfigMap or Secret it reads changes (anchors §1.6). These must be
-//!   **identical** to what OpenShift's Go operators write, otherwise switching operators would
-//!   roll every pod once for nothing. The value is FNV-1 32 (not FNV-1a) over the exact bytes
-//!   Go's `json.NewEncoder(h).Encode(obj.Data)` writes, base64url-encoded with padding. The test
-//!   `tests/hash_vectors.rs` checks every vector Go itself printed.
-//! * the `operator.openshift.io/spec-hash` annotation the apply engine uses to notice spec drift
-//!   (anchors §1.7). See [`spec_hash`] for why its value only has to be stable for us.
+//! The `operator.openshift.io/spec-hash` annotation is the apply engine's alone
+//! ([`crate::apply::spec_hash`]): its value only has to be stable for us.
 //!
 //! This module is pure: no I/O, no clock, no kube client.
 
@@ -17,25 +16,13 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use k8s_openapi::ByteString;
-use serde::Serialize;
 
 /// Prefix of every dependency hash annotation key.
 pub const DEP_ANNOTATION_PREFIX: &str = "operator.openshift.io/dep-";
 
-/// Annotation holding the hash of the spec we last applied (library-go `SetSpecHashAnnotation`).
-pub const SPEC_HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
-
 /// Kubernetes limits the name part of an annotation key; library-go truncates the *whole* key
 /// to this length (anchors §8.7, copied on purpose: the keys must match).
 const MAX_ANNOTATION_KEY_LEN: usize = 63;
-
-/// Errors from [`spec_hash`].
-#[derive(Debug, thiserror::Error)]
-pub enum HashError {
-    /// The object could not be turned into JSON (a bug in the caller's type, never user data).
-    #[error("cannot serialize the object to JSON to compute its spec hash: {0}")]
-    Serialize(#[from] serde_json::Error),
-}
 
 /// The kind of object a dependency hash is computed for; its name is part of the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,30 +108,6 @@ pub fn configmap_hash(cm: &k8s_openapi::api::core::v1::ConfigMap) -> String {
 /// [`configmap_hash`]). `stringData` is write-only and never hashed.
 pub fn secret_hash(secret: &k8s_openapi::api::core::v1::Secret) -> String {
     secret_data_hash(secret.data.as_ref().filter(|d| !d.is_empty()))
-}
-
-/// Hex SHA-256 of a canonical JSON form of `spec`, for the `operator.openshift.io/spec-hash`
-/// annotation.
-///
-/// library-go hashes Go's `json.Marshal(spec)` of the typed struct, whose field order follows
-/// the Go struct definitions and which writes zero values of non-`omitempty` fields
-/// (`"creationTimestamp":null`, `"resources":{}`, ...). Reproducing that would need a table of
-/// every Kubernetes struct's field order and omitempty tags, so we do not: we hash our own
-/// canonical form (object keys sorted, absent fields omitted, Go's string escaping, no trailing
-/// newline). For unstructured objects library-go marshals a map, so its value equals ours.
-///
-/// The value only has to be stable for us: the apply engine compares the hash of what it wants
-/// against the hash it wrote last time. A Deployment written by the Go operator carries a
-/// different value, which costs exactly one metadata update at takeover (the pod template is
-/// unchanged, so no rollout).
-pub fn spec_hash<T: Serialize + ?Sized>(spec: &T) -> Result<String, HashError> {
-    let value = serde_json::to_value(spec)?;
-    let mut out = Vec::with_capacity(1024);
-    go_json_value(&mut out, &value);
-    let digest = ring::digest::digest(&ring::digest::SHA256, &out);
-    let mut hex = String::with_capacity(64);
-    push_hex(&mut hex, digest.as_ref());
-    Ok(hex)
 }
 
 /// Writes `value` the way Go's `encoding/json` writes the equivalent `map[string]interface{}`:
@@ -311,22 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn spec_hash_is_key_order_independent_and_hex() {
-        let a = serde_json::json!({"b": 1, "a": {"y": "<", "x": [true, null]}});
-        let b = serde_json::json!({"a": {"x": [true, null], "y": "<"}, "b": 1});
-        let ha = spec_hash(&a).unwrap();
-        assert_eq!(ha, spec_hash(&b).unwrap());
-        assert_eq!(ha.len(), 64);
-        assert!(
-            ha.bytes()
-                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
-        );
-        let c = serde_json::json!({"a": {"x": [true, null], "y": ">"}, "b": 1});
-        assert_ne!(ha, spec_hash(&c).unwrap());
-    }
-
-    #[test]
-    fn spec_hash_matches_go_json_marshal_of_a_map() {
+    fn go_json_matches_go_json_marshal_of_a_map() {
         // Go: json.Marshal(map[string]interface{}{"b":1,"a":"<x>"}) = {"a":"\u003cx\u003e","b":1}
         let mut out = Vec::new();
         go_json_value(&mut out, &serde_json::json!({"b": 1, "a": "<x>"}));

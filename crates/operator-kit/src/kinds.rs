@@ -170,6 +170,17 @@ pub fn from_value(value: serde_json::Value) -> Result<(ApiResource, DynamicObjec
     Ok((ar, obj))
 }
 
+/// A 404 that means "no such resource" rather than "no such object": the status names no
+/// object. (A create in a missing namespace names the namespace, so it is not this.)
+pub fn is_kind_not_served(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(s) if s.code == 404 => {
+            s.details.as_ref().is_none_or(|d| d.name.is_empty())
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ use kube::core::ApiResource;
 
 use crate::cache::{Cache, Lookup, resource_version};
 use crate::events::{EventRecorder, describe};
+pub use crate::kinds::is_kind_not_served;
 pub use plan::{Plan, SPEC_HASH_ANNOTATION, is_subset, merge_metadata, spec_hash};
 
 /// What an apply did.
@@ -83,17 +84,6 @@ fn with_types<'a>(obj: &'a mut DynamicObject, ar: &ApiResource) -> &'a DynamicOb
         kind: ar.kind.clone(),
     });
     obj
-}
-
-/// A 404 that means "no such resource" rather than "no such object": the status names no
-/// object. (A create in a missing namespace names the namespace, so it is not this.)
-pub fn is_kind_not_served(error: &kube::Error) -> bool {
-    match error {
-        kube::Error::Api(s) if s.code == 404 => {
-            s.details.as_ref().is_none_or(|d| d.name.is_empty())
-        }
-        _ => false,
-    }
 }
 
 fn is_code(error: &kube::Error, code: u16) -> bool {
