@@ -674,7 +674,14 @@ impl Cluster {
             Some("status") if rt.status_subresource => {
                 let mut merged = (**old).clone();
                 copy_field(&obj, &mut merged, "status");
-                // managedFields written through the status endpoint are the caller's business.
+                // As the status strategies do, managedFields stay as the write brought them: an
+                // apply's are what the field manager computed for it (a non-apply write's are
+                // recorded below from the stored ones, never from the request).
+                if let Some(managed) = obj.pointer("/metadata/managedFields").cloned()
+                    && let Some(meta) = merged.get_mut("metadata").and_then(Value::as_object_mut)
+                {
+                    meta.insert("managedFields".into(), managed);
+                }
                 merged
             }
             Some(other) => return Err(ApiError::no_route_for(other)),
@@ -746,7 +753,14 @@ impl Cluster {
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut obj);
         }
-        if same_ignoring_managed_fields(old, &obj) {
+        // An apply has already computed managedFields: a change of ownership alone (another
+        // manager applying the same values) is a write; a non-apply write records them below.
+        let unchanged = if record_manager {
+            same_ignoring_managed_fields(old, &obj)
+        } else {
+            same_ignoring_resource_version(old, &obj)
+        };
+        if unchanged {
             let mut out = Outcome::new(200, self.present(rt, old));
             out.warnings = warnings;
             return Ok(out);
@@ -885,6 +899,17 @@ impl Cluster {
             }
         }
         self.place_in_namespace(rt, namespace, &mut config)?;
+        // The strategy's reset fields: what this endpoint will not write is not applied, so
+        // it is neither owned nor in conflict (the field manager's ignore filter).
+        if rt.status_subresource
+            && let Some(config) = config.as_object_mut()
+        {
+            config.remove(if subresource == Some("status") {
+                "spec"
+            } else {
+                "status"
+            });
+        }
         let lists = admission::list_types(rt);
         let live = old.as_ref().map(|o| self.present(rt, o));
         let merged = managed_fields::apply(
@@ -1497,10 +1522,20 @@ fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
 
 /// A write that changes nothing is not stored, so it gets no new resourceVersion and no event.
 fn same_ignoring_managed_fields(old: &Value, new: &Value) -> bool {
+    same_except(old, new, true)
+}
+
+fn same_ignoring_resource_version(old: &Value, new: &Value) -> bool {
+    same_except(old, new, false)
+}
+
+fn same_except(old: &Value, new: &Value, ignore_managed_fields: bool) -> bool {
     let strip = |v: &Value| {
         let mut v = v.clone();
         if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("managedFields");
+            if ignore_managed_fields {
+                m.remove("managedFields");
+            }
             m.remove("resourceVersion");
         }
         if let Some(o) = v.as_object_mut() {
