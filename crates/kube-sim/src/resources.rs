@@ -360,6 +360,23 @@ const BUILTINS: &[Builtin] = &[
         false,
         &[],
     ),
+    // The requester's own: `kubectl auth whoami` and `kubectl auth can-i`.
+    b(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+        &[],
+    ),
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+        &[],
+    ),
 ];
 
 /// All served resources, keyed by `(group, version)` then plural.

@@ -1,7 +1,9 @@
 //! `TokenReview` (`authentication.k8s.io/v1`) and `SubjectAccessReview`
 //! (`authorization.k8s.io/v1`): the create-only, never-stored resources through which a
 //! workload delegates authentication and authorization to the API server, as library-go's
-//! controllercmd and kube-rbac-proxy do for `/metrics`.
+//! controllercmd and kube-rbac-proxy do for `/metrics`; and their "self" forms about the
+//! requester, `SelfSubjectReview` (`kubectl auth whoami`) and `SelfSubjectAccessReview`
+//! (`kubectl auth can-i`), which every authenticated user may create (`system:basic-user`).
 //!
 //! They answer with kube-sim's own notions, the same ones every request is judged by:
 //! - a token authenticates whom it authenticates on a request (see `authentication.rs`): with
@@ -33,16 +35,22 @@ pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
 pub fn is_review(group: &str, plural: &str) -> bool {
     matches!(
         (group, plural),
-        (AUTHENTICATION_GROUP, "tokenreviews") | (AUTHORIZATION_GROUP, "subjectaccessreviews")
+        (AUTHENTICATION_GROUP, "tokenreviews" | "selfsubjectreviews")
+            | (
+                AUTHORIZATION_GROUP,
+                "subjectaccessreviews" | "selfsubjectaccessreviews"
+            )
     )
 }
 
-/// Answers a request to a review resource: only `POST` to the collection.
+/// Answers a request of `requester` (the authenticated user) to a review resource: only
+/// `POST` to the collection.
 pub fn handle(
     shared: &Shared,
     rt: &ResourceType,
     method: &str,
     name: Option<&str>,
+    requester: &str,
     body: impl FnOnce() -> Result<Value, ApiError>,
 ) -> Result<Value, ApiError> {
     if method != "POST" || name.is_some() {
@@ -54,6 +62,23 @@ pub fn handle(
     check_kind(rt, &body)?;
     match rt.plural.as_str() {
         "tokenreviews" => Ok(token_review(shared, &body)),
+        "selfsubjectreviews" => Ok(self_subject_review(shared, requester)),
+        "selfsubjectaccessreviews" => {
+            let user = requester_info(shared, requester);
+            let mut body = body;
+            if let Some(spec) = body.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("user".into(), json!(user.name));
+                spec.insert("groups".into(), json!(user.groups));
+            }
+            let mut review = subject_access_review(shared, rt, &body)?;
+            // The answer echoes the spec as sent, without the requester filled in.
+            if let Some(spec) = review.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("user");
+                spec.remove("groups");
+            }
+            review["kind"] = json!(rt.kind);
+            Ok(review)
+        }
         _ => subject_access_review(shared, rt, &body),
     }
 }
@@ -104,6 +129,26 @@ fn authenticate(shared: &Shared, token: &str) -> Result<UserInfo, &'static str> 
     }
     let config = rbac_config(shared).unwrap_or_default();
     Ok(UserInfo::resolve(&user, &config))
+}
+
+/// The requester as the request authenticated it, with the groups kube-sim gives the user.
+fn requester_info(shared: &Shared, requester: &str) -> UserInfo {
+    UserInfo::resolve(requester, &rbac_config(shared).unwrap_or_default())
+}
+
+/// `SelfSubjectReview`: who the requester is.
+fn self_subject_review(shared: &Shared, requester: &str) -> Value {
+    let user = requester_info(shared, requester);
+    let mut user_json = json!({"username": user.name, "groups": user.groups});
+    if let Some((ns, name)) = rbac::service_account_of(&user.name) {
+        user_json["uid"] = json!(format!("kube-sim-sa-{ns}-{name}"));
+    }
+    json!({
+        "kind": "SelfSubjectReview",
+        "apiVersion": format!("{AUTHENTICATION_GROUP}/v1"),
+        "metadata": {"creationTimestamp": null},
+        "status": {"userInfo": user_json},
+    })
 }
 
 fn token_review(shared: &Shared, body: &Value) -> Value {
@@ -230,12 +275,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_two_reviews_are_handled_here() {
+    fn only_the_four_reviews_are_handled_here() {
         assert!(is_review("authentication.k8s.io", "tokenreviews"));
         assert!(is_review("authorization.k8s.io", "subjectaccessreviews"));
-        assert!(!is_review(
+        assert!(is_review("authentication.k8s.io", "selfsubjectreviews"));
+        assert!(is_review(
             "authorization.k8s.io",
             "selfsubjectaccessreviews"
+        ));
+        assert!(!is_review(
+            "authorization.k8s.io",
+            "selfsubjectrulesreviews"
         ));
         assert!(!is_review("", "tokenreviews"));
     }

@@ -373,9 +373,14 @@ pub async fn handle(
         .to_string();
     let resp = match route {
         Route::Admin(rest) => admin::handle(&shared, &parts.method, &rest, &q, &body).await,
-        Route::Resource(p) if crate::reviews::is_review(&p.group, &p.plural) => {
-            review(&shared, &parts.method, &p, &content_type, &body)
-        }
+        Route::Resource(p) if crate::reviews::is_review(&p.group, &p.plural) => review(
+            &shared,
+            &parts.method,
+            &p,
+            &content_type,
+            &body,
+            &record.user,
+        ),
         Route::Resource(p) => {
             resource(
                 &shared,
@@ -407,14 +412,20 @@ fn review(
     p: &ResourcePath,
     content_type: &str,
     body: &Bytes,
+    user: &str,
 ) -> Response<Body> {
     let rt = shared.lock().resource(&p.group, &p.version, &p.plural);
     let result = match rt {
         None => return plain_not_found(),
         Some(_) if p.namespace.is_some() || p.sub.is_some() => Err(ApiError::no_route()),
-        Some(rt) => crate::reviews::handle(shared, &rt, method.as_str(), p.name.as_deref(), || {
-            parse_body(body, content_type, protobuf_endpoint(&rt))
-        }),
+        Some(rt) => crate::reviews::handle(
+            shared,
+            &rt,
+            method.as_str(),
+            p.name.as_deref(),
+            user,
+            || parse_body(body, content_type, protobuf_endpoint(&rt)),
+        ),
     };
     match result {
         Ok(v) => json_response(201, &v),

@@ -92,9 +92,14 @@ fn kubectl_binaries() -> Vec<PathBuf> {
 /// Runs `scenario` once per kubectl, each against a fresh kube-sim, and fails naming every
 /// kubectl it failed with (running all of them first, so one report covers both versions).
 fn each_kubectl(scenario: impl Fn(&Harness)) {
+    each_kubectl_with(SimConfig::default, scenario);
+}
+
+/// [`each_kubectl`] with kube-sims made from `config` (e.g. HTTPS).
+fn each_kubectl_with(config: impl Fn() -> SimConfig, scenario: impl Fn(&Harness)) {
     let mut failed = Vec::new();
     for kubectl in kubectl_binaries() {
-        let harness = Harness::start(kubectl);
+        let harness = Harness::start(kubectl, config());
         eprintln!("=== with {}", harness.label);
         if catch_unwind(AssertUnwindSafe(|| scenario(&harness))).is_err() {
             failed.push(harness.label.clone());
@@ -235,7 +240,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn start(kubectl: PathBuf) -> Self {
+    fn start(kubectl: PathBuf, config: SimConfig) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -243,7 +248,7 @@ impl Harness {
             .expect("tokio runtime");
         let sim = runtime
             .block_on(KubeSim::start(
-                SimConfig::default(),
+                config,
                 "127.0.0.1:0".parse().expect("address"),
             ))
             .expect("kube-sim starts");
@@ -1289,5 +1294,45 @@ fn create_generators_work_over_protobuf_and_json() {
             out.stderr.contains(r#"ConfigMap "Bad_Name" is invalid"#),
             "{out}"
         );
+    });
+}
+
+/// `kubectl auth can-i` (SelfSubjectAccessReview) and, from v1.28, `kubectl auth whoami`
+/// (SelfSubjectReview), both sent as protobuf by a current kubectl. Over HTTPS, where kubectl
+/// sends the kubeconfig's bearer token.
+#[test]
+fn auth_can_i_and_whoami_answer_for_the_kubeconfig_user() {
+    let tls = || SimConfig {
+        tls: true,
+        ..SimConfig::default()
+    };
+    each_kubectl_with(tls, |k| {
+        let out = k.ok(&["auth", "can-i", "create", "deployments"]);
+        assert_eq!(out.trim(), "yes", "RBAC is off here");
+        if k.minor >= 28 {
+            let out = k.ok(&["auth", "whoami"]);
+            assert_eq!(table_row(&out, "Username"), ["Username", "admin"], "{out}");
+            assert_eq!(
+                table_row(&out, "Groups"),
+                ["Groups", "[system:masters", "system:authenticated]"],
+                "{out}"
+            );
+        }
+    });
+}
+
+/// Over plain HTTP a current kubectl sends no bearer token, so a real server and kube-sim see
+/// `system:anonymous` (which is why the demo serves HTTPS).
+#[test]
+fn over_http_a_current_kubectl_is_anonymous() {
+    each_kubectl(|k| {
+        if k.minor >= 28 {
+            let out = k.ok(&["auth", "whoami"]);
+            assert_eq!(
+                table_row(&out, "Username"),
+                ["Username", "system:anonymous"],
+                "{out}"
+            );
+        }
     });
 }

@@ -220,3 +220,61 @@ async fn with_rbac_off_every_access_review_is_allowed() {
             .allowed
     );
 }
+
+/// `kubectl auth whoami` and `kubectl auth can-i`: the requester's own reviews, which every
+/// authenticated user may create and an anonymous one may not.
+#[tokio::test]
+async fn self_reviews_answer_for_the_requester() {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+    let (sim, admin) = start().await;
+    let operator = client_for(&sim, OPERATOR).await;
+    let whoami = Api::<SelfSubjectReview>::all(operator.clone())
+        .create(&PostParams::default(), &typed(json!({})))
+        .await
+        .expect("self review");
+    let user = whoami.status.and_then(|s| s.user_info).expect("user info");
+    assert_eq!(user.username.as_deref(), Some(OPERATOR));
+    assert!(
+        user.groups
+            .unwrap_or_default()
+            .contains(&"system:serviceaccounts:ops".to_string())
+    );
+    let admin_user = Api::<SelfSubjectReview>::all(admin.clone())
+        .create(&PostParams::default(), &typed(json!({})))
+        .await
+        .expect("self review")
+        .status
+        .and_then(|s| s.user_info)
+        .expect("user info");
+    assert_eq!(
+        admin_user.groups.unwrap_or_default(),
+        ["system:masters", "system:authenticated"]
+    );
+
+    let can_i = |client: &Client, verb: &str, resource: &str| {
+        let api = Api::<SelfSubjectAccessReview>::all(client.clone());
+        let review: SelfSubjectAccessReview = typed(json!({"spec": {"resourceAttributes": {
+            "verb": verb, "group": "authentication.k8s.io", "resource": resource}}}));
+        async move {
+            api.create(&PostParams::default(), &review)
+                .await
+                .expect("access review")
+        }
+    };
+    // The operator's role grants tokenreviews, not anything else.
+    let yes = can_i(&operator, "create", "tokenreviews").await;
+    assert!(yes.status.expect("status").allowed);
+    let no = can_i(&operator, "delete", "tokenreviews").await;
+    assert!(!no.status.expect("status").allowed);
+
+    // No credentials at all: system:anonymous, whom system:basic-user does not cover.
+    let anonymous_client = Client::try_from(kube::Config::new(
+        sim.url().parse().expect("kube-sim's URL"),
+    ))
+    .expect("client");
+    let anonymous = Api::<SelfSubjectReview>::all(anonymous_client)
+        .create(&PostParams::default(), &typed(json!({})))
+        .await;
+    assert_eq!(status(anonymous).code, 403);
+}
