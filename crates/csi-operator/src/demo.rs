@@ -19,6 +19,10 @@
 //! openstack-sim offers Manila with two share types by default; `--no-manila` takes Manila out
 //! of its catalog to show the disabled path (`CSIControllerDisabled`, nothing deployed).
 //!
+//! kube-sim serves HTTPS with a CA it generates, written into the kubeconfig for kubectl (as
+//! `admin`, a superuser) and into each operator pod's: a current kubectl sends no bearer token
+//! over plain HTTP, and with RBAC enforced it would be `system:anonymous`, refused everything.
+//!
 //! The demo reads kube-sim's state and request log directly (not through the API), so what it
 //! watches adds nothing to the request log a user inspects.
 
@@ -252,6 +256,10 @@ pub async fn run(
         s.kube.processes = Some(processes.clone());
         // As on a cluster: each operator can do only what its service account is granted.
         s.kube.rbac = Some(kube_sim::RbacConfig::default());
+        // HTTPS, as a cluster serves: kubectl sends no bearer token over plain HTTP, so with
+        // RBAC on it would be system:anonymous and refused everything. The generated CA goes
+        // into every kubeconfig kube-sim hands out (the operator pods' included).
+        s.kube.tls = true;
         s.openstack.share_types = share_types
             .as_ref()
             .map(|names| names.iter().map(|n| SimShareType::new(n)).collect());
@@ -280,17 +288,15 @@ pub async fn run(
         }
     };
     let front = bed.kube.addr();
-    let url = format!("http://{front}");
-    std::fs::write(
-        &args.kubeconfig,
-        kube_sim::kubeconfig::render(&url, KUBECTL_USER, None),
-    )
-    .with_context(|| {
-        format!(
-            "cannot write the kubeconfig to {}; choose another path with --kubeconfig",
-            args.kubeconfig.display()
-        )
-    })?;
+    let url = bed.kube.url();
+    crate::sim::write_private(&args.kubeconfig, &bed.kube.kubeconfig(KUBECTL_USER)).with_context(
+        || {
+            format!(
+                "cannot write the kubeconfig to {}; choose another path with --kubeconfig",
+                args.kubeconfig.display()
+            )
+        },
+    )?;
     let kubeconfig = absolute(&args.kubeconfig);
     if fell_back {
         eprintln!(

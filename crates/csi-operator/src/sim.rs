@@ -75,6 +75,12 @@ fn access(
             "warning: {listen} is not a loopback address and without --tls bearer tokens cross \
              the network in clear text (and kubectl sends none over HTTP: it is anonymous)"
         ));
+    } else if mode == Authentication::IssuedTokens && !tls {
+        warnings.push(
+            "warning: RBAC is on and without --tls a current kubectl sends no bearer token over \
+             plain HTTP: it is system:anonymous and refused; add --tls"
+                .to_string(),
+        );
     }
     // Without RBAC every request is allowed, an anonymous one too: issued tokens would protect
     // nothing.
@@ -89,7 +95,7 @@ fn access(
 }
 
 /// Writes `text` readable by its owner only (a kubeconfig with an issued token is a credential).
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let mut file = std::fs::OpenOptions::new()
@@ -195,6 +201,8 @@ mod tests {
             access(lo, Some(AuthenticationArg::IssuedTokens), false, "admin");
         assert_eq!(mode, Authentication::IssuedTokens);
         assert!(rbac.is_some());
-        assert!(warnings.is_empty());
+        assert!(warnings[0].contains("add --tls"), "{warnings:?}");
+        let (_, _, warnings) = access(lo, Some(AuthenticationArg::IssuedTokens), true, "admin");
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

@@ -3,8 +3,11 @@
 //! `--timeout`, so a broken install fails the test instead of hanging it). Both ways: with
 //! Manila in openstack-sim (the default) and without (`--no-manila`).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_csi-operator");
 
@@ -112,7 +115,7 @@ fn demo_installs_both_drivers_and_summarises_what_they_created() {
     // The kubeconfig points at the address the demo announced.
     let written = std::fs::read_to_string(&kc).expect("kubeconfig written");
     let server = server_of(&written);
-    assert!(server.starts_with("http://127.0.0.1:"), "{written}");
+    assert!(server.starts_with("https://127.0.0.1:"), "{written}");
     assert!(
         stderr.contains(&format!("kube-sim at {server} ")),
         "announced address differs from the kubeconfig's {server}:\n{stderr}"
@@ -331,8 +334,8 @@ fn a_taken_listen_address_falls_back_to_a_free_port() {
         "no fallback notice in:\n{stderr}"
     );
     let server = server_of(&std::fs::read_to_string(&kc).expect("kubeconfig"));
-    assert!(server.starts_with("http://127.0.0.1:"), "{server}");
-    assert_ne!(server, format!("http://{addr}"));
+    assert!(server.starts_with("https://127.0.0.1:"), "{server}");
+    assert_ne!(server, format!("https://{addr}"));
     drop(taken);
 }
 
@@ -366,4 +369,243 @@ fn a_malformed_timeout_is_rejected_with_the_accepted_units() {
         stderr.contains("--timeout") && stderr.contains("units ns, us, ms, s, m, h"),
         "{stderr}"
     );
+}
+
+// ----- kubectl against a running demo ------------------------------------------------------
+
+/// The kubectl binaries to try, found as crates/kube-sim/tests/kubectl.rs finds them:
+/// `KUBECTL` (colon-separated paths), else Debian's under `target/debian-kubectl` (which
+/// `.ci/run` unpacks) and the `kubectl` on PATH. None fails the test with instructions, unless
+/// `KUBE_SIM_SKIP_KUBECTL=1`.
+fn kubectl_binaries() -> Vec<PathBuf> {
+    if std::env::var("KUBE_SIM_SKIP_KUBECTL").is_ok_and(|v| v == "1") {
+        eprintln!("KUBE_SIM_SKIP_KUBECTL=1: skipping the kubectl checks");
+        return Vec::new();
+    }
+    if let Some(list) = std::env::var_os("KUBECTL").filter(|v| !v.is_empty()) {
+        return std::env::split_paths(&list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut found = Vec::new();
+    let debian = root.join("target/debian-kubectl/usr/bin/kubectl");
+    if debian.is_file() {
+        found.push(debian);
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("kubectl"))
+            .find(|p| p.is_file())
+    });
+    if let Some(system) = on_path {
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if !found.iter().any(|f| canonical(f) == canonical(&system)) {
+            found.push(system);
+        }
+    }
+    assert!(
+        !found.is_empty(),
+        "no kubectl found: run `bash .ci/run` (it unpacks Debian's into target/debian-kubectl), \
+         put one on PATH or set KUBECTL=/path/to/kubectl; KUBE_SIM_SKIP_KUBECTL=1 skips"
+    );
+    found
+}
+
+/// The client's minor version (20 for v1.20.2), 0 when unknown.
+fn client_minor(kubectl: &Path) -> u32 {
+    let out = Command::new(kubectl)
+        .args(["version", "--client", "-o", "json"])
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| o.stdout)
+        .unwrap_or_default();
+    let version: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+    version
+        .pointer("/clientVersion/gitVersion")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|v| v.split('.').nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Runs kubectl against `kubeconfig` with a private HOME and discovery cache.
+fn kubectl(kubectl: &Path, home: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(home.join("cache"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl.display()));
+    let text = format!(
+        "`kubectl {}` with {}: {}\n--- stdout:\n{}\n--- stderr:\n{}",
+        args.join(" "),
+        kubectl.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A demo left running (no `--exit-when-ready`), stopped with SIGTERM when dropped.
+struct RunningDemo {
+    child: Child,
+    stdout: Arc<Mutex<String>>,
+}
+
+impl RunningDemo {
+    fn start(kubeconfig: &Path, logs: &Path) -> Self {
+        let mut child = Command::new(BIN)
+            .arg("demo")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--log-dir")
+            .arg(logs)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start csi-operator demo");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        if let Some(mut pipe) = child.stdout.take() {
+            let into = stdout.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    into.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+        }
+        Self { child, stdout }
+    }
+
+    fn stdout(&self) -> String {
+        self.stdout
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Waits for the summary's closing invitation to use kubectl.
+    fn wait_until_up(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while !self.stdout().contains("The cluster stays up") {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the demo exited ({status}):\n{}", self.stdout());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the demo did not converge:\n{}",
+                self.stdout()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for RunningDemo {
+    fn drop(&mut self) {
+        // SIGTERM lets the demo stop its operator processes; kill it if it does not exit.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The README's kubectl commands against a running demo, with every kubectl found: the demo
+/// serves HTTPS with its CA in the kubeconfig, so kubectl sends the bearer token (a current one
+/// sends none over plain HTTP) and is the demo's `admin`, not `system:anonymous`, whom RBAC
+/// would refuse.
+#[test]
+fn kubectl_reads_the_running_demo_as_its_admin() {
+    let binaries = kubectl_binaries();
+    if binaries.is_empty() {
+        return;
+    }
+    let kc = kubeconfig_path("kubectl");
+    let home = kc.parent().expect("dir").join("home");
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).expect("home");
+    let logs = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("demo-logs-kubectl-{}", std::process::id()));
+    let mut demo = RunningDemo::start(&kc, &logs);
+    demo.wait_until_up();
+    let written = std::fs::read_to_string(&kc).expect("kubeconfig");
+    assert!(
+        server_of(&written).starts_with("https://127.0.0.1:"),
+        "{written}"
+    );
+    assert!(
+        written.contains("certificate-authority-data: "),
+        "{written}"
+    );
+
+    let mut failures = Vec::new();
+    for bin in &binaries {
+        let run = |args: &[&str]| kubectl(bin, &home, &kc, args);
+        let mut check = |ok: bool, what: &str, text: &str| {
+            if !ok {
+                failures.push(format!("{what}: {text}"));
+            }
+        };
+        let (ok, text) = run(&["get", "clusteroperator", "storage", "-o", "yaml"]);
+        check(
+            ok && text.contains("name: storage") && text.contains("type: Available"),
+            "the ClusterOperator",
+            &text,
+        );
+        let (ok, text) = run(&["get", "clustercsidriver,deploy,ds,storageclass", "-A"]);
+        check(
+            ok && text.contains("cinder.csi.openstack.org")
+                && text.contains("openstack-cinder-csi-driver-controller")
+                && text.contains("standard-csi"),
+            "the drivers and what they deployed",
+            &text,
+        );
+        let (ok, text) = run(&["get", "storage", "cluster", "-o", "yaml"]);
+        check(ok && text.contains("kind: Storage"), "the Storage", &text);
+        // Who kubectl is: `auth whoami` where it exists (v1.28+); `auth can-i '*' '*'` is yes
+        // only for system:masters, which the demo's admin is in, everywhere.
+        let (ok, text) = run(&["auth", "can-i", "*", "*"]);
+        check(
+            ok && text.contains("--- stdout:\nyes\n"),
+            "admin may do everything",
+            &text,
+        );
+        if client_minor(bin) >= 28 {
+            let (ok, text) = run(&["auth", "whoami"]);
+            check(
+                ok && text
+                    .lines()
+                    .any(|l| l.split_whitespace().eq(["Username", "admin"])),
+                "whoami says admin",
+                &text,
+            );
+        }
+    }
+    drop(demo);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
