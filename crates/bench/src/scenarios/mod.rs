@@ -5,6 +5,7 @@
 
 mod cinder;
 mod cluster_storage;
+mod image;
 mod kube_sim_scale;
 mod manila;
 
@@ -45,6 +46,10 @@ pub const ALL: &[Scenario] = &[
     Scenario {
         name: cluster_storage::NAME,
         run: |options| Box::pin(cluster_storage::run(options)),
+    },
+    Scenario {
+        name: image::NAME,
+        run: |options| Box::pin(image::run(options)),
     },
 ];
 
