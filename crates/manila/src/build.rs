@@ -330,6 +330,10 @@ pub fn storage_class(namespace: &str, name: &str, share_type: &str) -> Result<De
     let sc = StorageClass {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
+            labels: Some(BTreeMap::from([(
+                crate::SHARE_TYPE_CLASS_LABEL.to_string(),
+                "true".to_string(),
+            )])),
             ..Default::default()
         },
         provisioner: CSI_DRIVER_NAME.to_string(),

@@ -50,6 +50,10 @@ pub const OPERATOR_CREDENTIALS_SECRET: &str = "openstack-cloud-credentials";
 pub const DRIVER_CREDENTIALS_SECRET: &str = "manila-cloud-credentials";
 /// The static CSI Secret that points the driver at the mounted clouds.yaml.
 pub const CSI_SECRET: &str = "csi-manila-secrets";
+/// The label on every share-type StorageClass the operator writes: one watch selected by it
+/// covers them all, however many share types Manila offers (ours; OpenShift's classes carry
+/// no label, and an unlabelled class left by it is adopted at the first apply).
+pub const SHARE_TYPE_CLASS_LABEL: &str = "manila.csi.openstack.org/share-type-class";
 /// Secret the service CA operator fills for the metrics Service.
 pub const METRICS_SERVING_CERT_SECRET: &str = "manila-csi-driver-controller-metrics-serving-cert";
 /// ConfigMap that receives the cluster's trusted CA bundle (key `ca-bundle.crt`).

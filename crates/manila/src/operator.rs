@@ -37,7 +37,6 @@ use crate::build::{self, BuildError, Desired, Facts, FsGroupPolicy};
 use crate::check::ManilaCheck;
 pub use crate::check::SERVICE_REACHABLE;
 use crate::detect::{self, Status};
-use crate::storage_classes::StorageClasses;
 use crate::{
     CLOUD_PROVIDER_CONFIGMAP, CONFIG_NAMESPACE, CONTROLLER_DEPLOYMENT_NAME, CSI_DRIVER_NAME,
     DRIVER_CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET, NFS_DAEMONSET_NAME,
@@ -93,7 +92,8 @@ impl Options {
 }
 
 /// What the operator watches: its CR, the cluster singletons, both of its namespaces, the
-/// installer's cloud config namespace, and each cluster-scoped object it writes (by name).
+/// installer's cloud config namespace, each cluster-scoped object it writes (by name), and its
+/// share-type StorageClasses (by label: one watch however many there are).
 pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let mut builder = CacheBuilder::new(
         client,
@@ -115,7 +115,10 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         crate::assets::SERVICE_MONITOR_CRD,
     );
-    builder = builder.namespaced(&ar("v1", "ConfigMap"));
+    builder = builder.namespaced(&ar("v1", "ConfigMap")).cluster_selected(
+        &ar("storage.k8s.io/v1", "StorageClass"),
+        &crate::storage_classes::class_selector(),
+    );
     // Secrets by name only, so the Role can name them: the operator never needs to see a
     // Secret it does not know (a namespace-wide watch would read every credential there).
     for (namespace, name) in secrets_read(opts) {
@@ -203,7 +206,6 @@ impl Operator {
         let driver = Manila {
             check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
             opts,
-            storage_classes: StorageClasses::default(),
             share_types: Vec::new(),
             gone: Vec::new(),
         };
@@ -228,7 +230,6 @@ impl operator_kit::process::Reconciler for Operator {
 pub struct Manila {
     opts: Options,
     check: ManilaCheck,
-    storage_classes: StorageClasses,
     /// Share types of the latest successful listing, and those gone since.
     share_types: Vec<String>,
     gone: Vec<String>,
@@ -356,9 +357,7 @@ impl csi::Driver for Manila {
     }
 
     async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, _facts: &Facts) {
-        self.storage_classes
-            .step(kit, pass, &self.share_types, &self.gone)
-            .await;
+        crate::storage_classes::step(kit, pass, &self.share_types, &self.gone).await;
     }
 
     fn snapshot_class(&self, facts: &Facts) -> Result<Desired, BuildError> {

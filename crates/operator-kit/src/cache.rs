@@ -35,6 +35,11 @@ pub enum Scope {
     /// the operator does not own, where RBAC grants it only these names (`resourceNames`
     /// allows a list and watch pinned by a `metadata.name` field selector).
     NamespacedObject(String, String),
+    /// Every cluster-scoped object of the kind that matches this label selector: for objects
+    /// whose names are known only at run time (Manila's StorageClass per share type), so one
+    /// watch covers them all however many there are, and a change of one reaches the loop at
+    /// once.
+    ClusterSelected(String),
 }
 
 /// Where a watch is in its life.
@@ -145,6 +150,15 @@ impl CacheBuilder {
         self
     }
 
+    /// Watches every cluster-scoped object of a kind that carries the labels of `selector`
+    /// (`key=value,...`). A lookup of a name this kind has no by-name watch for answers from
+    /// here; an object without the labels is reported absent, so creating it meets a 409 and
+    /// the apply engine reads it live and writes the labels onto it.
+    pub fn cluster_selected(mut self, ar: &ApiResource, selector: &str) -> Self {
+        self.push(ar, Scope::ClusterSelected(selector.to_string()));
+        self
+    }
+
     /// Watches what covers `obj`: its kind in its namespace, or, for a cluster-scoped object,
     /// the object by name. The usual way to register every desired object of an operator.
     pub fn object(self, ar: &ApiResource, obj: &DynamicObject) -> Self {
@@ -185,6 +199,10 @@ impl CacheBuilder {
                 Scope::NamespacedObject(ns, name) => (
                     Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
                     watcher::Config::default().fields(&format!("metadata.name={name}")),
+                ),
+                Scope::ClusterSelected(selector) => (
+                    Api::<DynamicObject>::all_with(self.client.clone(), &ar),
+                    watcher::Config::default().labels(selector),
                 ),
             };
             let writer = reflector::store::Writer::new(ar.clone());
@@ -484,7 +502,15 @@ impl Cache {
             _ => self
                 .inner
                 .entries
-                .get(&Key::new(ar, Scope::ClusterObject(name.to_string()))),
+                .get(&Key::new(ar, Scope::ClusterObject(name.to_string())))
+                .or_else(|| {
+                    self.inner.entries.iter().find_map(|(key, entry)| {
+                        (key.api_version == ar.api_version
+                            && key.plural == ar.plural
+                            && matches!(key.scope, Scope::ClusterSelected(_)))
+                        .then_some(entry)
+                    })
+                }),
         };
         let Some(entry) = entry else {
             return Lookup::NotCached;

@@ -1129,3 +1129,93 @@ async fn a_kind_that_is_not_served_costs_no_request_until_its_crd_appears() -> T
     .await;
     Ok(())
 }
+
+/// StorageClasses whose names are known only at run time (Manila's, one per share type) are
+/// covered by one label-selected watch: a labelled class is read from the cache, a new one is
+/// created with one request, a class that exists without the label (made by an earlier
+/// operator) gets the label through a 409 and a live read, and the count of watches stays one
+/// whatever the number of classes.
+#[tokio::test]
+async fn label_selected_classes_are_one_watch_and_an_unlabelled_class_is_adopted() -> TestResult {
+    let (sim, client) = start().await;
+    let class = |name: &str, labelled: bool| {
+        let mut o = storage_class(json!({"type": "default"}));
+        o.metadata.name = Some(name.to_string());
+        o.metadata.annotations = None;
+        if labelled {
+            o.metadata.labels = Some(
+                [(
+                    "example.com/share-type-class".to_string(),
+                    "true".to_string(),
+                )]
+                .into(),
+            );
+        }
+        o
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &sc_ar());
+    api.create(&Default::default(), &class("left-by-old-operator", false))
+        .await?;
+    let cache = CacheBuilder::new(client.clone(), Vec::<String>::new())
+        .cluster_selected(&sc_ar(), "example.com/share-type-class=true")
+        .start();
+    tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
+    let applier = Applier::new(client.clone(), cache.clone(), recorder(&client));
+    sim.clear_requests();
+    for i in 0..20 {
+        let applied = applier
+            .apply(&sc_ar(), &class(&format!("class-{i}"), true), None)
+            .await?;
+        assert_eq!(applied.action, Action::Created);
+    }
+    let writes = operand_requests(&sim);
+    assert_eq!(
+        writes.len(),
+        20,
+        "one create per class, no GET: {writes:#?}"
+    );
+
+    sim.clear_requests();
+    let adopted = applier
+        .apply(&sc_ar(), &class("left-by-old-operator", true), None)
+        .await?;
+    assert_eq!(adopted.action, Action::Updated);
+    let live = api.get("left-by-old-operator").await?;
+    assert_eq!(
+        live.metadata
+            .labels
+            .unwrap_or_default()
+            .get("example.com/share-type-class")
+            .map(String::as_str),
+        Some("true")
+    );
+
+    // Once the watch has seen them, every class is answered from the cache.
+    eventually("the watch to see the adopted class", || async {
+        matches!(
+            cache.lookup(&sc_ar(), None, "left-by-old-operator"),
+            operator_kit::cache::Lookup::Found(_)
+        )
+        .then_some(())
+    })
+    .await;
+    sim.clear_requests();
+    for i in 0..20 {
+        let applied = applier
+            .apply(&sc_ar(), &class(&format!("class-{i}"), true), None)
+            .await?;
+        assert_eq!(applied.action, Action::Unchanged);
+    }
+    assert!(
+        operand_requests(&sim).is_empty(),
+        "{:#?}",
+        operand_requests(&sim)
+    );
+    let watches = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == "watch" && r.resource.ends_with("storageclasses"))
+        .count();
+    assert!(watches <= 1, "{watches} StorageClass watches");
+    Ok(())
+}
