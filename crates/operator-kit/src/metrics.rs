@@ -281,6 +281,51 @@ pub async fn serve(
 
 #[cfg(test)]
 mod tests {
+
+    /// docs/metrics.md lists every metric this module exports, with each label name, so the
+    /// page a user reads cannot fall behind the code.
+    #[test]
+    fn every_metric_and_label_is_documented() {
+        let docs = include_str!("../../../docs/metrics.md");
+        let metrics = Metrics::new("p");
+        metrics.reconciled(Duration::from_millis(3), true);
+        metrics.error("openstack");
+        metrics.write("Deployment", WriteVerb::Create);
+        let page = metrics.render();
+        let mut checked = 0;
+        for line in page.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let mut parts = line.split_whitespace().skip(2);
+            let (name, kind) = (parts.next().unwrap(), parts.next().unwrap());
+            let suffix = name.strip_prefix("p_").expect("prefixed");
+            let documented = format!("`<prefix>_{suffix}");
+            let row = docs
+                .lines()
+                .find(|l| l.starts_with(&format!("| {documented}")))
+                .unwrap_or_else(|| panic!("docs/metrics.md has no row for {name}"));
+            assert!(
+                row.contains(&format!("| {kind} |")),
+                "{name} is a {kind}: {row}"
+            );
+            for sample in page
+                .lines()
+                .filter(|l| l.starts_with(name) && l.contains('{'))
+            {
+                let labels = &sample[sample.find('{').unwrap() + 1..sample.find('}').unwrap()];
+                for label in labels.split(',').filter_map(|kv| kv.split('=').next()) {
+                    if label == "le" {
+                        continue; // a histogram's buckets
+                    }
+                    assert!(
+                        row.contains(&format!("`{label}`")),
+                        "label {label} of {name} is not documented: {row}"
+                    );
+                }
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 4, "{page}");
+    }
+
     use super::*;
 
     #[test]
