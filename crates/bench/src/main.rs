@@ -4,10 +4,14 @@
 //!
 //! Benchmarks are not tests: nothing here asserts a timing. Run them in release builds:
 //! `cargo run --release -p bench -- all --write BENCHMARKS.md`.
+//!
+//! A separate mode, `bench reliability` (module `reliability`), runs the fault matrix and
+//! regenerates RELIABILITY.md: `cargo run --release -p bench -- reliability --write RELIABILITY.md`.
 
 mod cluster;
 mod measure;
 mod operator_process;
+mod reliability;
 mod report;
 mod scenarios;
 mod sim_process;
@@ -20,7 +24,8 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(
     name = "bench",
-    about = "Run benchmarks, print their figures, optionally regenerate BENCHMARKS.md"
+    about = "Run benchmarks, print their figures, optionally regenerate BENCHMARKS.md \
+             (`bench reliability --help`: the fault matrix and RELIABILITY.md)"
 )]
 struct Cli {
     /// The scenario to run, or `all` for every scenario in order.
@@ -41,6 +46,9 @@ fn scenario_parser() -> clap::builder::PossibleValuesParser {
 }
 
 fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some(reliability::COMMAND) {
+        return reliability::main(std::env::args().skip(1));
+    }
     let cli = Cli::parse();
     let selected: Vec<&scenarios::Scenario> = scenarios::ALL
         .iter()
