@@ -133,11 +133,34 @@ pub enum Status {
     },
 }
 
+/// The first retry after a failure that may pass by itself (an outage, a timeout, an unusable
+/// answer); each further failure doubles the wait, up to the refresh interval.
+pub const FIRST_RETRY: Duration = Duration::from_secs(5);
+
+impl FailureKind {
+    /// Whether the same request may succeed later without anyone changing anything. Rejected
+    /// or forbidden credentials are not retried before the refresh interval (or a change of
+    /// the Secret, which is checked at once): Keystone can lock an account out after repeated
+    /// failed authentications. A cloud without Manila, or without share types, is asked again
+    /// at the refresh interval only, so a Manila-less cloud costs one catalog read per refresh.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            FailureKind::Timeout
+                | FailureKind::Unreachable
+                | FailureKind::Other
+                | FailureKind::NotFound
+        )
+    }
+}
+
 /// The detection state of one operator process.
 #[derive(Debug, Clone)]
 pub struct Detection {
     refresh: Duration,
     checked: Option<(Instant, String)>,
+    /// Transient failures in a row since the last success or credentials change.
+    transient_failures: u32,
     last_error: Option<Failure>,
     current: Option<Vec<String>>,
     seen: BTreeSet<String>,
@@ -150,9 +173,21 @@ impl Detection {
         Self {
             refresh: refresh.max(Duration::from_secs(1)),
             checked: None,
+            transient_failures: 0,
             last_error: None,
             current: None,
             seen: BTreeSet::new(),
+        }
+    }
+
+    /// How long after the last check the next one is due: the refresh interval, or sooner
+    /// after a transient failure (5 s, 10 s, 20 s, … up to the refresh interval).
+    fn interval(&self) -> Duration {
+        match self.transient_failures {
+            0 => self.refresh,
+            n => FIRST_RETRY
+                .saturating_mul(1u32 << (n - 1).min(16))
+                .min(self.refresh),
         }
     }
 
@@ -161,7 +196,7 @@ impl Detection {
     pub fn is_due(&self, now: Instant, fingerprint: &str) -> bool {
         match &self.checked {
             None => true,
-            Some((at, fp)) => fp != fingerprint || now.duration_since(*at) >= self.refresh,
+            Some((at, fp)) => fp != fingerprint || now.duration_since(*at) >= self.interval(),
         }
     }
 
@@ -169,7 +204,7 @@ impl Detection {
     pub fn next_check_in(&self, now: Instant) -> Duration {
         match &self.checked {
             None => Duration::ZERO,
-            Some((at, _)) => self.refresh.saturating_sub(now.duration_since(*at)),
+            Some((at, _)) => self.interval().saturating_sub(now.duration_since(*at)),
         }
     }
 
@@ -206,7 +241,20 @@ impl Detection {
         fingerprint: &str,
         result: Result<Vec<String>, Failure>,
     ) {
+        let same_credentials = self
+            .checked
+            .as_ref()
+            .is_some_and(|(_, fp)| fp == fingerprint);
+        if !same_credentials {
+            self.transient_failures = 0;
+        }
         self.checked = Some((now, fingerprint.to_string()));
+        match &result {
+            Err(f) if f.kind.is_transient() => {
+                self.transient_failures = self.transient_failures.saturating_add(1);
+            }
+            _ => self.transient_failures = 0,
+        }
         match result {
             Ok(names) if names.is_empty() => self.last_error = Some(Failure::no_share_types()),
             Ok(mut names) => {
@@ -268,6 +316,61 @@ mod tests {
 
     fn names(n: &[&str]) -> Vec<String> {
         n.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// An outage, a timeout or an unusable answer is retried after 5 s, 10 s, 20 s, … up to
+    /// the refresh interval, so a Manila that was down when the cluster came up is found
+    /// within seconds of coming back; a success or new credentials start over.
+    #[test]
+    fn transient_failures_are_retried_sooner_with_a_doubling_wait() {
+        let t0 = Instant::now();
+        let mut d = Detection::new(Duration::from_secs(300));
+        let down = || Err(Failure::new(FailureKind::Unreachable, "down"));
+        let mut at = t0;
+        for expected in [5, 10, 20, 40, 80, 160, 300, 300] {
+            d.record(at, "a", down());
+            assert_eq!(d.next_check_in(at), Duration::from_secs(expected));
+            assert!(!d.is_due(at + Duration::from_secs(expected - 1), "a"));
+            assert!(d.is_due(at + Duration::from_secs(expected), "a"));
+            at += Duration::from_secs(expected);
+        }
+        d.record(at, "a", Ok(names(&["default"])));
+        assert_eq!(d.next_check_in(at), Duration::from_secs(300));
+        d.record(at, "a", down());
+        assert_eq!(
+            d.next_check_in(at),
+            Duration::from_secs(5),
+            "counting starts over"
+        );
+        d.record(at, "b", down());
+        assert_eq!(
+            d.next_check_in(at),
+            Duration::from_secs(5),
+            "new credentials start over"
+        );
+        // A refresh shorter than the first retry is not lengthened.
+        let mut quick = Detection::new(Duration::from_secs(2));
+        quick.record(t0, "a", down());
+        assert_eq!(quick.next_check_in(t0), Duration::from_secs(2));
+    }
+
+    /// Rejected credentials are not retried before the refresh interval (Keystone may lock the
+    /// account out), nor is a cloud without Manila asked more often than the refresh.
+    #[test]
+    fn rejected_credentials_and_absent_manila_wait_for_the_refresh() {
+        let t0 = Instant::now();
+        for kind in [
+            FailureKind::CredentialsRejected,
+            FailureKind::Forbidden,
+            FailureKind::NoManilaService,
+            FailureKind::NoShareTypes,
+            FailureKind::InvalidCredentials,
+        ] {
+            let mut d = Detection::new(Duration::from_secs(300));
+            d.record(t0, "a", Err(Failure::new(kind, "x")));
+            d.record(t0, "a", Err(Failure::new(kind, "x")));
+            assert_eq!(d.next_check_in(t0), Duration::from_secs(300), "{kind:?}");
+        }
     }
 
     #[test]
