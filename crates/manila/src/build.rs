@@ -24,6 +24,7 @@ use operator_kit::kinds;
 use operator_kit::leader_timing::LeaderTiming;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::observed_config::ServingInfo;
+use operator_kit::redact::RedactedSecret;
 
 use crate::assets::{
     Asset, CONTROL_PLANE_STATIC, CONTROLLER_DEPLOYMENT, CSI_DRIVER, GUEST_STATIC, NFS_DAEMONSET,
@@ -90,30 +91,6 @@ impl std::fmt::Debug for Facts {
             .field("driver_credentials", &RedactedSecret(driver_credentials))
             .field("metrics_cert", &RedactedSecret(metrics_cert))
             .field("fs_group_policy", fs_group_policy)
-            .finish()
-    }
-}
-
-/// A Secret as `Debug` may show it: namespace/name and key names, never values.
-struct RedactedSecret<'a>(&'a Option<Secret>);
-
-impl std::fmt::Debug for RedactedSecret<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Some(secret) = self.0 else {
-            return f.write_str("None");
-        };
-        let keys: std::collections::BTreeSet<&str> = secret
-            .data
-            .iter()
-            .flat_map(|d| d.keys())
-            .chain(secret.string_data.iter().flat_map(|d| d.keys()))
-            .map(String::as_str)
-            .collect();
-        f.debug_struct("Secret")
-            .field("namespace", &secret.metadata.namespace)
-            .field("name", &secret.metadata.name)
-            .field("keys", &keys)
-            .field("values", &format_args!("<redacted>"))
             .finish()
     }
 }

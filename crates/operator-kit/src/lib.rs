@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod observed_config;
 pub mod process;
 pub mod progressing;
+pub mod redact;
 pub mod runtime;
 pub mod serving;
 pub mod status;
