@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use openshift_api::config::Infrastructure;
+use openstack::Retry;
 use operator_kit::cache::Background;
 use operator_kit::conditions;
 use operator_kit::csi::{Kit, Pass, StepError, clouds_yaml_of, fingerprint};
@@ -36,7 +37,7 @@ impl ConfigSync {
     /// Zones are listed again every `refresh` (`0`: once per set of credentials).
     pub fn new(refresh: Duration) -> Self {
         Self {
-            topology: TopologyState::new(refresh, Duration::from_secs(60)),
+            topology: TopologyState::new(refresh),
             openstack: Arc::new(openstack::Session::new()),
             listing: None,
         }
@@ -130,9 +131,10 @@ impl ConfigSync {
             let used = std::mem::take(used);
             self.listing = None;
             let outcome = answer.unwrap_or_else(|e| {
-                Err(TopologyError::Lookup(format!(
-                    "the listing task failed: {e}"
-                )))
+                Err(TopologyError::Lookup {
+                    message: format!("the listing task failed: {e}"),
+                    retry: Retry::Soon,
+                })
             });
             self.record_listing(kit, now, &used, outcome);
         }
@@ -210,35 +212,36 @@ async fn list_zones(
     ca: Option<Vec<u8>>,
 ) -> Result<bool, TopologyError> {
     let secret_name = format!("{namespace}/{CREDENTIALS_SECRET}");
+    // Only a new Secret can mend these, and a new Secret is listed at once.
+    let unusable = |message: String| TopologyError::Lookup {
+        message,
+        retry: Retry::AtRefresh,
+    };
+    let failed = |e: openstack::Error| TopologyError::Lookup {
+        message: e.to_string(),
+        retry: e.kind().retry(),
+    };
     let clouds = credentials
         .as_ref()
         .and_then(|s| s.data.as_ref())
         .and_then(|d| d.get("clouds.yaml"))
-        .ok_or_else(|| TopologyError::Lookup(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
+        .ok_or_else(|| unusable(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
     let text = std::str::from_utf8(&clouds.0).map_err(|_| {
-        TopologyError::Lookup(format!(
+        unusable(format!(
             "clouds.yaml in Secret {secret_name} is not UTF-8 text"
         ))
     })?;
     let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
-        .map_err(|e| TopologyError::Lookup(format!("clouds.yaml in Secret {secret_name}: {e}")))?;
+        .map_err(|e| unusable(format!("clouds.yaml in Secret {secret_name}: {e}")))?;
     let options = openstack::ClientOptions {
         ca_bundle: ca,
         request_timeout: Duration::from_secs(30),
         user_agent: USER_AGENT.to_string(),
         ..openstack::ClientOptions::default()
     };
-    let client = session
-        .client(cloud, &options)
-        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
-    let compute = client
-        .compute_availability_zones()
-        .await
-        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
-    let volume = client
-        .volume_availability_zones()
-        .await
-        .map_err(|e| TopologyError::Lookup(e.to_string()))?;
+    let client = session.client(cloud, &options).map_err(failed)?;
+    let compute = client.compute_availability_zones().await.map_err(failed)?;
+    let volume = client.volume_availability_zones().await.map_err(failed)?;
     let volume: Vec<VolumeZone> = volume
         .into_iter()
         .map(|name| VolumeZone {

@@ -4,19 +4,22 @@
 //! the source ConfigMap) wins. Otherwise it is computed from the Nova and Cinder availability
 //! zones ([`compute_enable_topology`]). OpenShift computes it once per process (anchors §8.10,
 //! users file §1.1); [`TopologyState`] instead says when to recompute: at start, every
-//! `refresh_interval` (10 minutes by default), sooner after a failure, and at once when the
+//! `refresh_interval` (10 minutes by default), sooner after a failure (from 5 s after an outage,
+//! from 30 s after rejected credentials, doubling: [`openstack::Retry`]), and at once when the
 //! credentials change. The caller makes the OpenStack calls and reports the outcome; this module
 //! does no I/O and reads no clock (the caller passes `now`).
 
 use std::time::{Duration, Instant};
 
+use openstack::{Backoff, Retry};
+
 use crate::config::ENABLE_TOPOLOGY_KEY;
 
 /// How often the availability zones are listed again when nothing else changes.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(10 * 60);
-/// How soon a failed listing is retried (a failing step also requeues with backoff, but other
-/// events must not turn into a call to OpenStack each).
-pub const DEFAULT_ERROR_RETRY: Duration = Duration::from_secs(60);
+/// The longest wait between failed listings when the periodic refresh is off (a zero
+/// interval), so a failure is still retried.
+const ERROR_RETRY_CAP: Duration = DEFAULT_REFRESH_INTERVAL;
 
 /// A Cinder availability zone as the volume API lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,11 +49,26 @@ pub enum TopologyError {
          availability zones"
     )]
     InvalidOverride { origin: String, value: String },
-    /// The caller's OpenStack error, already free of secrets.
-    #[error("couldn't collect info about cloud availability zones: {0}")]
-    Lookup(String),
+    /// The caller's OpenStack error, already free of secrets, and how soon to try again.
+    #[error("couldn't collect info about cloud availability zones: {message}")]
+    Lookup { message: String, retry: Retry },
     #[error("availability zones have not been listed yet")]
     NotYetComputed,
+}
+
+impl TopologyError {
+    /// How soon a listing that failed this way is repeated. Empty zone lists may be a
+    /// service restarting, so they are asked again soon; the override's errors never come
+    /// from a listing.
+    pub fn retry(&self) -> Retry {
+        match self {
+            TopologyError::Lookup { retry, .. } => *retry,
+            TopologyError::NoComputeZones | TopologyError::NoVolumeZones => Retry::Soon,
+            TopologyError::InvalidOverride { .. } | TopologyError::NotYetComputed => {
+                Retry::AtRefresh
+            }
+        }
+    }
 }
 
 /// `true` iff every available compute AZ has an available volume AZ of the same name (and so
@@ -148,24 +166,25 @@ struct Attempt {
 #[derive(Debug, Clone)]
 pub struct TopologyState {
     refresh_interval: Duration,
-    error_retry: Duration,
+    /// Failures in a row for the latest credentials.
+    backoff: Backoff,
     last_value: Option<bool>,
     last_attempt: Option<Attempt>,
 }
 
 impl Default for TopologyState {
     fn default() -> Self {
-        Self::new(DEFAULT_REFRESH_INTERVAL, DEFAULT_ERROR_RETRY)
+        Self::new(DEFAULT_REFRESH_INTERVAL)
     }
 }
 
 impl TopologyState {
     /// `refresh_interval` zero turns the periodic refresh off (credential changes still cause
-    /// one), which is OpenShift's compute-once behaviour.
-    pub fn new(refresh_interval: Duration, error_retry: Duration) -> Self {
+    /// one), which is OpenShift's compute-once behaviour; a failed listing is still retried.
+    pub fn new(refresh_interval: Duration) -> Self {
         Self {
             refresh_interval,
-            error_retry,
+            backoff: Backoff::default(),
             last_value: None,
             last_attempt: None,
         }
@@ -184,7 +203,12 @@ impl TopologyState {
             return Refresh::Now;
         }
         let wait = if attempt.error.is_some() {
-            self.error_retry
+            let cap = if self.refresh_interval.is_zero() {
+                ERROR_RETRY_CAP
+            } else {
+                self.refresh_interval
+            };
+            self.backoff.wait(cap)
         } else if self.refresh_interval.is_zero() {
             return Refresh::NotNeeded;
         } else {
@@ -227,6 +251,15 @@ impl TopologyState {
         fingerprint: &str,
         outcome: Result<bool, TopologyError>,
     ) {
+        if self
+            .last_attempt
+            .as_ref()
+            .is_some_and(|a| a.fingerprint != fingerprint)
+        {
+            self.backoff.reset();
+        }
+        self.backoff
+            .record(outcome.as_ref().err().map(TopologyError::retry));
         let error = match outcome {
             Ok(value) => {
                 self.last_value = Some(value);
@@ -277,6 +310,58 @@ impl TopologyState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn outage() -> TopologyError {
+        TopologyError::Lookup {
+            message: "Keystone returned 503".into(),
+            retry: Retry::Soon,
+        }
+    }
+
+    fn rejected() -> TopologyError {
+        TopologyError::Lookup {
+            message: "the credentials were rejected by Keystone (HTTP 401)".into(),
+            retry: Retry::Slowly,
+        }
+    }
+
+    /// An outage is listed again after 5 s, 10 s, 20 s, …; rejected credentials after 30 s,
+    /// 60 s, …; both up to the refresh interval; new credentials start over at once.
+    #[test]
+    fn failures_back_off_at_their_pace_up_to_the_refresh() {
+        let t0 = Instant::now();
+        for (error, expected) in [
+            (outage(), vec![5, 10, 20, 40, 80, 160, 320, 600, 600]),
+            (rejected(), vec![30, 60, 120, 240, 480, 600]),
+        ] {
+            let mut state = TopologyState::new(Duration::from_secs(600));
+            let mut at = t0;
+            for wait in expected {
+                state.record(at, "fp1", Err(error.clone()));
+                assert_eq!(
+                    state.next_refresh(false, "fp1"),
+                    Refresh::At(at + Duration::from_secs(wait)),
+                    "{error}"
+                );
+                at += Duration::from_secs(wait);
+            }
+            state.record(at, "fp2", Err(error.clone()));
+            assert_eq!(
+                state.requeue_after(at, false, "fp2"),
+                Some(Duration::from_secs(if error == outage() { 5 } else { 30 })),
+                "new credentials start the count over"
+            );
+        }
+        // With the periodic refresh off, a failure is still retried, at most every 10 min.
+        let mut once = TopologyState::new(Duration::ZERO);
+        for _ in 0..20 {
+            once.record(t0, "fp1", Err(outage()));
+        }
+        assert_eq!(
+            once.next_refresh(false, "fp1"),
+            Refresh::At(t0 + DEFAULT_REFRESH_INTERVAL)
+        );
+    }
 
     fn zones(names: &[&str]) -> Vec<String> {
         names.iter().map(|s| s.to_string()).collect()
@@ -417,7 +502,7 @@ mod tests {
 
     #[test]
     fn success_is_refreshed_after_the_interval() {
-        let mut state = TopologyState::new(Duration::from_secs(600), Duration::from_secs(60));
+        let mut state = TopologyState::new(Duration::from_secs(600));
         let t0 = Instant::now();
         state.record(t0, "fp1", Ok(true));
         assert_eq!(
@@ -458,15 +543,11 @@ mod tests {
 
     #[test]
     fn failure_keeps_previous_value_and_retries_sooner() {
-        let mut state = TopologyState::new(Duration::from_secs(600), Duration::from_secs(60));
+        let mut state = TopologyState::new(Duration::from_secs(600));
         let t0 = Instant::now();
         state.record(t0, "fp1", Ok(true));
         let t1 = t0 + Duration::from_secs(600);
-        state.record(
-            t1,
-            "fp1",
-            Err(TopologyError::Lookup("Keystone returned 503".into())),
-        );
+        state.record(t1, "fp1", Err(outage()));
         assert_eq!(
             state.decide(None),
             Ok(TopologyValue {
@@ -474,15 +555,12 @@ mod tests {
                 source: TopologySource::PreviousResult
             })
         );
-        assert_eq!(
-            state.last_error(),
-            Some(&TopologyError::Lookup("Keystone returned 503".into()))
-        );
+        assert_eq!(state.last_error(), Some(&outage()));
         assert_eq!(
             state.next_refresh(false, "fp1"),
-            Refresh::At(t1 + Duration::from_secs(60))
+            Refresh::At(t1 + Duration::from_secs(5))
         );
-        state.record(t1 + Duration::from_secs(60), "fp1", Ok(true));
+        state.record(t1 + Duration::from_secs(5), "fp1", Ok(true));
         assert_eq!(state.last_error(), None);
         assert_eq!(state.decide(None).unwrap().source, TopologySource::Computed);
     }
@@ -495,7 +573,7 @@ mod tests {
         assert_eq!(state.decide(None), Err(TopologyError::NoComputeZones));
         assert_eq!(
             state.next_refresh(false, "fp1"),
-            Refresh::At(t0 + DEFAULT_ERROR_RETRY)
+            Refresh::At(t0 + Duration::from_secs(5))
         );
         // New credentials: retry at once rather than after the error delay.
         assert_eq!(state.next_refresh(false, "fp2"), Refresh::Now);
@@ -503,12 +581,12 @@ mod tests {
 
     #[test]
     fn zero_interval_means_compute_once_per_credentials() {
-        let mut state = TopologyState::new(Duration::ZERO, Duration::from_secs(60));
+        let mut state = TopologyState::new(Duration::ZERO);
         let t0 = Instant::now();
         state.record(t0, "fp1", Ok(true));
         assert_eq!(state.next_refresh(false, "fp1"), Refresh::NotNeeded);
         assert_eq!(state.next_refresh(false, "fp2"), Refresh::Now);
-        let huge = TopologyState::new(Duration::MAX, Duration::from_secs(60));
+        let huge = TopologyState::new(Duration::MAX);
         let mut huge = huge;
         huge.record(t0, "fp1", Ok(true));
         assert_eq!(huge.next_refresh(false, "fp1"), Refresh::NotNeeded);

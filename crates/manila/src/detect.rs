@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use openstack::ErrorKind;
+use openstack::{Backoff, ErrorKind, Retry};
 
 /// Default interval between share-type listings (`--share-type-refresh`).
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(300);
@@ -133,24 +133,23 @@ pub enum Status {
     },
 }
 
-/// The first retry after a failure that may pass by itself (an outage, a timeout, an unusable
-/// answer); each further failure doubles the wait, up to the refresh interval.
-pub const FIRST_RETRY: Duration = Duration::from_secs(5);
-
 impl FailureKind {
-    /// Whether the same request may succeed later without anyone changing anything. Rejected
-    /// or forbidden credentials are not retried before the refresh interval (or a change of
-    /// the Secret, which is checked at once): Keystone can lock an account out after repeated
-    /// failed authentications. A cloud without Manila, or without share types, is asked again
-    /// at the refresh interval only, so a Manila-less cloud costs one catalog read per refresh.
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
+    /// How soon a check that failed this way is repeated ([`openstack::Retry`]): an outage, a
+    /// timeout or an unusable answer from 5 s; rejected or forbidden credentials from 30 s (a
+    /// change of the Secret is checked at once anyway); a cloud without Manila or without
+    /// share types, or an unusable Secret, at the refresh interval only, so a Manila-less
+    /// cloud costs one catalog read per refresh.
+    pub fn retry(self) -> Retry {
+        match self {
             FailureKind::Timeout
-                | FailureKind::Unreachable
-                | FailureKind::Other
-                | FailureKind::NotFound
-        )
+            | FailureKind::Unreachable
+            | FailureKind::Other
+            | FailureKind::NotFound => Retry::Soon,
+            FailureKind::CredentialsRejected | FailureKind::Forbidden => Retry::Slowly,
+            FailureKind::InvalidCredentials
+            | FailureKind::NoManilaService
+            | FailureKind::NoShareTypes => Retry::AtRefresh,
+        }
     }
 }
 
@@ -159,8 +158,8 @@ impl FailureKind {
 pub struct Detection {
     refresh: Duration,
     checked: Option<(Instant, String)>,
-    /// Transient failures in a row since the last success or credentials change.
-    transient_failures: u32,
+    /// Failures in a row since the last success or credentials change.
+    backoff: Backoff,
     last_error: Option<Failure>,
     current: Option<Vec<String>>,
     seen: BTreeSet<String>,
@@ -173,7 +172,7 @@ impl Detection {
         Self {
             refresh: refresh.max(Duration::from_secs(1)),
             checked: None,
-            transient_failures: 0,
+            backoff: Backoff::default(),
             last_error: None,
             current: None,
             seen: BTreeSet::new(),
@@ -181,14 +180,9 @@ impl Detection {
     }
 
     /// How long after the last check the next one is due: the refresh interval, or sooner
-    /// after a transient failure (5 s, 10 s, 20 s, … up to the refresh interval).
+    /// after a failure that may pass ([`FailureKind::retry`]).
     fn interval(&self) -> Duration {
-        match self.transient_failures {
-            0 => self.refresh,
-            n => FIRST_RETRY
-                .saturating_mul(1u32 << (n - 1).min(16))
-                .min(self.refresh),
-        }
+        self.backoff.wait(self.refresh)
     }
 
     /// Whether a check is due: never checked, the credentials changed (`fingerprint`), or the
@@ -246,15 +240,15 @@ impl Detection {
             .as_ref()
             .is_some_and(|(_, fp)| fp == fingerprint);
         if !same_credentials {
-            self.transient_failures = 0;
+            self.backoff.reset();
         }
         self.checked = Some((now, fingerprint.to_string()));
-        match &result {
-            Err(f) if f.kind.is_transient() => {
-                self.transient_failures = self.transient_failures.saturating_add(1);
-            }
-            _ => self.transient_failures = 0,
-        }
+        let failure = match &result {
+            Ok(names) if names.is_empty() => Some(FailureKind::NoShareTypes.retry()),
+            Ok(_) => None,
+            Err(f) => Some(f.kind.retry()),
+        };
+        self.backoff.record(failure);
         match result {
             Ok(names) if names.is_empty() => self.last_error = Some(Failure::no_share_types()),
             Ok(mut names) => {
@@ -354,14 +348,32 @@ mod tests {
         assert_eq!(quick.next_check_in(t0), Duration::from_secs(2));
     }
 
-    /// Rejected credentials are not retried before the refresh interval (Keystone may lock the
-    /// account out), nor is a cloud without Manila asked more often than the refresh.
+    /// Rejected credentials are retried from 30 s (not sooner: Keystone may lock the account
+    /// out), doubling up to the refresh.
     #[test]
-    fn rejected_credentials_and_absent_manila_wait_for_the_refresh() {
+    fn rejected_credentials_are_retried_slowly() {
+        let t0 = Instant::now();
+        for kind in [FailureKind::CredentialsRejected, FailureKind::Forbidden] {
+            let mut d = Detection::new(Duration::from_secs(300));
+            let mut at = t0;
+            for expected in [30, 60, 120, 240, 300] {
+                d.record(at, "a", Err(Failure::new(kind, "x")));
+                assert_eq!(
+                    d.next_check_in(at),
+                    Duration::from_secs(expected),
+                    "{kind:?}"
+                );
+                at += Duration::from_secs(expected);
+            }
+        }
+    }
+
+    /// A cloud without Manila (or share types), or an unusable Secret, is not asked more
+    /// often than the refresh.
+    #[test]
+    fn absent_manila_and_unusable_secrets_wait_for_the_refresh() {
         let t0 = Instant::now();
         for kind in [
-            FailureKind::CredentialsRejected,
-            FailureKind::Forbidden,
             FailureKind::NoManilaService,
             FailureKind::NoShareTypes,
             FailureKind::InvalidCredentials,

@@ -15,6 +15,7 @@ mod clouds;
 mod error;
 mod keystone;
 mod redact;
+mod retry;
 mod secret;
 mod services;
 mod yaml;
@@ -26,5 +27,6 @@ pub use clouds::{
 };
 pub use error::{Error, ErrorKind, Failure, Step};
 pub use keystone::{CatalogEndpoint, CatalogService, Service, select_endpoint, tokens_url};
+pub use retry::{Backoff, FIRST_RETRY_SLOWLY, FIRST_RETRY_SOON, Retry};
 pub use secret::Secret;
 pub use services::{ShareType, topology_enabled};
