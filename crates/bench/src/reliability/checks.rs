@@ -5,9 +5,11 @@
 //! - converged: ClusterOperator/storage Available=True, Progressing=False, Degraded=False, and
 //!   each ClusterCSIDriver with its `*Available` conditions True and no `*Degraded` or
 //!   `*Progressing` True — held for the settle time, so a state that flips back does not count;
-//! - truthful during the fault: while a fault makes the drivers broken in a way the operators
-//!   can know (OpenStack refuses the credentials), neither ClusterOperator/storage nor a
-//!   ClusterCSIDriver says Available=True once the operators have had time to notice;
+//! - truthful during the fault: while OpenStack refuses the credentials (something the operators
+//!   can know, unlike an API server fault), each ClusterCSIDriver says so in a condition that
+//!   names the refusal once the operators have had time to notice. `Available` may stay True,
+//!   as on OpenShift: the driver pods still serve the volumes already attached, and
+//!   `Available=False` on ClusterOperator/storage pages the on-call as "storage is down";
 //! - no lost or orphaned object against the set after a clean install;
 //! - no write by a process after it was killed, nor after it released its lease on SIGTERM.
 
@@ -89,14 +91,38 @@ pub(crate) fn says_available(conditions: &Conditions) -> bool {
 /// A condition sample: the moment and the snapshot.
 pub(crate) type Sample = (Instant, Snapshot);
 
-/// Where Available=True was said between `from` and `to` although the drivers were broken,
-/// with the time it was said for; empty when the conditions were truthful. Each sample stands
-/// for the time until the next.
-pub(crate) fn available_while_broken(
+/// Whether a message names OpenStack refusing the credentials (Keystone's 401 or a 403), as
+/// the operators' messages do.
+fn names_refusal(message: &str) -> bool {
+    ["rejected", "HTTP 401", "HTTP 403", "forbidden"]
+        .iter()
+        .any(|needle| message.contains(needle))
+}
+
+/// Whether a driver's conditions report the refusal: a condition that is not healthy (a
+/// `*Degraded`, `*Progressing` or `*Disabled` True, any other False) whose message names it.
+fn reports_refusal(conditions: &Conditions) -> bool {
+    conditions.iter().any(|(t, c)| {
+        let negative = ["Degraded", "Progressing", "Disabled"]
+            .iter()
+            .any(|suffix| t.ends_with(suffix));
+        let unhealthy = if negative {
+            c.status == "True"
+        } else {
+            c.status == "False"
+        };
+        unhealthy && names_refusal(&c.message)
+    })
+}
+
+/// Time spent in each state between `from` and `to`, each sample standing for the time until
+/// the next: for every label `pick` returns on a sample, how long it held.
+fn time_per_label(
     samples: &[Sample],
     from: Instant,
     to: Instant,
-) -> Vec<String> {
+    pick: impl Fn(&Snapshot) -> Vec<String>,
+) -> BTreeMap<String, Duration> {
     let mut said: BTreeMap<String, Duration> = BTreeMap::new();
     for (i, (at, s)) in samples.iter().enumerate() {
         let next = samples.get(i + 1).map_or(to, |(t, _)| *t);
@@ -104,28 +130,61 @@ pub(crate) fn available_while_broken(
         if end <= start {
             continue;
         }
-        let span = end - start;
-        if s.co.get("Available").is_some_and(|c| c.status == "True") {
-            *said.entry("ClusterOperator/storage".into()).or_default() += span;
-        }
-        for (d, conditions) in &s.drivers {
-            if says_available(conditions) {
-                *said
-                    .entry(format!("ClusterCSIDriver {}", d.cr()))
-                    .or_default() += span;
-            }
+        for label in pick(s) {
+            *said.entry(label).or_default() += end - start;
         }
     }
+    said
+}
+
+fn for_time(
+    said: BTreeMap<String, Duration>,
+    what: &str,
+    from: Instant,
+    to: Instant,
+) -> Vec<String> {
     let total = to.saturating_duration_since(from);
     said.into_iter()
-        .map(|(what, d)| {
+        .map(|(who, d)| {
             format!(
-                "{what} Available=True for {:.1} of the {:.1} s",
+                "{who} {what} for {:.1} of the {:.1} s",
                 d.as_secs_f64(),
                 total.as_secs_f64()
             )
         })
         .collect()
+}
+
+/// Where a ClusterCSIDriver did not say, between `from` and `to`, that OpenStack refused the
+/// credentials, with how long; empty when both always did.
+pub(crate) fn refusal_unreported(samples: &[Sample], from: Instant, to: Instant) -> Vec<String> {
+    let said = time_per_label(samples, from, to, |s| {
+        let empty = Conditions::new();
+        Driver::ALL
+            .iter()
+            .filter(|d| !reports_refusal(s.drivers.get(d).unwrap_or(&empty)))
+            .map(|d| format!("ClusterCSIDriver {}", d.cr()))
+            .collect()
+    });
+    for_time(said, "did not report the refusal", from, to)
+}
+
+/// Where Available=True was said between `from` and `to`, with how long (a detail of the
+/// credential rows: see the module doc for why it is not a failure).
+pub(crate) fn said_available(samples: &[Sample], from: Instant, to: Instant) -> Vec<String> {
+    let said = time_per_label(samples, from, to, |s| {
+        let mut who = Vec::new();
+        if s.co.get("Available").is_some_and(|c| c.status == "True") {
+            who.push("ClusterOperator/storage".to_string());
+        }
+        for (d, conditions) in &s.drivers {
+            if says_available(conditions) {
+                who.push(format!("ClusterCSIDriver {}", d.cr()));
+            }
+        }
+        who
+    });
+    for_time(said, "Available=True", from, to)
 }
 
 /// Which conditions to report as not healthy.
@@ -458,6 +517,52 @@ mod tests {
         );
     }
 
+    /// Each driver must name the refusal in a condition that is not healthy: a healthy
+    /// condition, or an unhealthy one about something else, does not count.
+    #[test]
+    fn the_refusal_must_be_reported_by_each_driver() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let refused = |status: &str| super::super::chain::Condition {
+            status: status.into(),
+            reason: "R".into(),
+            message: "authenticate with Keystone: the credentials were rejected by Keystone \
+                      (HTTP 401)"
+                .into(),
+        };
+        let mut told = healthy();
+        told.drivers
+            .get_mut(&Driver::Cinder)
+            .unwrap()
+            .insert("ConfigSyncDegraded".into(), refused("True"));
+        told.drivers
+            .get_mut(&Driver::Manila)
+            .unwrap()
+            .insert("ManilaServiceReachable".into(), refused("False"));
+        let mut cinder_only = told.clone();
+        cinder_only
+            .drivers
+            .get_mut(&Driver::Manila)
+            .unwrap()
+            .insert("ManilaServiceReachable".into(), refused("True"));
+        let samples = vec![
+            (at(0), healthy()),
+            (at(1000), cinder_only),
+            (at(1500), told),
+        ];
+        assert!(refusal_unreported(&samples, at(1500), at(3000)).is_empty());
+        let missing = refusal_unreported(&samples, at(0), at(3000));
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(
+            missing[0].contains("cinder") && missing[0].contains("for 1.0 of the 3.0 s"),
+            "{missing:?}"
+        );
+        assert!(
+            missing[1].contains("manila") && missing[1].contains("for 1.5 of the 3.0 s"),
+            "{missing:?}"
+        );
+    }
+
     #[test]
     fn available_is_read_as_the_union_does() {
         let mut cs: Conditions = [("AAvailable".to_string(), c("True"))].into();
@@ -468,7 +573,7 @@ mod tests {
     }
 
     #[test]
-    fn available_while_broken_counts_time_inside_the_window_only() {
+    fn available_time_counts_inside_the_window_only() {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
         let mut broken = healthy();
@@ -484,10 +589,10 @@ mod tests {
         }
         // Healthy until 1 s, broken from then on; the window is 0.5 s to 2 s.
         let samples = vec![(at(0), healthy()), (at(1000), broken)];
-        let said = available_while_broken(&samples, at(500), at(2000));
+        let said = said_available(&samples, at(500), at(2000));
         assert_eq!(said.len(), 3, "{said:?}");
         assert!(said[0].contains("for 0.5 of the 1.5 s"), "{said:?}");
-        assert!(available_while_broken(&samples, at(1000), at(2000)).is_empty());
+        assert!(said_available(&samples, at(1000), at(2000)).is_empty());
         let unhealthy = unhealthy_conditions(&samples, at(0), at(2000), Strictness::Checked);
         assert!(unhealthy.contains(&"ClusterOperator Available=False (…)".to_string()));
         assert!(

@@ -36,8 +36,8 @@ pub(crate) struct Timings {
     pub hang: Duration,
     /// How long the credentials stay bad.
     pub bad_credentials: Duration,
-    /// How long the operators get to notice that the drivers are broken before their
-    /// conditions must say so.
+    /// How long the operators get to notice that OpenStack refuses the credentials before
+    /// their conditions must say so.
     pub notice: Duration,
     /// Healthy for this long counts as converged.
     pub settle: Duration,
@@ -82,8 +82,8 @@ pub(crate) struct Window {
     pub start: Instant,
     /// When the fault was lifted (the API answering again, after an outage).
     pub end: Instant,
-    /// When the fault made the drivers broken in a way the operators can know.
-    pub broken: Option<(Instant, Instant)>,
+    /// When OpenStack refused the credentials (a fault the operators can know about).
+    pub refused: Option<(Instant, Instant)>,
     /// A process killed on purpose, and kube-sim's clock when it was seen gone.
     pub killed: Option<(Operator, u64)>,
     /// A process stopped with SIGTERM on purpose: kube-sim's clock at the signal and when it
@@ -99,7 +99,7 @@ impl Window {
         Window {
             start,
             end,
-            broken: None,
+            refused: None,
             killed: None,
             terminated: None,
             openstack_requests: None,
@@ -517,7 +517,7 @@ async fn openstack_faults_from_install(
     let end = Instant::now();
     let mut w = Window::new(start, end);
     if breaks {
-        w.broken = Some((start, end));
+        w.refused = Some((start, end));
     }
     w.notes.push(openstack_requests(c));
     w.openstack_requests = Some(c.bed.openstack.requests().len());
@@ -631,7 +631,7 @@ async fn credentials_bad(ctx: &Ctx) -> anyhow::Result<Window> {
     c.rotate_credentials(CANARY_PASSWORD).await?;
     let end = Instant::now();
     let mut w = Window::new(start, end);
-    w.broken = Some((start, end));
+    w.refused = Some((start, end));
     w.notes.push(openstack_requests(c));
     Ok(w)
 }

@@ -334,19 +334,29 @@ async fn evaluate(
         ));
     }
 
-    // Truthful while the drivers were knowably broken.
+    // Truthful while OpenStack refused the credentials: each driver says so.
     let mut condition_problems = Vec::new();
-    if let Some((from, to)) = window.broken {
+    if let Some((from, to)) = window.refused {
         let from = from + ctx.t.notice;
         if to > from {
-            let said = checks::available_while_broken(&samples_of(samples), from, to);
-            if !said.is_empty() {
+            let unreported = checks::refusal_unreported(&samples_of(samples), from, to);
+            if !unreported.is_empty() {
                 condition_problems.push(format!(
                     "while OpenStack refused the credentials (checked from {} after the fault began): {}",
                     secs(ctx.t.notice),
-                    said.join(", ")
+                    unreported.join(", ")
                 ));
             }
+            let available = checks::said_available(&samples_of(samples), from, to);
+            result.notes.push(format!(
+                "While OpenStack refused the credentials (from {} after the fault began): {}.",
+                secs(ctx.t.notice),
+                if available.is_empty() {
+                    "nothing said Available=True".to_string()
+                } else {
+                    available.join(", ")
+                }
+            ));
         }
     }
     if converged_at.is_none() {
@@ -383,8 +393,8 @@ async fn evaluate(
     result.conditions = if condition_problems.is_empty() {
         if converged_at.is_none() {
             "- (not converged)".into()
-        } else if window.broken.is_some() {
-            "truthful (not Available while broken)".into()
+        } else if window.refused.is_some() {
+            "truthful (the refusal reported)".into()
         } else {
             "truthful".into()
         }

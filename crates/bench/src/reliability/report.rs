@@ -223,13 +223,19 @@ answering again, after the restart) to the start of that state, so for faults du
 it includes the rest of the install; for the clean install it is the install, from the release \
 applied. Bound: {limit}.
 - **Conditions**: nothing other than healthy between convergence and the end of the row (after a \
-drift probe) and nothing left behind; and, for the faults that break the drivers in a way the \
-operators can know (OpenStack refusing the credentials: `openstack-401`, `openstack-echo`, \
-`credentials-bad`), neither ClusterOperator/storage nor a ClusterCSIDriver says Available=True \
-(a ClusterCSIDriver: any `*Available` True and none False, as the CSO's union reads it) from \
-{notice} after the fault began until it ended. For the other faults the drivers' state is \
-not knowable to the operators (the API server's faults do not touch the running drivers; an \
-OpenStack outage may be the cloud's), so only what they said is listed in the row's details.
+drift probe) and nothing left behind; and, for the faults where OpenStack refuses the \
+credentials (`openstack-401`, `openstack-echo`, `credentials-bad`), each ClusterCSIDriver says \
+so from {notice} after the fault began until it ended: a condition that is not healthy \
+(a `*Degraded`, `*Progressing` or `*Disabled` True, any other False) whose message names the \
+refusal (Keystone's 401 or a 403). `Available` is not required to turn False, and how long it \
+stayed True is listed in the row's details: as on OpenShift, `Available` says the driver's pods \
+run and serve the volumes already attached (they do), and ClusterOperator/storage \
+`Available=False` pages the on-call as \"storage is down\"; the CSO reports a lasting failure as \
+`Degraded` after its inertia. The Manila operator, by design (docs/compatibility.md M6), says \
+`ManilaServiceReachable=False` rather than `*Degraded` once its driver is installed. For the \
+other faults the drivers' state is not knowable to the operators (the API server's faults do \
+not touch the running drivers; an OpenStack outage may be the cloud's), so only what they said \
+is listed in the row's details.
 - **Drift probe** (in the details): once converged, one object of each operator is deleted \
 ({probe_objects}); all must be back within {probe}, well before a resync, so the operators' \
 watches work after the fault.

@@ -153,6 +153,9 @@ struct OpenStackCounts {
     tokens: usize,
     /// `GET …/types` on Manila.
     lists: usize,
+    /// `GET …/v3/auth/catalog` on Keystone: how a cloud without Manila is checked again with
+    /// the cached token.
+    catalogs: usize,
     /// Anything else, described for the notes.
     other: Vec<String>,
 }
@@ -168,6 +171,11 @@ impl OpenStackCounts {
                 && r.path.ends_with("/types")
             {
                 counts.lists += 1;
+            } else if r.service == SimService::Identity
+                && r.method == "GET"
+                && r.path.ends_with("/auth/catalog")
+            {
+                counts.catalogs += 1;
             } else {
                 counts
                     .other
@@ -178,7 +186,7 @@ impl OpenStackCounts {
     }
 
     fn all(&self) -> usize {
-        self.tokens + self.lists + self.other.len()
+        self.tokens + self.lists + self.catalogs + self.other.len()
     }
 }
 
@@ -215,6 +223,7 @@ struct IdleOpenStack {
     counts: OpenStackCounts,
     tokens: Rate,
     lists: Rate,
+    catalogs: Rate,
     other: Rate,
     /// The operator's Kubernetes requests in the same window.
     kube: VerbCounts,
@@ -236,6 +245,7 @@ impl IdleOpenStack {
             window,
             tokens: token(counts.tokens),
             lists: refresh(counts.lists),
+            catalogs: refresh(counts.catalogs),
             other: refresh(counts.other.len()),
             counts,
             kube: VerbCounts::of(kube),
@@ -247,6 +257,7 @@ impl IdleOpenStack {
     fn per_hour_at_defaults(&self) -> f64 {
         self.tokens.per_hour_at_defaults
             + self.lists.per_hour_at_defaults
+            + self.catalogs.per_hour_at_defaults
             + self.other.per_hour_at_defaults
     }
 }
@@ -692,9 +703,16 @@ fn per_hour(r: f64) -> String {
     format!("{r:.1}")
 }
 
-/// Rows of the idle table for one path; the targets per idle hour at the defaults.
-fn idle_rows(table: &mut Table, path: &str, idle: &IdleOpenStack, list_target: f64) {
+/// Rows of the idle table for one path; the targets per idle hour at the defaults. Each refresh
+/// makes one check: a share-type list while Manila is there, a catalog read while it is not.
+fn idle_rows(table: &mut Table, path: &str, idle: &IdleOpenStack, enabled: bool) {
     let token_target = 3600.0 / DEFAULTS.token_lifetime.as_secs_f64();
+    let check_target = 3600.0 / DEFAULTS.refresh.as_secs_f64();
+    let (list_target, catalog_target) = if enabled {
+        (check_target, 0.0)
+    } else {
+        (0.0, check_target)
+    };
     for (what, rate, period, default_period, target) in [
         (
             "Keystone token issuances",
@@ -709,6 +727,13 @@ fn idle_rows(table: &mut Table, path: &str, idle: &IdleOpenStack, list_target: f
             SHORT.refresh,
             DEFAULTS.refresh,
             list_target,
+        ),
+        (
+            "Keystone catalog reads",
+            idle.catalogs,
+            SHORT.refresh,
+            DEFAULTS.refresh,
+            catalog_target,
         ),
         (
             "other requests",
@@ -735,18 +760,18 @@ fn idle_rows(table: &mut Table, path: &str, idle: &IdleOpenStack, list_target: f
         "-".into(),
         "-".into(),
         per_hour(idle.per_hour_at_defaults()),
-        per_hour(token_target + list_target),
+        per_hour(token_target + check_target),
     ]);
 }
 
 /// One token per renewal period and one list per refresh (none while disabled), nothing else.
 fn idle_within_target(idle: &IdleOpenStack, enabled: bool) -> bool {
-    let lists_ok = if enabled {
-        idle.lists.count <= idle.lists.allowed
+    let checks_ok = if enabled {
+        idle.lists.count <= idle.lists.allowed && idle.catalogs.count == 0
     } else {
-        idle.lists.count == 0
+        idle.catalogs.count <= idle.catalogs.allowed && idle.lists.count == 0
     };
-    idle.tokens.count <= idle.tokens.allowed && lists_ok && idle.other.count == 0
+    idle.tokens.count <= idle.tokens.allowed && checks_ok && idle.other.count == 0
 }
 
 fn section(f: &Figures) -> Section {
@@ -853,15 +878,16 @@ fn section(f: &Figures) -> Section {
     targets.row(vec![
         "OpenStack requests per idle hour, Manila absent (disabled; extrapolated likewise)".into(),
         format!(
-            "{} ({} tokens + {} lists + {} other)",
+            "{} ({} tokens + {} catalog reads + {} lists + {} other)",
             per_hour(f.disabled.per_hour_at_defaults()),
             per_hour(f.disabled.tokens.per_hour_at_defaults),
+            per_hour(f.disabled.catalogs.per_hour_at_defaults),
             per_hour(f.disabled.lists.per_hour_at_defaults),
             per_hour(f.disabled.other.per_hour_at_defaults)
         ),
         format!(
-            "{} (one token per token lifetime; the catalog comes with it)",
-            per_hour(token_target)
+            "{} (one token per token lifetime + one catalog read per refresh, the absent Manila's check)",
+            per_hour(token_target + list_target)
         ),
         verdict(idle_within_target(&f.disabled, false)),
     ]);
@@ -916,8 +942,8 @@ fn section(f: &Figures) -> Section {
             "target per idle hour",
         ],
     );
-    idle_rows(&mut idle_table, "Manila enabled", &f.enabled, list_target);
-    idle_rows(&mut idle_table, "Manila absent", &f.disabled, 0.0);
+    idle_rows(&mut idle_table, "Manila enabled", &f.enabled, true);
+    idle_rows(&mut idle_table, "Manila absent", &f.disabled, false);
 
     let install_table = f
         .install
@@ -1134,6 +1160,12 @@ mod tests {
             os_record("GET", "/share/v2/p-demo/types", SimService::Share, false),
             os_record(
                 "GET",
+                "/identity/v3/auth/catalog",
+                SimService::Identity,
+                false,
+            ),
+            os_record(
+                "GET",
                 "/volume/v3/p-demo/os-availability-zone",
                 SimService::Volume,
                 false,
@@ -1141,8 +1173,9 @@ mod tests {
         ]);
         assert_eq!(counts.tokens, 1);
         assert_eq!(counts.lists, 2);
+        assert_eq!(counts.catalogs, 1);
         assert_eq!(counts.other.len(), 2, "{:?}", counts.other);
-        assert_eq!(counts.all(), 5);
+        assert_eq!(counts.all(), 6);
     }
 
     #[test]
@@ -1182,12 +1215,13 @@ mod tests {
 
     #[test]
     fn idle_verdicts_follow_the_targets() {
-        let idle = |tokens, lists, other: usize| {
+        let idle_with = |tokens, lists, catalogs, other: usize| {
             IdleOpenStack::new(
                 Duration::from_secs(12),
                 OpenStackCounts {
                     tokens,
                     lists,
+                    catalogs,
                     other: vec!["x".to_string(); other],
                 },
                 &[],
@@ -1197,6 +1231,7 @@ mod tests {
                 },
             )
         };
+        let idle = |tokens, lists, other: usize| idle_with(tokens, lists, 0, other);
         assert!(idle_within_target(&idle(2, 6, 0), true));
         assert!(idle_within_target(&idle(3, 7, 0), true), "window edges");
         assert!(
@@ -1213,6 +1248,16 @@ mod tests {
             !idle_within_target(&idle(2, 1, 0), false),
             "lists while disabled"
         );
+        // A 12 s window at a 2 s refresh holds at most 7 checks.
+        assert!(idle_within_target(&idle_with(2, 0, 7, 0), false));
+        assert!(
+            !idle_within_target(&idle_with(2, 0, 8, 0), false),
+            "catalog reads more often than the refresh"
+        );
+        assert!(
+            !idle_within_target(&idle_with(2, 6, 1, 0), true),
+            "catalog reads while Manila is there: the catalog comes with the token"
+        );
     }
 
     #[test]
@@ -1227,8 +1272,8 @@ mod tests {
             },
         );
         let mut table = Table::new("t", &["a", "b", "c", "d", "e", "f", "g"]);
-        idle_rows(&mut table, "p", &idle, 12.0);
-        assert_eq!(table.rows.len(), 4);
+        idle_rows(&mut table, "p", &idle, true);
+        assert_eq!(table.rows.len(), 5);
         assert!(table.rows.iter().all(|r| r.len() == table.header.len()));
     }
 }
