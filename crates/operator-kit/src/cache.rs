@@ -60,7 +60,7 @@ pub enum SyncState {
 }
 
 /// The answer of [`Cache::lookup`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Lookup {
     /// The cache has the object.
     Found(Arc<DynamicObject>),
@@ -71,6 +71,23 @@ pub enum Lookup {
     NotServed,
     /// No synced watch covers this object; the caller must read it live.
     NotCached,
+}
+
+/// By hand: a cached object may be a Secret.
+impl std::fmt::Debug for Lookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lookup::Found(object) => f
+                .debug_tuple("Found")
+                .field(&crate::redact::RedactedObject(object))
+                .finish(),
+            Lookup::Absent { seen_rv } => {
+                f.debug_struct("Absent").field("seen_rv", seen_rv).finish()
+            }
+            Lookup::NotServed => f.write_str("NotServed"),
+            Lookup::NotCached => f.write_str("NotCached"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -9,7 +9,7 @@ use crate::assets::{self, AssetError, Replacements};
 use crate::kinds::{self, KindError};
 
 /// One object to apply.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Desired {
     /// The asset file (or a description of a generated object) it came from.
     pub asset: &'static str,
@@ -18,6 +18,18 @@ pub struct Desired {
     /// The CRD that must be served before this object can exist (ServiceMonitor,
     /// VolumeSnapshotClass): a step may skip it while the CRD is absent.
     pub requires_crd: Option<&'static str>,
+}
+
+/// By hand: the object may be a Secret (the Manila driver's `csi-manila-secrets`).
+impl std::fmt::Debug for Desired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desired")
+            .field("asset", &self.asset)
+            .field("resource", &self.resource)
+            .field("object", &crate::redact::RedactedObject(&self.object))
+            .field("requires_crd", &self.requires_crd)
+            .finish()
+    }
 }
 
 /// Why an object cannot be built; the message names the asset and what to fix.

@@ -34,7 +34,7 @@ pub enum Action {
 }
 
 /// The result of [`Applier::apply`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Applied {
     pub action: Action,
     /// `metadata.generation` of the live object after the apply (record it in
@@ -42,6 +42,17 @@ pub struct Applied {
     pub generation: Option<i64>,
     /// The live object after the apply (from the cache, or the server's answer to the write).
     pub object: Arc<DynamicObject>,
+}
+
+/// By hand: the object may be a Secret.
+impl std::fmt::Debug for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Applied")
+            .field("action", &self.action)
+            .field("generation", &self.generation)
+            .field("object", &crate::redact::RedactedObject(&self.object))
+            .finish()
+    }
 }
 
 impl Applied {
@@ -94,8 +105,9 @@ fn is_already_exists(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists")
 }
 
-/// What the engine last did to an object, until the watch shows it.
-#[derive(Debug, Clone)]
+/// What the engine last did to an object, until the watch shows it. No `Debug`: the object
+/// may be a Secret.
+#[derive(Clone)]
 enum Memo {
     Written(Arc<DynamicObject>),
     /// Deleted; a cached copy at or below this resourceVersion is stale.
