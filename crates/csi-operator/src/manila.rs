@@ -34,6 +34,10 @@ pub struct StartArgs {
     /// Cluster ID for `--cluster-id` when the cluster has no Infrastructure object.
     #[arg(long)]
     cluster_id: Option<String>,
+    /// Create the ClusterCSIDriver (Managed) when it does not exist, as the Cluster Storage
+    /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
+    #[arg(long)]
+    create_cluster_csi_driver: bool,
 }
 
 pub async fn start(
@@ -55,7 +59,8 @@ pub async fn start(
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("openstack_manila_csi_driver_operator");
-    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
+    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log)
+        .create_cluster_csi_driver(args.create_cluster_csi_driver);
     let launch = crate::client::Launch {
         namespace: args.namespace,
         lock_name: manila::OPERATOR_LOCK_NAME,

@@ -47,6 +47,9 @@ pub struct Facts {
     /// Infrastructure `status.infrastructureName`, the driver's `--cluster-id`.
     pub cluster_id: String,
     pub topology: TopologyMode,
+    /// Plain Kubernetes (no Infrastructure object): control-plane placement by Kubernetes'
+    /// node role instead of OpenShift's `master` ([`hooks::kubernetes_control_plane`]).
+    pub kubernetes: bool,
     /// The ClusterCSIDriver's `spec.logLevel` (operands' verbosity).
     pub log_level: LogLevel,
     /// Observed proxy env (`HTTP_PROXY`, …).
@@ -71,6 +74,7 @@ impl std::fmt::Debug for Facts {
             images,
             cluster_id,
             topology,
+            kubernetes,
             log_level,
             proxy,
             serving,
@@ -84,6 +88,7 @@ impl std::fmt::Debug for Facts {
             .field("images", images)
             .field("cluster_id", cluster_id)
             .field("topology", topology)
+            .field("kubernetes", kubernetes)
             .field("log_level", log_level)
             .field("proxy", proxy)
             .field("serving", serving)
@@ -218,6 +223,9 @@ pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
     let mut d: Deployment = render_typed(&CONTROLLER_DEPLOYMENT, facts)?;
     let ns = facts.namespace.as_str();
     hooks::control_plane_topology(&mut d, &facts.topology);
+    if facts.kubernetes {
+        hooks::kubernetes_control_plane(&mut d);
+    }
     hooks::inject_proxy(&mut d, &facts.proxy);
     hooks::replicas(&mut d, &facts.topology);
     hooks::inject_trusted_ca_bundle(

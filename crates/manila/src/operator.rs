@@ -171,6 +171,7 @@ impl From<BaseFacts> for Facts {
             images: base.images,
             cluster_id: base.cluster_id,
             topology: base.topology,
+            kubernetes: base.kubernetes,
             log_level: base.log_level,
             proxy: base.proxy,
             serving: base.serving,
@@ -212,6 +213,12 @@ impl Operator {
         Self(CsiOperator::new(
             client, cache, metrics, log, settings, driver,
         ))
+    }
+
+    /// Creates `manila.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
+    pub fn create_cluster_csi_driver(self, create: bool) -> Self {
+        Self(self.0.create_cluster_csi_driver(create))
     }
 
     /// One reconcile of `manila.csi.openstack.org`.

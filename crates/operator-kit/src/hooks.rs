@@ -153,6 +153,71 @@ pub fn control_plane_topology<W: PodWorkload>(workload: &mut W, topology: &Topol
     }
 }
 
+/// OpenShift's control-plane node role, in the assets' `nodeSelector` and tolerations.
+pub const MASTER_ROLE: &str = "node-role.kubernetes.io/master";
+/// Kubernetes' control-plane node role (kubeadm and most distributions; since 1.24 the only
+/// one: `master` was dropped).
+pub const CONTROL_PLANE_ROLE: &str = "node-role.kubernetes.io/control-plane";
+
+/// Control-plane placement on plain Kubernetes (no Infrastructure object): OpenShift's
+/// `node-role.kubernetes.io/master` selector would leave the pods Pending on any cluster of
+/// 1.24 or later, and a managed cluster has no control-plane nodes at all. So the `master`
+/// selector is replaced by a *preferred* node affinity for `node-role.kubernetes.io/control-plane`
+/// (the pods go to control-plane nodes when there are some, anywhere otherwise), and every
+/// toleration of the `master` taint gets a twin for the `control-plane` taint. A `nodeSelector`
+/// left empty is removed. On OpenShift this hook is not called: its objects stay exactly as
+/// OpenShift's.
+pub fn kubernetes_control_plane<W: PodWorkload>(workload: &mut W) {
+    use k8s_openapi::api::core::v1::{
+        Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, PreferredSchedulingTerm,
+        Toleration,
+    };
+    let spec = pod_spec_mut(workload);
+    let Some(selector) = spec.node_selector.as_mut() else {
+        return;
+    };
+    if selector.remove(MASTER_ROLE).is_none() {
+        return;
+    }
+    if selector.is_empty() {
+        spec.node_selector = None;
+    }
+    let term = PreferredSchedulingTerm {
+        weight: 100,
+        preference: NodeSelectorTerm {
+            match_expressions: Some(vec![NodeSelectorRequirement {
+                key: CONTROL_PLANE_ROLE.into(),
+                operator: "Exists".into(),
+                values: None,
+            }]),
+            match_fields: None,
+        },
+    };
+    let node_affinity = spec
+        .affinity
+        .get_or_insert_with(Affinity::default)
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
+    let preferred = node_affinity
+        .preferred_during_scheduling_ignored_during_execution
+        .get_or_insert_with(Vec::new);
+    if !preferred.contains(&term) {
+        preferred.push(term);
+    }
+    if let Some(tolerations) = spec.tolerations.as_mut() {
+        let twins: Vec<Toleration> = tolerations
+            .iter()
+            .filter(|t| t.key.as_deref() == Some(MASTER_ROLE))
+            .map(|t| Toleration {
+                key: Some(CONTROL_PLANE_ROLE.into()),
+                ..t.clone()
+            })
+            .filter(|twin| !tolerations.contains(twin))
+            .collect();
+        tolerations.extend(twins);
+    }
+}
+
 /// Replicas hook: 2 on a `HighlyAvailable` control plane, 1 on any other topology
 /// (SingleReplica, External, HighlyAvailableArbiter, DualReplica, unknown).
 pub fn replicas(deployment: &mut Deployment, topology: &TopologyMode) {
@@ -343,6 +408,69 @@ mod tests {
             .flatten()
             .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
             .collect()
+    }
+
+    #[test]
+    fn kubernetes_placement_prefers_control_plane_nodes_without_requiring_them() {
+        use k8s_openapi::api::core::v1::Toleration;
+        let mut d = deployment(&[]);
+        d.spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .tolerations = Some(vec![Toleration {
+            key: Some(MASTER_ROLE.into()),
+            operator: Some("Exists".into()),
+            effect: Some("NoSchedule".into()),
+            ..Default::default()
+        }]);
+        kubernetes_control_plane(&mut d);
+        let once = d.clone();
+        kubernetes_control_plane(&mut d);
+        assert_eq!(d, once, "idempotent");
+        let spec = pod(&d);
+        assert_eq!(spec.node_selector, None, "no selector left that could fail");
+        let v = serde_json::to_value(spec).unwrap();
+        assert_eq!(
+            v["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+            serde_json::json!([{"weight": 100, "preference": {"matchExpressions": [
+                {"key": CONTROL_PLANE_ROLE, "operator": "Exists"}]}}])
+        );
+        let keys: Vec<_> = spec
+            .tolerations
+            .iter()
+            .flatten()
+            .map(|t| (t.key.clone().unwrap(), t.effect.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                (MASTER_ROLE.to_string(), "NoSchedule".to_string()),
+                (CONTROL_PLANE_ROLE.to_string(), "NoSchedule".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn kubernetes_placement_leaves_other_selectors_alone() {
+        let mut d = deployment(&[]);
+        d.spec
+            .as_mut()
+            .unwrap()
+            .template
+            .spec
+            .as_mut()
+            .unwrap()
+            .node_selector = Some(BTreeMap::from([(
+            "kubernetes.io/os".into(),
+            "linux".into(),
+        )]));
+        let before = d.clone();
+        kubernetes_control_plane(&mut d);
+        assert_eq!(d, before, "no master selector: nothing to replace");
     }
 
     #[test]

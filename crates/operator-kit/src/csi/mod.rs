@@ -49,6 +49,9 @@ pub struct BaseFacts {
     /// Infrastructure `status.infrastructureName` (or the `--cluster-id` flag).
     pub cluster_id: String,
     pub topology: TopologyMode,
+    /// No Infrastructure object: plain Kubernetes, where the controller's control-plane
+    /// placement follows Kubernetes' node labels ([`crate::hooks::kubernetes_control_plane`]).
+    pub kubernetes: bool,
     /// The ClusterCSIDriver's `spec.logLevel` (operands' verbosity).
     pub log_level: LogLevel,
     /// Observed proxy env (`HTTP_PROXY`, …).

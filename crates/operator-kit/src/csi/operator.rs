@@ -7,7 +7,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use openshift_api::config::Infrastructure;
-use tracing::{debug, warn};
+use tracing::{info, warn};
 
 use super::{BaseFacts, Driver, Flow, Pass, log_level_condition};
 use crate::apply::{Applied, Applier, ApplyError};
@@ -96,6 +96,12 @@ pub struct CsiOperator<D: Driver> {
     operator_log_level: steps::OperatorLogLevel,
     images: BTreeMap<String, String>,
     cluster_id: Option<String>,
+    /// Create the ClusterCSIDriver when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator does it); see [`CsiOperator::create_cluster_csi_driver`].
+    create_cr: bool,
+    /// Whether the missing ClusterCSIDriver was already reported, so a resync does not repeat
+    /// the same `info` line every few minutes.
+    reported_missing: bool,
 }
 
 impl<D: Driver> CsiOperator<D> {
@@ -134,7 +140,19 @@ impl<D: Driver> CsiOperator<D> {
             operator_log_level: steps::OperatorLogLevel::default(),
             images: settings.images,
             cluster_id: settings.cluster_id,
+            create_cr: false,
+            reported_missing: false,
         }
+    }
+
+    /// Creates the driver's ClusterCSIDriver (`Managed`, log levels `Normal`, as the Cluster
+    /// Storage Operator creates it) when it does not exist. For plain Kubernetes: there is no
+    /// CSO, and shipping the CR beside its CRD in one `kubectl apply -k` fails on the first run
+    /// ("ensure CRDs are installed first"). Once created, the CR is the administrator's: it is
+    /// never updated from here.
+    pub fn create_cluster_csi_driver(mut self, create: bool) -> Self {
+        self.create_cr = create;
+        self
     }
 
     /// The driver, for its own state.
@@ -154,15 +172,7 @@ impl<D: Driver> CsiOperator<D> {
     async fn reconcile_inner(&mut self) -> Outcome {
         let (cr_obj, cr) = match steps::read_cluster_csi_driver(&self.kit.cache, D::CR_NAME) {
             Ok(Some(found)) => found,
-            Ok(None) => {
-                debug!(
-                    name = D::CR_NAME,
-                    "the ClusterCSIDriver does not exist; nothing to do until it is created"
-                );
-                return Outcome::Done {
-                    requeue_after: None,
-                };
-            }
+            Ok(None) => return self.missing_cluster_csi_driver().await,
             Err(e) => {
                 warn!(error = %e, "the ClusterCSIDriver cannot be read");
                 self.kit.metrics.error("config");
@@ -239,6 +249,66 @@ impl<D: Driver> CsiOperator<D> {
         self.flush(&pass).await
     }
 
+    /// The ClusterCSIDriver is absent: create it when asked to, else say once, at `info`, what
+    /// the operator waits for and how to provide it (at debug level an idle operator looked
+    /// broken).
+    async fn missing_cluster_csi_driver(&mut self) -> Outcome {
+        if !self.create_cr {
+            if !self.reported_missing {
+                info!(
+                    name = D::CR_NAME,
+                    "the ClusterCSIDriver {} does not exist, so nothing is installed; create it \
+                     (kubectl create -f - <<< '{{\"apiVersion\": \"operator.openshift.io/v1\", \
+                     \"kind\": \"ClusterCSIDriver\", \"metadata\": {{\"name\": \"{}\"}}, \
+                     \"spec\": {{\"managementState\": \"Managed\"}}}}') or start the operator \
+                     with --create-cluster-csi-driver",
+                    D::CR_NAME,
+                    D::CR_NAME
+                );
+                self.reported_missing = true;
+            }
+            return Outcome::Done {
+                requeue_after: None,
+            };
+        }
+        let cr = openshift_api::operator::ClusterCSIDriver::new(
+            D::CR_NAME,
+            openshift_api::operator::ClusterCSIDriverSpec::new(
+                openshift_api::common::ManagementState::Managed,
+                openshift_api::common::LogLevel::Normal,
+            ),
+        );
+        let api: kube::Api<openshift_api::operator::ClusterCSIDriver> =
+            kube::Api::all(self.kit.client.clone());
+        match api.create(&kube::api::PostParams::default(), &cr).await {
+            Ok(_) => {
+                info!(
+                    name = D::CR_NAME,
+                    "created the ClusterCSIDriver (--create-cluster-csi-driver); edit its spec \
+                     to change what is installed"
+                );
+                self.kit
+                    .metrics
+                    .write("ClusterCSIDriver", WriteVerb::Create);
+                // The watch brings the new object and wakes the next reconcile.
+                Outcome::Done {
+                    requeue_after: None,
+                }
+            }
+            // Someone else created it between our cache and now: the watch brings it.
+            Err(kube::Error::Api(e)) if e.code == 409 => Outcome::Done {
+                requeue_after: None,
+            },
+            Err(e) => {
+                warn!(name = D::CR_NAME, error = %e, "cannot create the ClusterCSIDriver");
+                self.kit.metrics.error("apply");
+                Outcome::Failed {
+                    requeue_after: None,
+                }
+            }
+        }
+    }
+
     fn base_facts(&self, pass: &Pass) -> BaseFacts {
         let infra: Option<Infrastructure> =
             self.kit
@@ -266,6 +336,7 @@ impl<D: Driver> CsiOperator<D> {
             images: self.images.clone(),
             cluster_id,
             topology,
+            kubernetes: infra.is_none(),
             log_level: LogLevel::parse(&raw_level).level,
             ..BaseFacts::default()
         }
