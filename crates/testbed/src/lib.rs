@@ -72,6 +72,10 @@ pub struct Settings {
     /// `kube.admission.openshift` when true. On for the Cluster Storage Operator's cluster,
     /// where every pod we ship must pass it.
     pub openshift_admission: bool,
+    /// Seed OpenShift's APIs (its CRDs, namespaces, `cluster` singletons, cloud config and the
+    /// credentials the cloud credential operator would mint). Off: a plain Kubernetes cluster
+    /// (see [`Settings::plain_kubernetes`]).
+    pub openshift_apis: bool,
 }
 
 impl Default for Settings {
@@ -89,6 +93,7 @@ impl Default for Settings {
             cinder_cluster_csi_driver: true,
             manila_cluster_csi_driver: false,
             openshift_admission: false,
+            openshift_apis: true,
         }
     }
 }
@@ -101,6 +106,22 @@ impl Settings {
             cinder_cluster_csi_driver: false,
             manila_cluster_csi_driver: false,
             openshift_admission: true,
+            ..Self::default()
+        }
+    }
+
+    /// A plain Kubernetes cluster (1.24 or later) as `kubeadm` leaves it: Nodes only, the
+    /// control-plane ones labelled and tainted `node-role.kubernetes.io/control-plane` (the
+    /// `master` label and taint are gone since 1.24), no CRD, no OpenShift namespace, no
+    /// Infrastructure, no credentials and no ClusterCSIDriver. Pod Security admission by
+    /// namespace labels, as every Kubernetes API server runs it.
+    pub fn plain_kubernetes() -> Self {
+        Self {
+            cloud_provider_config: None,
+            cinder_cluster_csi_driver: false,
+            manila_cluster_csi_driver: false,
+            openshift_admission: false,
+            openshift_apis: false,
             ..Self::default()
         }
     }
@@ -187,6 +208,9 @@ impl Testbed {
     }
 
     async fn seed(&self, s: &Settings) -> Result<(), TestbedError> {
+        if !s.openshift_apis {
+            return self.seed_nodes(s).await;
+        }
         let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
         for crd in openshift_api::crds::parsed().map_err(|e| TestbedError::Crds(e.to_string()))? {
             let name = crd.metadata.name.clone().unwrap_or_default();
@@ -280,13 +304,26 @@ impl Testbed {
     async fn seed_nodes(&self, s: &Settings) -> Result<(), TestbedError> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let ready = json!({"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status"}]});
+        // OpenShift still labels and taints control-plane nodes `master`; Kubernetes dropped
+        // both in 1.24 and keeps only `control-plane`.
+        let (labels, taint) = if s.openshift_apis {
+            (
+                json!({"node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "",
+                    "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "nova"}),
+                "node-role.kubernetes.io/master",
+            )
+        } else {
+            (
+                json!({"node-role.kubernetes.io/control-plane": "",
+                    "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "nova"}),
+                "node-role.kubernetes.io/control-plane",
+            )
+        };
         for i in 0..s.control_plane_nodes {
             let node: Node = serde_json::from_value(json!({
                 "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": format!("master-{i}"), "labels": {
-                    "node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "",
-                    "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "nova"}},
-                "spec": {"taints": [{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]},
+                "metadata": {"name": format!("master-{i}"), "labels": labels},
+                "spec": {"taints": [{"key": taint, "effect": "NoSchedule"}]},
                 "status": ready,
             }))
             .map_err(|e| TestbedError::Crds(e.to_string()))?;

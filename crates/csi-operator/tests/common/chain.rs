@@ -178,6 +178,19 @@ impl Chain {
         chain
     }
 
+    /// Starts the emulators with RBAC enforced and `processes` and nothing else: for plain
+    /// Kubernetes (`Settings::plain_kubernetes`), where no cloud credential operator runs and
+    /// the test installs as a user would.
+    pub async fn bare(mut settings: Settings, processes: ProcessConfig) -> Self {
+        settings.kube.rbac = Some(RbacConfig::default());
+        settings.kube.processes = Some(processes);
+        let bed = Testbed::start(settings).await.expect("testbed starts");
+        Self {
+            bed,
+            cco: tokio::spawn(async {}),
+        }
+    }
+
     /// Applies `manifests` as the CVO (also for an upgrade: changed objects are updated).
     pub async fn apply(&self, manifests: &[Manifest]) {
         testbed::cvo::apply(&self.bed.client, manifests)

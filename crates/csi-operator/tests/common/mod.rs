@@ -10,6 +10,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod chain;
+pub mod kubernetes;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,0 +1,440 @@
+//! The plain-Kubernetes install (`manifests/kubernetes/`, a kustomize base), generated from the
+//! same assets the Cluster Storage Operator applies on OpenShift, so the two installs cannot
+//! drift: the driver operators' ServiceAccounts, Roles, bindings, ClusterRoles, config
+//! ConfigMaps, metrics Services and Deployments come from [`build::operator_objects`]; the
+//! namespaces, the shared sidecar ClusterRoles and the Manila StorageClass admission policy
+//! come from `manifests/openshift/` (handed in by the caller, parsed); the ClusterCSIDriver CRD
+//! from `openshift-api`.
+//!
+//! What changes on the way, and why (each is in docs/compatibility.md):
+//! - OpenShift-only metadata goes (release inclusion, capabilities, SCC pins, workload
+//!   partitioning, service-ca and proxy-injection annotations, the cluster-monitoring label):
+//!   nothing on Kubernetes reads it, and it would only confuse.
+//! - The operators' ClusterRoles may also create their ClusterCSIDriver, because there is no CSO
+//!   to do it and a CR shipped beside its CRD fails a first `kubectl apply -k`. They keep the
+//!   read rights on `config.openshift.io`: the API server authorizes before it looks the resource
+//!   up, so without them the operators' probes for Infrastructure, Proxy and APIServer would be
+//!   refused (403, retried forever) instead of found not served (404, then only their CRDs are
+//!   watched).
+//! - The operator Deployments run with `--create-cluster-csi-driver` and `--cluster-id`, and are
+//!   placed on control-plane nodes only when the cluster has some
+//!   ([`hooks::kubernetes_control_plane`]).
+//! - `openshift-config` is created: both operators read their cloud.conf overrides there, as on
+//!   OpenShift.
+//!
+//! What this module must not do: read files, the environment or the API. The test that writes
+//! and checks `manifests/kubernetes/` (`csi-operator/tests/kubernetes_manifests.rs`) does the
+//! reading.
+
+use std::collections::BTreeMap;
+
+use operator_kit::assets;
+use operator_kit::hooks;
+use serde_json::{Value, json};
+
+use crate::build::{self, BuildError, Inputs, OPERATOR_IMAGE_VERSION_ENV};
+use crate::registry::{CINDER, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver};
+
+/// The namespace of the users' cloud.conf overrides, read by both operators.
+pub const CONFIG_NAMESPACE: &str = build::CONFIG_NAMESPACE;
+
+/// The cluster ID the operators get when the cluster has no Infrastructure object: the
+/// upstream charts' default (`--cluster=kubernetes`), so volumes created by a chart install
+/// keep the same cluster tag.
+pub const DEFAULT_CLUSTER_ID: &str = "kubernetes";
+
+/// The operator image: the product binary (Containerfile). Overridden with kustomize's
+/// `images:` (docs/install-kubernetes.md).
+pub const OPERATOR_IMAGE: &str = "quay.io/example/csi-operator";
+
+/// The operand images on Kubernetes: the upstream projects' own releases, as the
+/// cloud-provider-openstack charts of Kubernetes 1.32 use them. Keyed by the CSO environment
+/// variable that carries each on OpenShift.
+pub const UPSTREAM_IMAGES: &[(&str, &str)] = &[
+    (
+        "OPENSTACK_CINDER_DRIVER_IMAGE",
+        "registry.k8s.io/provider-os/cinder-csi-plugin:v1.32.0",
+    ),
+    (
+        "MANILA_DRIVER_IMAGE",
+        "registry.k8s.io/provider-os/manila-csi-plugin:v1.32.0",
+    ),
+    (
+        "MANILA_NFS_DRIVER_IMAGE",
+        "registry.k8s.io/sig-storage/nfsplugin:v4.9.0",
+    ),
+    (
+        "PROVISIONER_IMAGE",
+        "registry.k8s.io/sig-storage/csi-provisioner:v5.1.0",
+    ),
+    (
+        "ATTACHER_IMAGE",
+        "registry.k8s.io/sig-storage/csi-attacher:v4.7.0",
+    ),
+    (
+        "RESIZER_IMAGE",
+        "registry.k8s.io/sig-storage/csi-resizer:v1.12.0",
+    ),
+    (
+        "SNAPSHOTTER_IMAGE",
+        "registry.k8s.io/sig-storage/csi-snapshotter:v8.1.0",
+    ),
+    (
+        "NODE_DRIVER_REGISTRAR_IMAGE",
+        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.12.0",
+    ),
+    (
+        "LIVENESS_PROBE_IMAGE",
+        "registry.k8s.io/sig-storage/livenessprobe:v2.14.0",
+    ),
+    (
+        "KUBE_RBAC_PROXY_IMAGE",
+        "quay.io/brancz/kube-rbac-proxy:v0.18.1",
+    ),
+];
+
+/// What the generator needs besides the assets.
+#[derive(Debug, Clone)]
+pub struct KubernetesInputs {
+    /// The operator image with its tag, e.g. `quay.io/example/csi-operator:v0.1.0`.
+    pub operator_image: String,
+    /// `OPERATOR_IMAGE_VERSION`, reported in the ClusterCSIDrivers' status.
+    pub version: String,
+    /// From `manifests/openshift/`, parsed: the Namespace `openshift-cluster-csi-drivers`,
+    /// the shared sidecar ClusterRoles (`openshift-csi-*`) and the Manila StorageClass
+    /// ValidatingAdmissionPolicy with its binding, in any order.
+    pub openshift: Vec<Value>,
+}
+
+/// One file of the kustomize base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestFile {
+    /// File name, ordered as `kubectl apply -k` applies (kustomize's legacy order).
+    pub name: String,
+    /// Its single object.
+    pub object: Value,
+}
+
+/// Why the base cannot be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum KubernetesError {
+    /// The operator objects do not build.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// An object does not serialize (a bug caught by the tests).
+    #[error("cannot serialize {0}: {1}")]
+    Serialize(String, String),
+    /// An expected object from `manifests/openshift/` was not handed in.
+    #[error("manifests/openshift/ has no {0}; the Kubernetes base is generated from it")]
+    Missing(String),
+    /// The ClusterCSIDriver CRD embedded in openshift-api does not parse.
+    #[error("the ClusterCSIDriver CRD: {0}")]
+    Crd(String),
+}
+
+/// Annotation and label key prefixes only OpenShift reads.
+const OPENSHIFT_ONLY: &[&str] = &[
+    "include.release.openshift.io/",
+    "release.openshift.io/",
+    "capability.openshift.io/",
+    "openshift.io/",
+    "workload.openshift.io/",
+    "target.workload.openshift.io/",
+    "config.openshift.io/",
+    "service.beta.openshift.io/",
+    "service.alpha.openshift.io/",
+];
+
+fn openshift_only(key: &str) -> bool {
+    OPENSHIFT_ONLY.iter().any(|p| key.starts_with(p))
+}
+
+/// Drops OpenShift-only annotations and labels from `meta` (an object's or a pod template's
+/// metadata), and the maps left empty.
+fn strip_meta(meta: &mut Value) {
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    for field in ["annotations", "labels"] {
+        if let Some(map) = meta.get_mut(field).and_then(Value::as_object_mut) {
+            map.retain(|k, _| !openshift_only(k));
+            if map.is_empty() {
+                meta.remove(field);
+            }
+        }
+    }
+}
+
+// k8s-openapi's re-export: the crate needs no serde dependency of its own for this.
+fn to_value<T: k8s_openapi::serde::Serialize>(what: &str, v: &T) -> Result<Value, KubernetesError> {
+    let mut value = serde_json::to_value(v)
+        .map_err(|e| KubernetesError::Serialize(what.into(), e.to_string()))?;
+    strip_meta(&mut value["metadata"]);
+    Ok(value)
+}
+
+/// The CSO environment the generator fills the operator Deployments from.
+fn environment(inputs: &KubernetesInputs) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = UPSTREAM_IMAGES
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    for d in DRIVERS {
+        for var in d.image_vars {
+            if var.placeholder == "${OPERATOR_IMAGE}" {
+                env.insert(var.cso_env.to_owned(), inputs.operator_image.clone());
+            }
+        }
+    }
+    env.insert(
+        OPERATOR_IMAGE_VERSION_ENV.to_owned(),
+        inputs.version.clone(),
+    );
+    env
+}
+
+/// The operator's ClusterRole on Kubernetes: OpenShift's plus `create` on ClusterCSIDrivers
+/// (for `--create-cluster-csi-driver`; creation cannot be limited by name).
+fn cluster_role(role: &mut Value) {
+    if let Some(rules) = role["rules"].as_array_mut() {
+        let at = rules
+            .iter()
+            .position(|r| {
+                r["apiGroups"] == json!(["operator.openshift.io"])
+                    && r["resources"] == json!(["clustercsidrivers"])
+            })
+            .map_or(rules.len(), |i| i + 1);
+        rules.insert(
+            at,
+            json!({"apiGroups": ["operator.openshift.io"], "resources": ["clustercsidrivers"], "verbs": ["create"]}),
+        );
+    }
+}
+
+/// The operator Deployment on Kubernetes; see the module doc.
+fn deployment(d: &mut k8s_openapi::api::apps::v1::Deployment) {
+    hooks::kubernetes_control_plane(d);
+    if let Some(c) = d
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .and_then(|p| p.containers.first_mut())
+    {
+        let args = c.args.get_or_insert_with(Vec::new);
+        args.push(format!("--cluster-id={DEFAULT_CLUSTER_ID}"));
+        args.push("--create-cluster-csi-driver".to_owned());
+    }
+}
+
+/// `apiVersion`, `kind`, `metadata.name` of `v`, for file names and messages.
+fn describe(v: &Value) -> (String, String) {
+    (
+        v["kind"].as_str().unwrap_or_default().to_owned(),
+        v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// kustomize's legacy apply order (`kustomize build`'s default `--reorder legacy`): the kinds
+/// others depend on first.
+fn kind_rank(kind: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ConfigMap",
+        "Service",
+        "Deployment",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ];
+    ORDER.iter().position(|k| *k == kind).unwrap_or(ORDER.len())
+}
+
+/// Every object of the base, in apply order, each with its file name.
+pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, KubernetesError> {
+    let mut objects: Vec<Value> = Vec::new();
+
+    // Namespaces: the operators' (as OpenShift ships it: privileged, for the Cinder node
+    // plugin), Manila's (from its asset) and openshift-config.
+    let ns = inputs
+        .openshift
+        .iter()
+        .find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == CSI_OPERATOR_NAMESPACE)
+        .ok_or_else(|| KubernetesError::Missing(format!("Namespace {CSI_OPERATOR_NAMESPACE}")))?;
+    let mut ns = ns.clone();
+    strip_meta(&mut ns["metadata"]);
+    objects.push(ns);
+    objects.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CONFIG_NAMESPACE}}),
+    );
+
+    // As YAML values, not the typed CRD: its schema numbers are floats (`maximum: 100.0`).
+    let mut crd = assets::parse_values(
+        "clustercsidrivers.operator.openshift.io",
+        openshift_api::crds::CLUSTER_CSI_DRIVERS,
+    )
+    .map_err(|e| KubernetesError::Crd(e.to_string()))?;
+    if crd.len() != 1 {
+        return Err(KubernetesError::Crd(format!(
+            "expected one document, found {}",
+            crd.len()
+        )));
+    }
+    let mut crd = crd.remove(0);
+    strip_meta(&mut crd["metadata"]);
+    objects.push(crd);
+
+    for o in &inputs.openshift {
+        let (kind, name) = describe(o);
+        let wanted = match kind.as_str() {
+            "ClusterRole" => name.starts_with("openshift-csi-"),
+            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" => {
+                name.starts_with("manila-csi-driver-operator")
+            }
+            _ => false,
+        };
+        if wanted {
+            let mut o = o.clone();
+            strip_meta(&mut o["metadata"]);
+            objects.push(o);
+        }
+    }
+    if !objects
+        .iter()
+        .any(|o| o["kind"] == "ValidatingAdmissionPolicyBinding")
+    {
+        return Err(KubernetesError::Missing(
+            "ValidatingAdmissionPolicyBinding for the Manila operator's StorageClasses".into(),
+        ));
+    }
+
+    let cso_inputs = Inputs {
+        env: environment(inputs),
+        ..Inputs::default()
+    };
+    // Cinder first: its namespace holds both operators.
+    let mut drivers: Vec<&Driver> = DRIVERS.iter().collect();
+    drivers.sort_by_key(|d| *d != &CINDER);
+    for driver in drivers {
+        let mut o = build::operator_objects(driver, &cso_inputs)?;
+        if let Some(ns) = &o.namespace {
+            objects.push(to_value("namespace", ns)?);
+        }
+        objects.push(to_value("service account", &o.service_account)?);
+        for r in &o.roles {
+            objects.push(to_value("role", r)?);
+        }
+        for b in &o.role_bindings {
+            objects.push(to_value("role binding", b)?);
+        }
+        let mut role = to_value("cluster role", &o.cluster_role)?;
+        cluster_role(&mut role);
+        objects.push(role);
+        objects.push(to_value("cluster role binding", &o.cluster_role_binding)?);
+        objects.push(to_value("metrics service", &o.metrics_service)?);
+        objects.push(to_value("config map", &o.config_map)?);
+        deployment(&mut o.deployment);
+        let mut d = to_value("deployment", &o.deployment)?;
+        strip_meta(&mut d["spec"]["template"]["metadata"]);
+        objects.push(d);
+    }
+
+    // Stable: objects of one kind keep the order above.
+    objects.sort_by_key(|o| kind_rank(o["kind"].as_str().unwrap_or_default()));
+    let mut files = Vec::new();
+    for (i, object) in objects.into_iter().enumerate() {
+        let (kind, name) = describe(&object);
+        let ns = object["metadata"]["namespace"]
+            .as_str()
+            .map(|n| format!("{n}_"))
+            .unwrap_or_default();
+        files.push(ManifestFile {
+            name: format!("{i:02}_{}_{ns}{name}.yaml", kind.to_lowercase()),
+            object,
+        });
+    }
+    Ok(files)
+}
+
+/// The file text of `file`: a header saying it is generated, then the YAML.
+pub fn file_text(file: &ManifestFile) -> Result<String, KubernetesError> {
+    let yaml = assets::to_yaml(&file.object)
+        .map_err(|e| KubernetesError::Serialize(file.name.clone(), e.to_string()))?;
+    Ok(format!("{GENERATED_HEADER}{yaml}"))
+}
+
+/// The first lines of every generated file.
+pub const GENERATED_HEADER: &str = "\
+# Generated from crates/cluster-storage/assets and manifests/openshift; do not edit.
+# Regenerate: UPDATE_MANIFESTS=1 cargo test -p csi-operator --test kubernetes_manifests
+";
+
+/// `kustomization.yaml`: every file, in apply order, and the operator image as a kustomize
+/// image (so `kustomize edit set image` and overlays can change it).
+pub fn kustomization(files: &[ManifestFile], inputs: &KubernetesInputs) -> String {
+    let mut out = String::from(GENERATED_HEADER);
+    out.push_str("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n");
+    for f in files {
+        out.push_str(&format!("- {}\n", f.name));
+    }
+    let (name, tag) = inputs
+        .operator_image
+        .rsplit_once(':')
+        .unwrap_or((inputs.operator_image.as_str(), "latest"));
+    out.push_str(&format!("images:\n- name: {name}\n  newTag: {tag}\n"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_openshift_metadata_is_dropped() {
+        let mut meta = json!({"name": "x", "annotations": {
+            "include.release.openshift.io/self-managed-high-availability": "true",
+            "openshift.io/required-scc": "restricted-v2",
+            "example.com/keep": "yes"},
+            "labels": {"openshift.io/cluster-monitoring": "true"}});
+        strip_meta(&mut meta);
+        assert_eq!(
+            meta,
+            json!({"name": "x", "annotations": {"example.com/keep": "yes"}})
+        );
+    }
+
+    #[test]
+    fn the_cluster_role_may_create_the_cr() {
+        let mut role = json!({"rules": [
+            {"apiGroups": ["operator.openshift.io"], "resources": ["clustercsidrivers"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+        ]});
+        cluster_role(&mut role);
+        assert_eq!(
+            role["rules"],
+            json!([
+                {"apiGroups": ["operator.openshift.io"], "resources": ["clustercsidrivers"], "verbs": ["get"]},
+                {"apiGroups": ["operator.openshift.io"], "resources": ["clustercsidrivers"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+            ])
+        );
+    }
+
+    #[test]
+    fn without_the_openshift_namespace_nothing_is_generated() {
+        let err = manifests(&KubernetesInputs {
+            operator_image: "x:1".into(),
+            version: "1".into(),
+            openshift: Vec::new(),
+        })
+        .expect_err("no input");
+        assert!(err.to_string().contains(CSI_OPERATOR_NAMESPACE), "{err}");
+    }
+}

@@ -1,0 +1,170 @@
+//! End-to-end test of the plain-Kubernetes install: a kube-sim cluster with no OpenShift API at
+//! all (no OpenShift CRD, no Infrastructure, no ClusterOperator, no service-ca, no SCC; only
+//! Pod Security admission by namespace labels), RBAC enforced, and control-plane nodes labelled
+//! as Kubernetes 1.24+ labels them. The test installs as a user following
+//! docs/install-kubernetes.md would: `kubectl apply -k manifests/kubernetes` (the files the
+//! kustomization lists, applied as kubectl applies them) and the two credentials Secrets. From
+//! there kube-sim runs both operator pods as processes of this crate's binary, under their
+//! service accounts; they create their ClusterCSIDrivers and install the drivers. The test only
+//! watches, then removes everything with `kubectl delete -k`.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::chain::*;
+use common::kubernetes::*;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube_sim::ProcessConfig;
+use serde_json::Value;
+use testbed::Settings;
+
+const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
+const MANILA_NS: &str = "openshift-manila-csi-driver";
+
+/// A Secret with `clouds.yaml` (and the cloud's CA, when it has one), as the install guide
+/// has the user create it.
+fn credentials(name: &str, clouds_yaml: &str, ca: Option<&str>) -> Secret {
+    let mut data = BTreeMap::from([(
+        "clouds.yaml".to_owned(),
+        ByteString(clouds_yaml.as_bytes().to_vec()),
+    )]);
+    if let Some(ca) = ca {
+        data.insert("cacert".to_owned(), ByteString(ca.as_bytes().to_vec()));
+    }
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
+    let mut settings = Settings::plain_kubernetes();
+    settings.openstack.share_types = Some(vec![openstack_sim::SimShareType::new("default")]);
+    let objects = base_objects();
+    let mut processes = ProcessConfig::default();
+    for d in operator_deployments(&objects) {
+        let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .expect("an image");
+        processes = processes.with_image(image, csi_operator(&[]));
+    }
+    let chain = Chain::bare(settings, processes).await;
+    let bed = &chain.bed;
+
+    // `kubectl apply -k manifests/kubernetes`: every object accepted on the first run.
+    let refused = kubectl_apply(&bed.client, &objects).await;
+    assert!(
+        refused.is_empty(),
+        "kubectl apply -k refused:\n{}",
+        refused.join("\n")
+    );
+
+    // The credentials, as the guide says.
+    let clouds = bed.clouds_yaml();
+    let ca = bed.openstack.ca_pem();
+    Api::<Secret>::namespaced(bed.client.clone(), DRIVERS_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("openstack-cloud-credentials", &clouds, ca),
+        )
+        .await
+        .expect("openstack-cloud-credentials");
+    Api::<Secret>::namespaced(bed.client.clone(), MANILA_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("manila-cloud-credentials", &clouds, ca),
+        )
+        .await
+        .expect("manila-cloud-credentials");
+
+    // The operators create their ClusterCSIDrivers and bring both drivers up.
+    chain.wait_running(DRIVERS_NS, CINDER_OPERATOR).await;
+    chain.wait_running(DRIVERS_NS, MANILA_OPERATOR).await;
+    chain
+        .wait_driver("cinder.csi.openstack.org", &CINDER_AVAILABLE)
+        .await;
+    chain
+        .wait_driver("manila.csi.openstack.org", &MANILA_AVAILABLE)
+        .await;
+    // Every pod we ship passed Pod Security admission for its namespace.
+    let workloads = chain.wait_pods_admitted().await;
+    assert!(workloads >= 5, "{workloads} workloads");
+    chain.assert_no_denials();
+
+    // Each operator wrote its own CR into existence (no CSO here).
+    for (cr, operator) in [
+        ("cinder.csi.openstack.org", CINDER_OPERATOR),
+        ("manila.csi.openstack.org", MANILA_OPERATOR),
+    ] {
+        let creators = chain.writers(
+            Some("create"),
+            "operator.openshift.io/clustercsidrivers",
+            Some(""),
+            "",
+            cr,
+        );
+        assert_eq!(
+            creators,
+            [format!("system:serviceaccount:{DRIVERS_NS}:{operator}")].into(),
+            "{cr}"
+        );
+    }
+
+    // The controllers are placed as Kubernetes labels nodes, not by OpenShift's `master`.
+    for (ns, name) in [
+        (DRIVERS_NS, "openstack-cinder-csi-driver-controller"),
+        (MANILA_NS, "openstack-manila-csi-controllerplugin"),
+    ] {
+        let d = Api::<Deployment>::namespaced(bed.client.clone(), ns)
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("{ns}/{name}: {e}"));
+        let pod = serde_json::to_value(&d.spec.expect("spec").template.spec).expect("json");
+        assert!(
+            pod["nodeSelector"]
+                .get("node-role.kubernetes.io/master")
+                .is_none(),
+            "{name}: {}",
+            pod["nodeSelector"]
+        );
+        assert_eq!(
+            pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]
+                ["matchExpressions"][0]["key"],
+            "node-role.kubernetes.io/control-plane",
+            "{name}"
+        );
+    }
+
+    // Nothing OpenShift appeared: no ClusterOperator, Infrastructure or their CRDs.
+    let crds: Vec<Value> = Api::<CustomResourceDefinition>::all(bed.client.clone())
+        .list(&Default::default())
+        .await
+        .expect("list CRDs")
+        .items
+        .iter()
+        .map(|c| serde_json::to_value(c).expect("json"))
+        .collect();
+    let names: Vec<&str> = crds
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["clustercsidrivers.operator.openshift.io"]);
+
+    // `kubectl delete -k manifests/kubernetes` removes every object it created.
+    let failed = kubectl_delete(&bed.client, &objects).await;
+    assert!(
+        failed.is_empty(),
+        "kubectl delete -k:\n{}",
+        failed.join("\n")
+    );
+}

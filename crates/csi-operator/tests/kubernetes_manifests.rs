@@ -1,0 +1,220 @@
+//! Tests of `manifests/kubernetes/`, the plain-Kubernetes kustomize base: that it is exactly
+//! what the generator (`cluster_storage::kubernetes`) makes from the assets the Cluster Storage
+//! Operator deploys on OpenShift (run with `UPDATE_MANIFESTS=1` to rewrite it), that
+//! `kustomization.yaml` lists every file, that nothing OpenShift-only is left in it, that the
+//! operators' placement works on a cluster without `master` nodes, and that `kubectl
+//! kustomize` builds the same objects offline. Installing from it is `kubernetes_e2e.rs`.
+//! These tests write only with `UPDATE_MANIFESTS=1`, and reach no network.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::kubernetes::*;
+use serde_json::Value;
+
+#[test]
+fn the_checked_in_base_is_what_the_generator_makes() {
+    let dir = kubernetes_dir();
+    let generated = generate();
+    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
+        std::fs::create_dir_all(&dir).expect("create manifests/kubernetes");
+        let keep: BTreeSet<&str> = generated.iter().map(|(n, _)| n.as_str()).collect();
+        for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".yaml") && !keep.contains(name.as_str()) {
+                std::fs::remove_file(e.path()).expect("remove a stale file");
+            }
+        }
+        for (name, text) in &generated {
+            std::fs::write(dir.join(name), text).expect("write");
+        }
+    }
+    let mut stale = Vec::new();
+    for (name, text) in &generated {
+        match std::fs::read_to_string(dir.join(name)) {
+            Ok(on_disk) if on_disk == *text => {}
+            Ok(_) => stale.push(format!("{name}: differs")),
+            Err(_) => stale.push(format!("{name}: missing")),
+        }
+    }
+    let wanted: BTreeSet<String> = generated.iter().map(|(n, _)| n.clone()).collect();
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !wanted.contains(&name) {
+            stale.push(format!("{name}: not generated (remove it)"));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "manifests/kubernetes/ is not what the assets give; regenerate with \
+         UPDATE_MANIFESTS=1 cargo test -p csi-operator --test kubernetes_manifests:\n{}",
+        stale.join("\n")
+    );
+}
+
+#[test]
+fn the_kustomization_lists_every_file_once() {
+    let listed = kustomization_resources();
+    let unique: BTreeSet<&String> = listed.iter().collect();
+    assert_eq!(
+        unique.len(),
+        listed.len(),
+        "a file listed twice: {listed:?}"
+    );
+    let on_disk: BTreeSet<String> = std::fs::read_dir(kubernetes_dir())
+        .expect("manifests/kubernetes")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "kustomization.yaml")
+        .collect();
+    assert_eq!(
+        unique.into_iter().cloned().collect::<BTreeSet<_>>(),
+        on_disk
+    );
+}
+
+/// Every string in `v`, with its path.
+fn strings<'a>(v: &'a Value, path: String, out: &mut Vec<(String, &'a str)>) {
+    match v {
+        Value::String(s) => out.push((path, s)),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                strings(x, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.push((format!("{path}.{k}"), k));
+                strings(x, format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn nothing_needs_an_openshift_api() {
+    let objects = base_objects();
+    for o in &objects {
+        let api = o["apiVersion"].as_str().unwrap_or_default();
+        assert!(
+            !api.ends_with("openshift.io/v1") || o["kind"] == "CustomResourceDefinition",
+            "{} {} is an OpenShift API object",
+            o["kind"],
+            o["metadata"]["name"]
+        );
+    }
+    let mut found = Vec::new();
+    for o in &objects {
+        strings(
+            o,
+            o["metadata"]["name"].as_str().unwrap_or("").into(),
+            &mut found,
+        );
+    }
+    for (path, s) in found {
+        for forbidden in [
+            "service.beta.openshift.io",
+            "openshift.io/required-scc",
+            "include.release.openshift.io",
+            "node-role.kubernetes.io/master\"",
+        ] {
+            assert!(!s.contains(forbidden), "{path}: {s}");
+        }
+    }
+    // The one thing the operators may do that OpenShift's CSO does for them.
+    for d in operator_deployments(&objects) {
+        let args = &d["spec"]["template"]["spec"]["containers"][0]["args"];
+        let args: Vec<&str> = args
+            .as_array()
+            .expect("args")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(args.contains(&"--create-cluster-csi-driver"), "{args:?}");
+        assert!(args.contains(&"--cluster-id=kubernetes"), "{args:?}");
+    }
+}
+
+/// Both operators land on the control plane where there is one, and anywhere where there is
+/// none (a managed cluster), and never ask for the `master` role Kubernetes dropped in 1.24.
+#[test]
+fn the_operators_can_run_with_and_without_control_plane_nodes() {
+    let objects = base_objects();
+    let control_plane = serde_json::json!({"metadata": {"name": "cp-0", "labels": {
+        "node-role.kubernetes.io/control-plane": ""}},
+        "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]}});
+    let worker = serde_json::json!({"metadata": {"name": "w-0", "labels": {}}});
+    for d in operator_deployments(&objects) {
+        let pod = &d["spec"]["template"]["spec"];
+        assert!(pod["nodeSelector"].is_null(), "{pod}");
+        for node in [&control_plane, &worker] {
+            assert!(
+                kube_sim::workload::node_should_run(node, pod).0,
+                "{} cannot run on {}",
+                d["metadata"]["name"],
+                node["metadata"]["name"]
+            );
+        }
+        assert_eq!(
+            pod["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]
+                ["matchExpressions"][0]["key"],
+            "node-role.kubernetes.io/control-plane"
+        );
+    }
+}
+
+/// `kubectl kustomize` (kustomize inside kubectl, offline) builds the base and yields the same
+/// objects as the files, with the operator image as the kustomization sets it.
+#[test]
+fn kubectl_kustomize_builds_the_same_objects() {
+    let out = match std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(kubernetes_dir())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("SKIPPED: kubectl is not on PATH ({e}); cannot check `kubectl kustomize`");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "kubectl kustomize failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let built = operator_kit::assets::parse_values("kubectl kustomize", &text).expect("YAML");
+    let key = |o: &Value| {
+        (
+            o["kind"].as_str().unwrap_or_default().to_owned(),
+            o["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    let mut files = base_objects();
+    files.sort_by_key(key);
+    let mut built = built;
+    built.sort_by_key(key);
+    assert_eq!(
+        built.iter().map(key).collect::<Vec<_>>(),
+        files.iter().map(key).collect::<Vec<_>>()
+    );
+    for (b, f) in built.iter().zip(&files) {
+        assert_eq!(b, f, "{:?}", key(f));
+    }
+    for d in operator_deployments(&built) {
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["image"],
+            operator_image().as_str()
+        );
+    }
+}
