@@ -1,6 +1,8 @@
 //! The OpenStack Cinder CSI driver operator's domain code: its embedded YAML assets
 //! ([`assets`]), the generation of the driver's `cloud.conf` and the `cloud-conf` ConfigMap
-//! ([`config`]), and the decision of when to recompute `enable_topology` ([`topology`]).
+//! ([`config`]), the decision of when to recompute `enable_topology` ([`topology`]), and the
+//! conversion of an upstream chart's cloud.conf credentials to clouds.yaml
+//! ([`legacy_credentials`]).
 //!
 //! Everything here is pure: no Kubernetes client, no OpenStack calls, no clock reads, no
 //! environment reads. The reconcile wiring (watches, apply, status) lives with the runtime and
@@ -11,6 +13,7 @@ pub mod assets;
 pub mod build;
 pub mod config;
 pub mod config_sync;
+pub mod legacy_credentials;
 pub mod operator;
 pub mod topology;
 
