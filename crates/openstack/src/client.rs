@@ -395,6 +395,22 @@ impl Client {
         path: &str,
         header: Option<(&'static str, &'static str)>,
     ) -> Result<(String, bytes::Bytes), Error> {
+        self.request(step, service, reqwest::Method::GET, path, None, header)
+            .await
+    }
+
+    /// `method` on `path` under the endpoint of `service`, with an optional JSON body; a 401
+    /// re-authenticates once. Any non-2xx answer is an [`Error::Request`] whose
+    /// [`Error::status`] the caller may read (cleanup treats 404 on a delete as done).
+    pub(crate) async fn request(
+        &self,
+        step: Step,
+        service: Service,
+        method: reqwest::Method,
+        path: &str,
+        json: Option<&serde_json::Value>,
+        header: Option<(&'static str, &'static str)>,
+    ) -> Result<(String, bytes::Bytes), Error> {
         let mut retried = false;
         loop {
             let (token, catalog) = self.token().await?;
@@ -416,11 +432,14 @@ impl Client {
             value.set_sensitive(true);
             let mut req = self
                 .http
-                .get(&url)
+                .request(method.clone(), &url)
                 .header("X-Auth-Token", value)
                 .header("Accept", "application/json");
             if let Some((k, v)) = header {
                 req = req.header(k, v);
+            }
+            if let Some(body) = json {
+                req = req.json(body);
             }
             let resp = req
                 .send()
@@ -556,7 +575,7 @@ fn too_large(step: Step, url: &str) -> Error {
     )
 }
 
-fn bad(step: Step, url: &str, reason: impl Into<String>) -> Error {
+pub(crate) fn bad(step: Step, url: &str, reason: impl Into<String>) -> Error {
     Error::Request {
         step,
         url: url.to_string(),

@@ -14,6 +14,19 @@ pub enum Step {
     ListComputeZones,
     ListVolumeZones,
     ListShareTypes,
+    // The calls of `csi-operator cleanup` (volumes.rs, shares.rs).
+    ListVolumes,
+    ListVolumeSnapshots,
+    ReadVolumeSnapshot,
+    DeleteVolume,
+    DeleteVolumeSnapshot,
+    ListShares,
+    ListShareSnapshots,
+    ReadShareSnapshot,
+    ListShareAccessRules,
+    DenyShareAccess,
+    DeleteShare,
+    DeleteShareSnapshot,
 }
 
 impl fmt::Display for Step {
@@ -24,6 +37,18 @@ impl fmt::Display for Step {
             Step::ListComputeZones => "list Nova (compute) availability zones",
             Step::ListVolumeZones => "list Cinder (volume) availability zones",
             Step::ListShareTypes => "list Manila share types",
+            Step::ListVolumes => "list Cinder volumes",
+            Step::ListVolumeSnapshots => "list Cinder volume snapshots",
+            Step::ReadVolumeSnapshot => "read a Cinder volume snapshot",
+            Step::DeleteVolume => "delete a Cinder volume",
+            Step::DeleteVolumeSnapshot => "delete a Cinder volume snapshot",
+            Step::ListShares => "list Manila shares",
+            Step::ListShareSnapshots => "list Manila share snapshots",
+            Step::ReadShareSnapshot => "read a Manila share snapshot",
+            Step::ListShareAccessRules => "list the access rules of a Manila share",
+            Step::DenyShareAccess => "remove an access rule of a Manila share",
+            Step::DeleteShare => "delete a Manila share",
+            Step::DeleteShareSnapshot => "delete a Manila share snapshot",
         })
     }
 }

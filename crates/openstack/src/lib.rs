@@ -2,7 +2,9 @@
 //!
 //! It parses clouds.yaml ([`CloudConfig`]), gets a Keystone v3 token with its catalog and
 //! reuses it until shortly before it expires, finds endpoints by service type, interface and
-//! region, and lists Nova and Cinder availability zones and Manila share types. A [`Session`]
+//! region, and lists Nova and Cinder availability zones and Manila share types. For
+//! `csi-operator cleanup` it also lists and deletes Cinder volumes and snapshots and Manila
+//! shares, share snapshots and access rules (`volumes`, `shares`). A [`Session`]
 //! keeps one [`Client`] per set of credentials and drops its token when they change.
 //!
 //! It must not: read Kubernetes objects (callers pass clouds.yaml text and CA bytes), read
@@ -18,6 +20,8 @@ mod redact;
 mod retry;
 mod secret;
 mod services;
+mod shares;
+mod volumes;
 mod yaml;
 
 pub use client::{Client, ClientOptions, Fingerprint, MANILA_MICROVERSION, ProxySetting, Session};
@@ -30,3 +34,7 @@ pub use keystone::{CatalogEndpoint, CatalogService, Service, select_endpoint, to
 pub use retry::{Backoff, FIRST_RETRY_SLOWLY, FIRST_RETRY_SOON, Retry};
 pub use secret::Secret;
 pub use services::{ShareType, topology_enabled};
+pub use shares::{
+    AccessRule, MANILA_CLEANUP_MICROVERSION, MANILA_CLUSTER_KEY, Share, ShareSnapshot,
+};
+pub use volumes::{CINDER_CLUSTER_KEY, Deleted, Volume, VolumeSnapshot, is_safe_id};
