@@ -8,7 +8,9 @@
 //!   `GET /identity/v3/auth/catalog` (the token's catalog as the cloud is now);
 //! - Nova `GET /{interface}/compute/v2.1/os-availability-zone`;
 //! - Cinder `GET /{interface}/volume/v3/{project_id}/os-availability-zone`;
-//! - Manila `GET /{interface}/share/v2[/{project_id}]/types` (absent when Manila is off).
+//! - Manila `GET /{interface}/share/v2[/{project_id}]/types` (absent when Manila is off);
+//! - the volume, snapshot, share and access-rule calls of `csi-operator cleanup` (see
+//!   `storage.rs`), on a store tests seed with [`SimHandle::set_storage`].
 //!
 //! Everything can be changed while it runs through [`SimHandle`]: users, zones, share types,
 //! token lifetime, hidden catalog entries and injected faults; every request is logged once
@@ -17,7 +19,12 @@
 //! and secrets are kept in memory in clear), and it must not depend on the client crate.
 
 mod server;
+mod storage;
 mod tls;
+
+pub use storage::{
+    SimAccessRule, SimShare, SimShareSnapshot, SimStorage, SimVolume, SimVolumeSnapshot,
+};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
@@ -313,6 +320,8 @@ pub(crate) struct State {
     /// Requests received and not answered yet (logged only once answered), by arrival.
     pub in_flight: BTreeMap<u64, (SimService, String)>,
     pub next_request: u64,
+    /// Volumes, shares and their snapshots and rules.
+    pub storage: SimStorage,
 }
 
 pub(crate) struct Shared {
@@ -435,6 +444,16 @@ impl SimHandle {
         self.shared.lock().hidden.remove(catalog_type);
     }
 
+    /// Replaces the project's volumes, shares, snapshots and access rules.
+    pub fn set_storage(&self, storage: SimStorage) {
+        self.shared.lock().storage = storage;
+    }
+
+    /// The project's volumes, shares, snapshots and access rules as they are now.
+    pub fn storage(&self) -> SimStorage {
+        self.shared.lock().storage.clone()
+    }
+
     pub fn inject(&self, fault: Fault) {
         self.shared.lock().faults.push(fault);
     }
@@ -538,6 +557,7 @@ impl OpenStackSim {
                 next_token: 1,
                 in_flight: BTreeMap::new(),
                 next_request: 0,
+                storage: SimStorage::default(),
             }),
             base_url: format!("{scheme}://{addr}"),
             shutdown: watch::channel(false).0,

@@ -250,6 +250,8 @@ async fn handle(
 
     let bytes = match out.raw {
         Some(raw) => raw.into_bytes(),
+        // A 202 of a delete has no body, as in Cinder and Manila.
+        None if out.body.is_null() => Vec::new(),
         None => serde_json::to_vec(&out.body).unwrap_or_default(),
     };
     let mut resp = Response::new(Full::new(Bytes::from(bytes)));
@@ -306,11 +308,27 @@ fn route(
     else {
         return Outcome::error(401, UNAUTHORIZED);
     };
-    let mut out = if method != Method::GET {
+    // Path below /{interface}/{service}/.
+    let rest: Vec<&str> = path.trim_matches('/').split('/').skip(2).collect();
+    let stored = match (service, rest.as_slice()) {
+        (SimService::Volume, ["v3", pid, tail @ ..]) if *pid == project_id => {
+            crate::storage::cinder(&mut state.storage, method, tail)
+        }
+        (SimService::Share, ["v2", pid, tail @ ..])
+            if *pid == project_id && state.share_types.is_some() =>
+        {
+            crate::storage::manila(&mut state.storage, method, tail, body)
+        }
+        (SimService::Share, ["v2", tail @ ..]) if state.share_types.is_some() => {
+            crate::storage::manila(&mut state.storage, method, tail, body)
+        }
+        _ => None,
+    };
+    let mut out = if let Some((status, body)) = stored {
+        Outcome::json(status, body)
+    } else if method != Method::GET {
         Outcome::error(405, "The method is not allowed for the requested URL.")
     } else {
-        // Path below /{interface}/{service}/.
-        let rest: Vec<&str> = path.trim_matches('/').split('/').skip(2).collect();
         match (service, rest.as_slice()) {
             (SimService::Compute, ["v2.1", "os-availability-zone"]) => {
                 zones_body(&state.compute_zones)
@@ -612,6 +630,7 @@ mod tests {
             next_token: 1,
             in_flight: Default::default(),
             next_request: 0,
+            storage: Default::default(),
         }
     }
 
