@@ -8,6 +8,7 @@
 //! in the library crates.
 
 mod cinder;
+mod cleanup;
 mod client;
 mod cluster_storage;
 #[cfg(feature = "lab")]
@@ -73,6 +74,9 @@ enum Command {
     Completion(reference_docs::CompletionArgs),
     /// Write man pages for every subcommand into a directory.
     Man(reference_docs::ManArgs),
+    /// After a cluster is destroyed, list (and with --yes delete) the Cinder volumes and
+    /// snapshots and Manila shares its drivers tagged with its cluster ID.
+    Cleanup(cleanup::CleanupArgs),
     /// Run kube-sim, the Kubernetes API emulator, for kubectl and operators to talk to.
     #[cfg(feature = "lab")]
     Sim(sim::SimArgs),
@@ -200,6 +204,7 @@ fn main() -> anyhow::Result<()> {
                 eprintln!("wrote {pages} man pages into {}", args.dir.display());
                 Ok(())
             }
+            Command::Cleanup(args) => cleanup::run(args).await,
             Command::Render(RenderCommand::OpenStackCinder(args)) => {
                 print!("{}", cinder::render(&args)?);
                 Ok(())
