@@ -170,9 +170,15 @@ enum RenderCommand {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     client::install_crypto();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // An operator waits on the network almost all the time: one thread serves it, and spares
+    // it the worker and blocking-pool threads (and glibc's per-thread malloc arenas, which
+    // showed as resident memory). The emulators serve many clients at once and keep a pool.
+    let mut builder = if cli.command.runs_an_operator() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
         match cli.command {
             #[cfg(feature = "lab")]
@@ -211,6 +217,19 @@ fn main() -> anyhow::Result<()> {
             }
         }
     })
+}
+
+impl Command {
+    /// Whether this command runs one of the operators (as opposed to an emulator, the demo or
+    /// a one-shot tool).
+    fn runs_an_operator(&self) -> bool {
+        matches!(
+            self,
+            Command::ClusterStorage(ClusterStorageCommand::Start(_))
+                | Command::OpenStackCinder(CinderCommand::Start(_))
+                | Command::OpenStackManila(ManilaCommand::Start(_))
+        )
+    }
 }
 
 /// Resolves on SIGTERM (how Kubernetes stops a pod) or Ctrl-C.
