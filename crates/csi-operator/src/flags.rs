@@ -43,6 +43,11 @@ impl MetricsFlags {
     }
 }
 
+/// The flags' names, as client-go spells them; each is also named in error messages.
+const LEASE_DURATION_FLAG: &str = "leader-elect-lease-duration";
+const RENEW_DEADLINE_FLAG: &str = "leader-elect-renew-deadline";
+const RETRY_PERIOD_FLAG: &str = "leader-elect-retry-period";
+
 /// Where `--help` lists the leader-election flags.
 const LEADER_ELECTION_HEADING: &str = "Leader election (for tests and slow API servers only)";
 
@@ -56,7 +61,7 @@ pub struct LeaderElectionFlags {
     /// How long a standby waits after the last renewal it saw before it takes the lease over;
     /// whole seconds (a Lease records seconds). Default 137s, 270s on SingleReplica.
     #[arg(
-        long = "leader-elect-lease-duration",
+        long = LEASE_DURATION_FLAG,
         value_name = "DURATION",
         value_parser = crate::duration::parse_duration,
         help_heading = LEADER_ELECTION_HEADING
@@ -65,7 +70,7 @@ pub struct LeaderElectionFlags {
     /// How long the leader may fail to renew before it stops writing and exits; shorter than
     /// the lease duration. Default 107s, 240s on SingleReplica.
     #[arg(
-        long = "leader-elect-renew-deadline",
+        long = RENEW_DEADLINE_FLAG,
         value_name = "DURATION",
         value_parser = crate::duration::parse_duration,
         help_heading = LEADER_ELECTION_HEADING
@@ -74,7 +79,7 @@ pub struct LeaderElectionFlags {
     /// How often the leader renews and a standby tries to acquire; shorter than the renew
     /// deadline. Default 26s, 60s on SingleReplica.
     #[arg(
-        long = "leader-elect-retry-period",
+        long = RETRY_PERIOD_FLAG,
         value_name = "DURATION",
         value_parser = crate::duration::parse_duration,
         help_heading = LEADER_ELECTION_HEADING
@@ -125,9 +130,9 @@ impl LeaderElectionFlags {
             })
         };
         check_timings(
-            given("leader-elect-lease-duration", self.lease_duration),
-            given("leader-elect-renew-deadline", self.renew_deadline),
-            given("leader-elect-retry-period", self.retry_period),
+            given(LEASE_DURATION_FLAG, self.lease_duration),
+            given(RENEW_DEADLINE_FLAG, self.renew_deadline),
+            given(RETRY_PERIOD_FLAG, self.retry_period),
         )
     }
 
@@ -140,20 +145,16 @@ impl LeaderElectionFlags {
             given: value.is_some(),
         };
         let lease = pick(
-            "leader-elect-lease-duration",
+            LEASE_DURATION_FLAG,
             self.lease_duration,
             base.lease_duration,
         );
         let renew = pick(
-            "leader-elect-renew-deadline",
+            RENEW_DEADLINE_FLAG,
             self.renew_deadline,
             base.renew_deadline,
         );
-        let retry = pick(
-            "leader-elect-retry-period",
-            self.retry_period,
-            base.retry_period,
-        );
+        let retry = pick(RETRY_PERIOD_FLAG, self.retry_period, base.retry_period);
         check_timings(Some(lease), Some(renew), Some(retry))?;
         Ok(LeaderTiming {
             lease_duration: lease.value,
