@@ -54,6 +54,16 @@ pub async fn leader_timing(client: &Client) -> operator_kit::leader_timing::Lead
     }
 }
 
+/// The crates of this binary whose log verbosity follows the operator's level (`-v`, then
+/// the CR's `operatorLogLevel`); libraries such as kube and hyper stay quieter.
+pub const LOG_TARGETS: &[&str] = &[
+    "csi_operator",
+    "cluster_storage",
+    "cinder",
+    "manila",
+    "openstack",
+];
+
 /// The flags every operator process shares (`openstack-cinder start`, `openstack-manila start`,
 /// `cluster-storage start`).
 #[derive(clap::Args)]

@@ -183,7 +183,7 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             #[cfg(feature = "lab")]
             Command::Sim(args) => {
-                operator_kit::logging::LogControl::init(2);
+                operator_kit::logging::LogControl::init(2, client::LOG_TARGETS);
                 sim::run(args).await
             }
             Command::ClusterStorage(ClusterStorageCommand::Start(args)) => {

@@ -45,7 +45,11 @@ pub async fn start(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     args.process.leader_election.check()?;
-    let log = LogControl::init_with(args.process.verbosity, args.process.log_format);
+    let log = LogControl::init_with(
+        args.process.verbosity,
+        args.process.log_format,
+        crate::client::LOG_TARGETS,
+    );
     let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
     let opts = Options {
         operator_namespace: args.namespace.clone(),

@@ -11,18 +11,13 @@ use tracing_subscriber::{EnvFilter, Registry, reload};
 
 use crate::log_format::{self, KlogJson, LogFormat};
 
-/// The crates whose verbosity follows the operator log level.
-const OUR_CRATES: &[&str] = &[
-    "operator_kit",
-    "cinder",
-    "manila",
-    "cluster_storage",
-    "openstack",
-    "csi_operator",
-];
+/// operator-kit's own target: its verbosity always follows the operator log level, with the
+/// targets the process names (its binary and driver crates).
+const KIT: &str = "operator_kit";
 
-/// The filter directives for a klog verbosity.
-pub fn directives(klog_level: u8) -> String {
+/// The filter directives for a klog verbosity: operator-kit and `own` (the process's crates)
+/// at the level's verbosity, everything else (kube, hyper) quieter.
+pub fn directives(klog_level: u8, own: &[&str]) -> String {
     let (ours, others) = match klog_level {
         0..=3 => ("info", "warn"),
         4..=5 => ("debug", "info"),
@@ -30,7 +25,11 @@ pub fn directives(klog_level: u8) -> String {
         _ => ("trace", "debug"),
     };
     let mut parts = vec![others.to_string()];
-    parts.extend(OUR_CRATES.iter().map(|c| format!("{c}={ours}")));
+    parts.extend(
+        std::iter::once(KIT)
+            .chain(own.iter().copied().filter(|c| *c != KIT))
+            .map(|c| format!("{c}={ours}")),
+    );
     parts.join(",")
 }
 
@@ -38,22 +37,25 @@ pub fn directives(klog_level: u8) -> String {
 #[derive(Clone)]
 pub struct LogControl {
     handle: Option<reload::Handle<EnvFilter, Registry>>,
+    /// The process's crates whose verbosity follows the level.
+    own: &'static [&'static str],
 }
 
 impl LogControl {
-    /// Installs the global subscriber at `klog_level`, writing text lines to stderr.
-    pub fn init(klog_level: u8) -> Self {
-        Self::init_with(klog_level, LogFormat::Text)
+    /// Installs the global subscriber at `klog_level`, writing text lines to stderr; `own`
+    /// names the process's crates (tracing targets) whose verbosity follows the level.
+    pub fn init(klog_level: u8, own: &'static [&'static str]) -> Self {
+        Self::init_with(klog_level, LogFormat::Text, own)
     }
 
     /// Installs the global subscriber at `klog_level`, writing `format` lines to stderr.
     /// `RUST_LOG`, when set, wins over the level until `set_level` is called. A second call
     /// (tests) returns a handle that changes nothing.
-    pub fn init_with(klog_level: u8, format: LogFormat) -> Self {
+    pub fn init_with(klog_level: u8, format: LogFormat, own: &'static [&'static str]) -> Self {
         let initial = std::env::var("RUST_LOG")
             .ok()
             .and_then(|s| EnvFilter::try_new(s).ok());
-        let filter = initial.unwrap_or_else(|| EnvFilter::new(directives(klog_level)));
+        let filter = initial.unwrap_or_else(|| EnvFilter::new(directives(klog_level, own)));
         let (layer, handle) = reload::Layer::new(filter);
         let output = match format {
             LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -72,18 +74,24 @@ impl LogControl {
             .is_ok();
         Self {
             handle: installed.then_some(handle),
+            own,
         }
     }
 
     /// A handle that changes nothing (when someone else owns the subscriber).
     pub fn detached() -> Self {
-        Self { handle: None }
+        Self {
+            handle: None,
+            own: &[],
+        }
     }
 
     /// Switches to a klog verbosity; returns whether the filter changed.
     pub fn set_level(&self, klog_level: u8) -> bool {
         match &self.handle {
-            Some(h) => h.reload(EnvFilter::new(directives(klog_level))).is_ok(),
+            Some(h) => h
+                .reload(EnvFilter::new(directives(klog_level, self.own)))
+                .is_ok(),
             None => false,
         }
     }
@@ -95,13 +103,30 @@ mod tests {
 
     #[test]
     fn klog_levels_map_to_tracing_directives() {
-        assert!(directives(2).starts_with("warn,") && directives(2).contains("operator_kit=info"));
-        assert!(directives(4).contains("cinder=debug"));
-        assert!(directives(6).contains("openstack=trace") && directives(6).starts_with("info,"));
-        assert!(directives(8).starts_with("debug,"));
+        let own = &["cinder", "openstack"];
+        assert_eq!(
+            directives(2, own),
+            "warn,operator_kit=info,cinder=info,openstack=info"
+        );
+        assert!(directives(4, own).contains("cinder=debug"));
+        assert!(
+            directives(6, own).contains("openstack=trace")
+                && directives(6, own).starts_with("info,")
+        );
+        assert!(directives(8, own).starts_with("debug,"));
+        assert_eq!(
+            directives(4, &["operator_kit"]),
+            "info,operator_kit=debug",
+            "the kit is named once"
+        );
+        assert_eq!(
+            directives(2, &[]),
+            "warn,operator_kit=info",
+            "no driver crate is assumed"
+        );
         for level in [0, 2, 4, 6, 8, 200] {
             assert!(
-                EnvFilter::try_new(directives(level)).is_ok(),
+                EnvFilter::try_new(directives(level, own)).is_ok(),
                 "level {level} gives a valid filter"
             );
         }

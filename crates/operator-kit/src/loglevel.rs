@@ -74,28 +74,6 @@ impl LogLevel {
             LogLevel::TraceAll => 8,
         }
     }
-
-    /// A `tracing_subscriber::EnvFilter` directive for the operator's own process.
-    ///
-    /// `own_targets` are our crates' target names (e.g. `operator_kit`, `cinder`). klog levels
-    /// map as: 2 → everything at `info`; 4 → our crates at `debug`; 6 → our crates at `trace`
-    /// and the rest (kube, hyper) at `debug`; 8 → everything at `trace`.
-    pub fn env_filter_directive(self, own_targets: &[&str]) -> String {
-        let (base, own) = match self {
-            LogLevel::Normal => return "info".to_owned(),
-            LogLevel::TraceAll => return "trace".to_owned(),
-            LogLevel::Debug => ("info", "debug"),
-            LogLevel::Trace => ("debug", "trace"),
-        };
-        let mut directive = base.to_owned();
-        for target in own_targets {
-            directive.push(',');
-            directive.push_str(target);
-            directive.push('=');
-            directive.push_str(own);
-        }
-        directive
-    }
 }
 
 impl fmt::Display for LogLevel {
@@ -141,34 +119,6 @@ mod tests {
             LogLevel::TraceAll,
         ] {
             assert_eq!(LogLevel::parse(&level.to_string()).level, level);
-        }
-    }
-
-    #[test]
-    fn env_filter_directives() {
-        let own = ["operator_kit", "cinder"];
-        assert_eq!(LogLevel::Normal.env_filter_directive(&own), "info");
-        assert_eq!(
-            LogLevel::Debug.env_filter_directive(&own),
-            "info,operator_kit=debug,cinder=debug"
-        );
-        assert_eq!(
-            LogLevel::Trace.env_filter_directive(&own),
-            "debug,operator_kit=trace,cinder=trace"
-        );
-        assert_eq!(LogLevel::TraceAll.env_filter_directive(&own), "trace");
-    }
-
-    #[test]
-    fn directives_are_valid_env_filters() {
-        for level in [
-            LogLevel::Normal,
-            LogLevel::Debug,
-            LogLevel::Trace,
-            LogLevel::TraceAll,
-        ] {
-            let d = level.env_filter_directive(&["operator_kit"]);
-            assert!(tracing_subscriber::EnvFilter::try_new(&d).is_ok(), "{d}");
         }
     }
 }
