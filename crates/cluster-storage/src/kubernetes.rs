@@ -19,6 +19,8 @@
 //! - The operator Deployments run with `--create-cluster-csi-driver` and `--cluster-id`, and are
 //!   placed on control-plane nodes only when the cluster has some
 //!   ([`hooks::kubernetes_control_plane`]).
+//! - The operators issue their drivers' metrics serving certificates (no service-ca), so their
+//!   Roles may create those Secrets and update them by name.
 //! - `openshift-config` is created: both operators read their cloud.conf overrides there, as on
 //!   OpenShift.
 //!
@@ -211,6 +213,56 @@ fn cluster_role(role: &mut Value) {
     }
 }
 
+/// The Secrets each operator issues its driver's metrics serving certificate into where no
+/// service-ca does (`operator_kit::metrics_cert`): the Role in `namespace` named `role` gets
+/// `create` on Secrets (not limitable by name) and `update`/`patch` of that one. The names are
+/// the driver assets' (`service.yaml`'s serving-cert annotation); the plain-Kubernetes chain
+/// test fails on any missing right.
+const METRICS_CERT_SECRETS: &[(&str, &str, &str)] = &[
+    (
+        CSI_OPERATOR_NAMESPACE,
+        "openstack-cinder-csi-driver-operator-role",
+        "openstack-cinder-csi-driver-controller-metrics-serving-cert",
+    ),
+    (
+        "openshift-manila-csi-driver",
+        "manila-csi-driver-operator-role",
+        "manila-csi-driver-controller-metrics-serving-cert",
+    ),
+];
+
+/// A Role on Kubernetes: OpenShift's, plus the rights of [`METRICS_CERT_SECRETS`].
+fn role(role: &mut Value) {
+    let (ns, name) = (
+        role["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        role["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    );
+    let Some(rules) = role["rules"].as_array_mut() else {
+        return;
+    };
+    for (_, _, secret) in METRICS_CERT_SECRETS
+        .iter()
+        .filter(|(n, r, _)| *n == ns && *r == name)
+    {
+        let creates = rules.iter().any(|r| {
+            r["apiGroups"] == json!([""])
+                && r["resources"] == json!(["secrets"])
+                && r["resourceNames"].is_null()
+                && r["verbs"] == json!(["create"])
+        });
+        if !creates {
+            rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}));
+        }
+        rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["update", "patch"]}));
+    }
+}
+
 /// The operator Deployment on Kubernetes; see the module doc.
 fn deployment(d: &mut k8s_openapi::api::apps::v1::Deployment) {
     hooks::kubernetes_control_plane(d);
@@ -329,7 +381,9 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
         }
         objects.push(to_value("service account", &o.service_account)?);
         for r in &o.roles {
-            objects.push(to_value("role", r)?);
+            let mut r = to_value("role", r)?;
+            role(&mut r);
+            objects.push(r);
         }
         for b in &o.role_bindings {
             objects.push(to_value("role binding", b)?);

@@ -120,6 +120,80 @@ async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
         );
     }
 
+    // No service-ca: each operator issued its controller's metrics serving certificate (the
+    // controller pods, which mount it, could not have started otherwise) ...
+    let cinder_cert = "openstack-cinder-csi-driver-controller-metrics-serving-cert";
+    for (ns, name) in [
+        (DRIVERS_NS, cinder_cert),
+        (
+            MANILA_NS,
+            "manila-csi-driver-controller-metrics-serving-cert",
+        ),
+    ] {
+        let s = Api::<Secret>::namespaced(bed.client.clone(), ns)
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("{ns}/{name}: {e}"));
+        assert_eq!(s.type_.as_deref(), Some("kubernetes.io/tls"), "{name}");
+        assert!(
+            s.metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key(operator_kit::metrics_cert::ISSUED_UNTIL_ANNOTATION),
+            "{name}"
+        );
+    }
+    // ... and issues a new one when it is due, which rolls the controller.
+    let secrets = Api::<Secret>::namespaced(bed.client.clone(), DRIVERS_NS);
+    let before = secrets.get(cinder_cert).await.expect("the certificate");
+    let controller_hash = |d: &Deployment| {
+        d.spec
+            .as_ref()
+            .and_then(|s| s.template.metadata.as_ref())
+            .and_then(|m| m.annotations.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("operator.openshift.io/dep-"))
+            .collect::<BTreeMap<_, _>>()
+    };
+    let deployments = Api::<Deployment>::namespaced(bed.client.clone(), DRIVERS_NS);
+    let hashes_before = controller_hash(
+        &deployments
+            .get("openstack-cinder-csi-driver-controller")
+            .await
+            .expect("controller"),
+    );
+    secrets
+        .patch(
+            cinder_cert,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"metadata": {"annotations": {
+                operator_kit::metrics_cert::ISSUED_UNTIL_ANNOTATION: "2000-01-01T00:00:00Z"}}})),
+        )
+        .await
+        .expect("age the certificate");
+    chain
+        .wait(
+            "the certificate to be renewed and the controller to roll",
+            || async {
+                let now = secrets.get(cinder_cert).await.map_err(|e| e.to_string())?;
+                let d = deployments
+                    .get("openstack-cinder-csi-driver-controller")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if now.data != before.data && controller_hash(&d) != hashes_before {
+                    Ok(())
+                } else {
+                    Err("not yet".to_owned())
+                }
+            },
+        )
+        .await;
+    chain
+        .wait_driver("cinder.csi.openstack.org", &CINDER_AVAILABLE)
+        .await;
+    chain.assert_no_denials();
+
     // The controllers are placed as Kubernetes labels nodes, not by OpenShift's `master`.
     for (ns, name) in [
         (DRIVERS_NS, "openstack-cinder-csi-driver-controller"),

@@ -634,3 +634,49 @@ async fn a_template_change_starts_a_new_rollout() -> TestResult {
     assert_ne!(progressing["message"], old_message);
     Ok(())
 }
+
+/// With `require_volume_sources`, as a kubelet: pods that mount a missing Secret (directly or
+/// projected) wait for it and become ready once it exists; an optional or unmounted source is
+/// not waited for.
+#[tokio::test]
+async fn pods_wait_for_the_secrets_they_mount() -> TestResult {
+    let (_sim, client) = start_with(with_workloads(Some(WorkloadConfig {
+        require_volume_sources: true,
+        ..WorkloadConfig::default()
+    })))
+    .await;
+    let ns = namespace(&client, "apps").await;
+    let mounts = json!({"containers": [{"name": "main", "image": "registry.example/app:1",
+        "volumeMounts": [{"name": "cert", "mountPath": "/cert"}, {"name": "opt", "mountPath": "/opt"}]}],
+        "volumes": [
+            {"name": "cert", "projected": {"sources": [{"secret": {"name": "tls"}}]}},
+            {"name": "opt", "secret": {"secretName": "maybe", "optional": true}},
+            {"name": "unused", "configMap": {"name": "nowhere"}}]});
+    create_deployment(
+        &client,
+        &ns,
+        "web",
+        1,
+        json!({"template": {"metadata": {"labels": {"app": "web"}}, "spec": mounts}}),
+    )
+    .await;
+    let dep = deployment_where(&client, &ns, "web", "web reported", |d| {
+        condition(d, "Available").is_some()
+    })
+    .await;
+    assert_eq!(count(&dep, "readyReplicas"), 0, "waits for Secret tls");
+    assert_eq!(
+        condition(&dep, "Available").expect("Available")["status"],
+        "False"
+    );
+    let secret: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(json!({"metadata": {"name": "tls"}, "data": {}}))?;
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &ns)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    deployment_where(&client, &ns, "web", "web available once tls exists", |d| {
+        count(d, "availableReplicas") == 1
+    })
+    .await;
+    Ok(())
+}

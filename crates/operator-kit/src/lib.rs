@@ -25,6 +25,7 @@ pub mod log_format;
 pub mod logging;
 pub mod loglevel;
 pub mod metrics;
+pub mod metrics_cert;
 pub mod observed_config;
 pub mod process;
 pub mod progressing;

@@ -114,9 +114,20 @@ impl Settings {
     /// control-plane ones labelled and tainted `node-role.kubernetes.io/control-plane` (the
     /// `master` label and taint are gone since 1.24), no CRD, no OpenShift namespace, no
     /// Infrastructure, no credentials and no ClusterCSIDriver. Pod Security admission by
-    /// namespace labels, as every Kubernetes API server runs it.
+    /// namespace labels, as every Kubernetes API server runs it, and pods that wait for the
+    /// Secrets and ConfigMaps they mount (kube-sim's `require_volume_sources`).
     pub fn plain_kubernetes() -> Self {
+        // No service-ca here: pods wait for the Secrets they mount, as a kubelet does, so a
+        // serving certificate nobody issues keeps the driver from becoming Available.
+        let kube = kube_sim::SimConfig {
+            workloads: Some(kube_sim::WorkloadConfig {
+                require_volume_sources: true,
+                ..kube_sim::WorkloadConfig::default()
+            }),
+            ..kube_sim::SimConfig::default()
+        };
         Self {
+            kube,
             cloud_provider_config: None,
             cinder_cluster_csi_driver: false,
             manila_cluster_csi_driver: false,

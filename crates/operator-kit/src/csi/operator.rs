@@ -9,7 +9,10 @@ use kube::Client;
 use openshift_api::config::Infrastructure;
 use tracing::{info, warn};
 
-use super::{BaseFacts, Driver, Flow, Pass, log_level_condition};
+use super::{BaseFacts, Driver, Flow, Pass, StepError, log_level_condition};
+
+/// Condition prefix of the metrics serving certificate step (plain Kubernetes only).
+pub const METRICS_CERT_PREFIX: &str = "MetricsServingCertController";
 use crate::apply::{Applied, Applier, ApplyError};
 use crate::cache::Cache;
 use crate::conditions::{self, OperatorCondition};
@@ -216,12 +219,24 @@ impl<D: Driver> CsiOperator<D> {
         }
 
         let mut base = self.base_facts(&pass);
+        let facts_kubernetes = base.kubernetes;
         self.observe_config(&mut pass, &mut base).await;
         let mut facts = self.driver.facts(&self.kit, base);
         self.driver
             .configure(&self.kit, &mut pass, &mut facts)
             .await;
-        for group in self.driver.static_groups(&self.kit, &facts) {
+        let groups = self.driver.static_groups(&self.kit, &facts);
+        if facts_kubernetes {
+            let services: Vec<Desired> = groups
+                .iter()
+                .filter_map(|g| g.objects.as_ref().ok())
+                .flatten()
+                .filter(|d| d.resource.kind == "Service")
+                .cloned()
+                .collect();
+            self.metrics_certs(&mut pass, &services).await;
+        }
+        for group in groups {
             pass.failed |= steps::apply_group(
                 &self.kit.applier,
                 &self.kit.metrics,
@@ -307,6 +322,50 @@ impl<D: Driver> CsiOperator<D> {
                 }
             }
         }
+    }
+
+    /// Plain Kubernetes has no service-ca: issue the metrics serving certificates the
+    /// `services` ask for, and renew them, unless someone else provides them
+    /// ([`crate::metrics_cert`]). Failures are `MetricsServingCertControllerDegraded`.
+    async fn metrics_certs(&self, pass: &mut Pass, services: &[Desired]) {
+        use crate::metrics_cert::{self, Decision};
+        let now = jiff::Timestamp::now();
+        let mut result = Ok(());
+        for request in metrics_cert::requests(services) {
+            let existing = self.kit.cache.secret(&request.namespace, &request.secret);
+            if metrics_cert::decide(existing.as_ref(), now) != Decision::Issue {
+                continue;
+            }
+            let applied = metrics_cert::issue(&request, now)
+                .map_err(|e| StepError::Message(e.to_string()))
+                .and_then(|secret| {
+                    crate::desired::from_typed(
+                        "self-signed metrics serving certificate",
+                        None,
+                        &secret,
+                    )
+                    .map_err(StepError::from)
+                });
+            let step = match applied {
+                Ok(d) => self
+                    .kit
+                    .apply(&d, None)
+                    .await
+                    .map(|_| {
+                        info!(
+                            secret = %request.secret,
+                            namespace = %request.namespace,
+                            "issued a self-signed metrics serving certificate (no service-ca)"
+                        );
+                    })
+                    .map_err(StepError::from),
+                Err(e) => Err(e),
+            };
+            if step.is_err() {
+                result = step;
+            }
+        }
+        pass.post(METRICS_CERT_PREFIX, result);
     }
 
     fn base_facts(&self, pass: &Pass) -> BaseFacts {
