@@ -172,16 +172,18 @@ pub fn progressing_too_long(
 }
 
 /// Whether a DaemonSet is still rolling out, with library-go's message (anchors §1.4).
-/// A DaemonSet whose stable-generation annotation equals its generation is never progressing:
-/// node churn after a finished rollout does not count.
-pub fn daemonset_progressing(daemonset: &DaemonSet) -> Option<String> {
+/// A DaemonSet whose generation is known to have finished rolling out (`known_stable`, what
+/// the caller recorded with [`stable_generation`]) is never progressing: node churn after a
+/// finished rollout does not count. OpenShift's operator records that generation in the
+/// stable-generation annotation instead, which is still honoured on DaemonSets it wrote.
+pub fn daemonset_progressing(daemonset: &DaemonSet, known_stable: Option<i64>) -> Option<String> {
     let generation = daemonset.metadata.generation.unwrap_or(0);
-    let stable = daemonset
+    let annotated = daemonset
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(STABLE_GENERATION_ANNOTATION));
-    if stable.is_some_and(|s| *s == generation.to_string()) {
+    if known_stable == Some(generation) || annotated.is_some_and(|s| *s == generation.to_string()) {
         return None;
     }
     let status = daemonset.status.clone().unwrap_or_default();
@@ -200,9 +202,14 @@ pub fn daemonset_progressing(daemonset: &DaemonSet) -> Option<String> {
     None
 }
 
-/// `<prefix>Available` and `<prefix>Progressing` for a DaemonSet. There is no "too long" rule
-/// for DaemonSets (library-go has none either).
-pub fn daemonset_conditions(prefix: &str, daemonset: &DaemonSet) -> WorkloadConditions {
+/// `<prefix>Available` and `<prefix>Progressing` for a DaemonSet whose last finished rollout
+/// is `known_stable` (see [`daemonset_progressing`]). There is no "too long" rule for
+/// DaemonSets (library-go has none either).
+pub fn daemonset_conditions(
+    prefix: &str,
+    daemonset: &DaemonSet,
+    known_stable: Option<i64>,
+) -> WorkloadConditions {
     let number_available = daemonset
         .status
         .as_ref()
@@ -223,7 +230,7 @@ pub fn daemonset_conditions(prefix: &str, daemonset: &DaemonSet) -> WorkloadCond
             "Waiting for the DaemonSet to deploy the CSI Node Service",
         )
     };
-    let progressing = match daemonset_progressing(daemonset) {
+    let progressing = match daemonset_progressing(daemonset, known_stable) {
         None => OperatorCondition::new(
             conditions::progressing_type(prefix),
             conditions::FALSE,
@@ -243,24 +250,19 @@ pub fn daemonset_conditions(prefix: &str, daemonset: &DaemonSet) -> WorkloadCond
     }
 }
 
-/// The value the desired DaemonSet should carry in [`STABLE_GENERATION_ANNOTATION`], given the
-/// live one (`None` when there is no live DaemonSet yet, or it never became stable).
+/// The DaemonSet's last generation that finished rolling out, given the live object and what
+/// was known before: its current generation when it is not progressing now, else `known`.
 ///
-/// When the live DaemonSet is not progressing, its current generation is stable and is
-/// recorded; while it is progressing, the previously recorded value is carried over so the
-/// apply engine does not see a metadata difference. The apply engine writes the annotation
-/// with the next update; a spec change in the same write bumps the generation, so the new
-/// rollout is reported as progressing until it completes.
-pub fn stable_generation_annotation(live: Option<&DaemonSet>) -> Option<String> {
-    let live = live?;
-    if daemonset_progressing(live).is_none() {
-        return Some(live.metadata.generation.unwrap_or(0).to_string());
+/// OpenShift writes this into the stable-generation annotation, which costs a second write of
+/// the DaemonSet per rollout (the annotation changes when the rollout ends); the kit keeps it
+/// in the process instead. After a restart it is learnt again from the live DaemonSet (and
+/// from the annotation OpenShift left), so only node churn that is under way while the
+/// operator restarts shows as Progressing, until it ends.
+pub fn stable_generation(live: &DaemonSet, known: Option<i64>) -> Option<i64> {
+    if daemonset_progressing(live, known).is_none() {
+        return Some(live.metadata.generation.unwrap_or(0));
     }
-    live.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(STABLE_GENERATION_ANNOTATION))
-        .cloned()
+    known
 }
 
 #[cfg(test)]
@@ -501,30 +503,37 @@ mod tests {
     #[test]
     fn daemonset_rules() {
         assert_eq!(
-            daemonset_progressing(&ds(3, 2, 3, 3, 0, 3, None)).as_deref(),
+            daemonset_progressing(&ds(3, 2, 3, 3, 0, 3, None), None).as_deref(),
             Some("Waiting for DaemonSet to act on changes")
         );
         assert_eq!(
-            daemonset_progressing(&ds(3, 3, 5, 2, 0, 3, None)).as_deref(),
+            daemonset_progressing(&ds(3, 3, 5, 2, 0, 3, None), None).as_deref(),
             Some("Waiting for DaemonSet to update 5 node pods")
         );
         assert_eq!(
-            daemonset_progressing(&ds(3, 3, 3, 3, 1, 2, None)).as_deref(),
+            daemonset_progressing(&ds(3, 3, 3, 3, 1, 2, None), None).as_deref(),
             Some("Waiting for DaemonSet to deploy node pods")
         );
-        assert_eq!(daemonset_progressing(&ds(3, 3, 3, 3, 0, 3, None)), None);
-        // Stable generation: node churn is not progressing.
         assert_eq!(
-            daemonset_progressing(&ds(3, 3, 4, 3, 1, 3, Some("3"))),
+            daemonset_progressing(&ds(3, 3, 3, 3, 0, 3, None), None),
+            None
+        );
+        // Stable generation, known or annotated by OpenShift: node churn is not progressing.
+        let churn = ds(3, 3, 4, 3, 1, 3, None);
+        assert!(daemonset_progressing(&churn, None).is_some());
+        assert_eq!(daemonset_progressing(&churn, Some(3)), None);
+        assert_eq!(
+            daemonset_progressing(&ds(3, 3, 4, 3, 1, 3, Some("3")), None),
             None
         );
         // A stale stable generation does not hide a new rollout.
-        assert!(daemonset_progressing(&ds(4, 3, 3, 3, 0, 3, Some("3"))).is_some());
+        assert!(daemonset_progressing(&ds(4, 3, 3, 3, 0, 3, Some("3")), None).is_some());
+        assert!(daemonset_progressing(&ds(4, 3, 3, 3, 0, 3, None), Some(3)).is_some());
     }
 
     #[test]
     fn daemonset_condition_values() {
-        let c = daemonset_conditions("N", &ds(1, 1, 3, 3, 0, 3, None));
+        let c = daemonset_conditions("N", &ds(1, 1, 3, 3, 0, 3, None), None);
         assert_eq!(
             c.available,
             OperatorCondition::new("NAvailable", "True", "AsExpected", "DaemonSet is available")
@@ -538,7 +547,7 @@ mod tests {
                 "DaemonSet is not progressing"
             )
         );
-        let c = daemonset_conditions("N", &ds(1, 1, 3, 0, 3, 0, None));
+        let c = daemonset_conditions("N", &ds(1, 1, 3, 0, 3, 0, None), None);
         assert_eq!(
             c.available,
             OperatorCondition::new(
@@ -553,25 +562,30 @@ mod tests {
 
     #[test]
     fn stable_generation_value() {
-        assert_eq!(stable_generation_annotation(None), None);
-        // Stable now: record the generation.
+        // Stable now: the generation is recorded.
         assert_eq!(
-            stable_generation_annotation(Some(&ds(4, 4, 3, 3, 0, 3, Some("3")))).as_deref(),
-            Some("4")
-        );
-        // Progressing: carry the old value over.
-        assert_eq!(
-            stable_generation_annotation(Some(&ds(4, 3, 3, 3, 0, 3, Some("3")))).as_deref(),
-            Some("3")
+            stable_generation(&ds(4, 4, 3, 3, 0, 3, None), Some(3)),
+            Some(4)
         );
         assert_eq!(
-            stable_generation_annotation(Some(&ds(4, 3, 3, 3, 0, 3, None))),
-            None
+            stable_generation(&ds(4, 4, 3, 3, 0, 3, None), None),
+            Some(4)
         );
-        // Already recorded: unchanged even during node churn.
+        // Progressing: what was known stays.
         assert_eq!(
-            stable_generation_annotation(Some(&ds(4, 4, 5, 3, 2, 3, Some("4")))).as_deref(),
-            Some("4")
+            stable_generation(&ds(4, 3, 3, 3, 0, 3, None), Some(3)),
+            Some(3)
+        );
+        assert_eq!(stable_generation(&ds(4, 3, 3, 3, 0, 3, None), None), None);
+        // Already recorded: unchanged during node churn.
+        assert_eq!(
+            stable_generation(&ds(4, 4, 5, 3, 2, 3, None), Some(4)),
+            Some(4)
+        );
+        // Learnt from OpenShift's annotation after a restart during node churn.
+        assert_eq!(
+            stable_generation(&ds(4, 4, 5, 3, 2, 3, Some("4")), None),
+            Some(4)
         );
     }
 }

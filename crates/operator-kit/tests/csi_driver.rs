@@ -137,6 +137,15 @@ async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions()
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
     )
     .await;
+    // One node, so the node DaemonSet rolls out and finishes.
+    create(
+        &client,
+        "v1",
+        "Node",
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     create(&client, "operator.openshift.io/v1", "ClusterCSIDriver", json!({"apiVersion": "operator.openshift.io/v1",
         "kind": "ClusterCSIDriver", "metadata": {"name": NAME}, "spec": {"managementState": "Managed", "logLevel": "Loud"}})).await;
@@ -188,9 +197,10 @@ async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions()
                 )
             })
             .collect();
-        if conditions
-            .get("FakeControllerServiceControllerDegraded")
-            .is_some_and(|s| s == "False")
+        let is = |t: &str, want: &str| conditions.get(t).is_some_and(|s| s == want);
+        if is("FakeControllerServiceControllerDegraded", "False")
+            && is("FakeNodeServiceControllerAvailable", "True")
+            && is("FakeNodeServiceControllerProgressing", "False")
         {
             break;
         }
@@ -214,6 +224,29 @@ async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions()
         conditions.get("LoggingSyncerDegraded").map(String::as_str),
         Some("True"),
         "a bad logLevel is reported"
+    );
+    assert_eq!(
+        conditions
+            .get("FakeNodeServiceControllerProgressing")
+            .map(String::as_str),
+        Some("False"),
+        "the node DaemonSet finished rolling out: {conditions:#?}"
+    );
+    // The end of the rollout is remembered without writing the DaemonSet again (OpenShift
+    // writes a stable-generation annotation then): one write, its create.
+    for _ in 0..3 {
+        op.reconcile().await;
+    }
+    let daemonset_writes: Vec<String> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_write() && r.resource == "apps/daemonsets" && r.subresource.is_empty())
+        .map(|r| format!("{} {}", r.verb, r.name))
+        .collect();
+    assert_eq!(
+        daemonset_writes,
+        ["create fake-node"],
+        "one write per rollout"
     );
     let cms: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar("v1", "ConfigMap"));
     assert_eq!(

@@ -38,6 +38,8 @@ pub struct Kit {
     pub metrics: Arc<Metrics>,
     /// The namespace of the driver's objects.
     pub namespace: String,
+    /// The node DaemonSets' last generations that finished rolling out.
+    pub(super) stable_generations: super::workloads::StableGenerations,
 }
 
 impl Kit {
@@ -136,6 +138,7 @@ impl<D: Driver> CsiOperator<D> {
                 recorder,
                 metrics,
                 namespace: settings.namespace,
+                stable_generations: Default::default(),
             },
             driver,
             status,

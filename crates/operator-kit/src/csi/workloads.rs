@@ -15,8 +15,27 @@ use crate::progressing;
 use crate::status::{self, GenerationStatus};
 use crate::steps;
 
-/// The annotation that carries a DaemonSet's last generation that finished rolling out.
-const STABLE_GENERATION: &str = "storage.openshift.io/stable-generation";
+/// Each node DaemonSet's last generation that finished rolling out, by name: what OpenShift
+/// keeps in the `storage.openshift.io/stable-generation` annotation, kept here so that the end
+/// of a rollout does not cost a second write of the DaemonSet (see
+/// [`progressing::stable_generation`]).
+#[derive(Debug, Default)]
+pub(super) struct StableGenerations(std::sync::Mutex<BTreeMap<String, i64>>);
+
+impl StableGenerations {
+    /// Replaces the entry of `name` with what `next` makes of it; returns the new value.
+    fn update(&self, name: &str, next: impl FnOnce(Option<i64>) -> Option<i64>) -> Option<i64> {
+        // A poisoned lock only means another reconcile panicked mid-update: the map is
+        // still a valid cache of generations.
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let value = next(map.get(name).copied());
+        match value {
+            Some(v) => map.insert(name.to_string(), v),
+            None => map.remove(name),
+        };
+        value
+    }
+}
 
 impl Kit {
     /// Applies the controller Deployment and posts its Available, Progressing and Degraded.
@@ -65,16 +84,7 @@ impl Kit {
         desired: Result<Desired, BuildError>,
     ) -> Result<(), StepError> {
         let ns = self.namespace.as_str();
-        let mut desired = desired?;
-        let live: Option<DaemonSet> = self.cache.typed("apps/v1", "DaemonSet", Some(ns), name);
-        if let Some(stable) = progressing::stable_generation_annotation(live.as_ref()) {
-            desired
-                .object
-                .metadata
-                .annotations
-                .get_or_insert_with(BTreeMap::new)
-                .insert(STABLE_GENERATION.into(), stable);
-        }
+        let desired = desired?;
         let expected = status::last_generation(&pass.cr_obj, "apps", "daemonsets", ns, name);
         let applied = self.apply(&desired, expected).await?;
         pass.board
@@ -83,7 +93,10 @@ impl Kit {
             .cache
             .typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), name)
         {
-            for c in progressing::daemonset_conditions(prefix, &ds).into_vec() {
+            let stable = self
+                .stable_generations
+                .update(name, |known| progressing::stable_generation(&ds, known));
+            for c in progressing::daemonset_conditions(prefix, &ds, stable).into_vec() {
                 pass.board.set_condition(c);
             }
         }
