@@ -196,3 +196,28 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
     }
     Ok(out)
 }
+
+#[derive(clap::Args)]
+pub struct ConvertArgs {
+    /// The cloud.conf to read (INI with a `[Global]` section); stdin when absent.
+    #[arg(long)]
+    file: Option<PathBuf>,
+}
+
+/// The clouds.yaml (cloud `openstack`) with the credentials of a chart's cloud.conf.
+pub fn convert_cloud_conf(args: &ConvertArgs) -> anyhow::Result<String> {
+    let (text, source) = match &args.file {
+        Some(p) => (
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
+            p.display().to_string(),
+        ),
+        None => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .context("cannot read the cloud.conf from stdin")?;
+            (text, "stdin".to_owned())
+        }
+    };
+    cinder::legacy_credentials::clouds_yaml_from_cloud_conf(&text)
+        .with_context(|| format!("cannot convert the cloud.conf from {source}"))
+}

@@ -69,6 +69,11 @@ enum Command {
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
     Render(RenderCommand),
+    /// Print, as clouds.yaml, the credentials of a cloud-provider-openstack cloud.conf (the
+    /// upstream Helm charts' Secret), read from --file or stdin; see
+    /// docs/install-kubernetes.md.
+    #[command(name = "convert-cloud-conf")]
+    ConvertCloudConf(cinder::ConvertArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout, e.g.
     /// `source <(csi-operator completion bash)`.
     Completion(reference_docs::CompletionArgs),
@@ -201,6 +206,10 @@ fn main() -> anyhow::Result<()> {
             }
             #[cfg(feature = "lab")]
             Command::Demo(args) => demo::run(args, terminated()).await,
+            Command::ConvertCloudConf(args) => {
+                print!("{}", cinder::convert_cloud_conf(&args)?);
+                Ok(())
+            }
             Command::Completion(args) => {
                 reference_docs::completion::<Cli>(args.shell, &mut std::io::stdout());
                 Ok(())

@@ -6,7 +6,8 @@
 //! kustomization lists, applied as kubectl applies them) and the two credentials Secrets. From
 //! there kube-sim runs both operator pods as processes of this crate's binary, under their
 //! service accounts; they create their ClusterCSIDrivers and install the drivers. The test only
-//! watches, then removes everything with `kubectl delete -k`.
+//! watches, then removes everything with `kubectl delete -k`. The credentials come from a
+//! chart-style cloud.conf through `csi-operator convert-cloud-conf`.
 
 mod common;
 
@@ -46,6 +47,47 @@ fn credentials(name: &str, clouds_yaml: &str, ca: Option<&str>) -> Secret {
     }
 }
 
+/// `csi-operator convert-cloud-conf` with `cloud_conf` on stdin: its stdout, or its stderr.
+fn convert_cloud_conf(cloud_conf: &str) -> Result<String, String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_csi-operator"))
+        .arg("convert-cloud-conf")
+        .env("RUST_BACKTRACE", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("csi-operator runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(cloud_conf.as_bytes())
+        .expect("write stdin");
+    let out = child.wait_with_output().expect("csi-operator exits");
+    if out.status.success() {
+        Ok(String::from_utf8(out.stdout).expect("UTF-8"))
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn a_malformed_cloud_conf_is_refused_without_its_secrets() {
+    for (conf, want) in [
+        (
+            "[Global]\nusername = u\npassword = hunter2\n",
+            "no auth-url",
+        ),
+        ("[Global\npassword = hunter2\n", "line 1"),
+        ("", "no [Global] section"),
+    ] {
+        let err = convert_cloud_conf(conf).expect_err(conf);
+        assert!(err.contains(want), "{conf:?}: {err}");
+        assert!(!err.contains("hunter2"), "{conf:?}: {err}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
     let mut settings = Settings::plain_kubernetes();
@@ -69,8 +111,18 @@ async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
         refused.join("\n")
     );
 
-    // The credentials, as the guide says.
-    let clouds = bed.clouds_yaml();
+    // The credentials, as the guide says for users of the upstream charts: their cloud.conf,
+    // converted by `csi-operator convert-cloud-conf`.
+    let cloud_conf = format!(
+        "[Global]\nauth-url = {}\nusername = {}\npassword = {}\ntenant-name = {}\n\
+         domain-name = Default\nregion = {}\n\n[BlockStorage]\nbs-version = v3\n",
+        bed.openstack.auth_url(),
+        openstack_sim::DEFAULT_USER,
+        openstack_sim::DEFAULT_PASSWORD,
+        openstack_sim::DEFAULT_PROJECT,
+        bed.openstack.region(),
+    );
+    let clouds = convert_cloud_conf(&cloud_conf).expect("the chart's cloud.conf converts");
     let ca = bed.openstack.ca_pem();
     Api::<Secret>::namespaced(bed.client.clone(), DRIVERS_NS)
         .create(
