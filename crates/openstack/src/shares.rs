@@ -201,55 +201,21 @@ impl Client {
     /// Whether the share snapshot still exists (Manila deletes asynchronously, and a share
     /// with a snapshot cannot be deleted).
     pub async fn share_snapshot_exists(&self, id: &str) -> Result<bool, Error> {
-        let step = Step::ReadShareSnapshot;
-        check_id(step, id)?;
-        match self
-            .request(
-                step,
-                Service::SharedFileSystem,
-                reqwest::Method::GET,
-                &format!("snapshots/{id}"),
-                None,
-                Some(VERSION_HEADER),
-            )
+        let (step, service) = (Step::ReadShareSnapshot, Service::SharedFileSystem);
+        self.exists_by_id(step, service, "snapshots", id, Some(VERSION_HEADER))
             .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.status() == Some(404) => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 
     pub async fn delete_share_snapshot(&self, id: &str) -> Result<Deleted, Error> {
-        let step = Step::DeleteShareSnapshot;
-        check_id(step, id)?;
-        deleted(
-            self.request(
-                step,
-                Service::SharedFileSystem,
-                reqwest::Method::DELETE,
-                &format!("snapshots/{id}"),
-                None,
-                Some(VERSION_HEADER),
-            )
-            .await,
-        )
+        let (step, service) = (Step::DeleteShareSnapshot, Service::SharedFileSystem);
+        self.delete_by_id(step, service, "snapshots", id, Some(VERSION_HEADER))
+            .await
     }
 
     pub async fn delete_share(&self, id: &str) -> Result<Deleted, Error> {
-        let step = Step::DeleteShare;
-        check_id(step, id)?;
-        deleted(
-            self.request(
-                step,
-                Service::SharedFileSystem,
-                reqwest::Method::DELETE,
-                &format!("shares/{id}"),
-                None,
-                Some(VERSION_HEADER),
-            )
-            .await,
-        )
+        let (step, service) = (Step::DeleteShare, Service::SharedFileSystem);
+        self.delete_by_id(step, service, "shares", id, Some(VERSION_HEADER))
+            .await
     }
 }
 

@@ -159,6 +159,44 @@ pub(crate) fn deleted(result: Result<(String, bytes::Bytes), Error>) -> Result<D
 }
 
 impl Client {
+    /// `GET <collection>/<id>` under `service`: whether the object still exists (404: no).
+    pub(crate) async fn exists_by_id(
+        &self,
+        step: Step,
+        service: Service,
+        collection: &str,
+        id: &str,
+        header: Option<(&'static str, &'static str)>,
+    ) -> Result<bool, Error> {
+        check_id(step, id)?;
+        let path = format!("{collection}/{id}");
+        match self
+            .request(step, service, reqwest::Method::GET, &path, None, header)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.status() == Some(404) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `DELETE <collection>/<id>` under `service`: accepted, or already gone (404).
+    pub(crate) async fn delete_by_id(
+        &self,
+        step: Step,
+        service: Service,
+        collection: &str,
+        id: &str,
+        header: Option<(&'static str, &'static str)>,
+    ) -> Result<Deleted, Error> {
+        check_id(step, id)?;
+        let path = format!("{collection}/{id}");
+        deleted(
+            self.request(step, service, reqwest::Method::DELETE, &path, None, header)
+                .await,
+        )
+    }
+
     /// Every volume of the project, following Cinder's pages (`marker`).
     pub async fn volumes(&self) -> Result<Vec<Volume>, Error> {
         let raw: Vec<RawVolume> = self
@@ -213,55 +251,30 @@ impl Client {
     /// Whether the snapshot still exists (Cinder deletes asynchronously; a volume with a
     /// snapshot in `deleting` cannot be deleted yet).
     pub async fn volume_snapshot_exists(&self, id: &str) -> Result<bool, Error> {
-        let step = Step::ReadVolumeSnapshot;
-        check_id(step, id)?;
-        match self
-            .request(
-                step,
-                Service::Volume,
-                reqwest::Method::GET,
-                &format!("snapshots/{id}"),
-                None,
-                None,
-            )
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(e) if e.status() == Some(404) => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.exists_by_id(
+            Step::ReadVolumeSnapshot,
+            Service::Volume,
+            "snapshots",
+            id,
+            None,
+        )
+        .await
     }
 
     pub async fn delete_volume(&self, id: &str) -> Result<Deleted, Error> {
-        let step = Step::DeleteVolume;
-        check_id(step, id)?;
-        deleted(
-            self.request(
-                step,
-                Service::Volume,
-                reqwest::Method::DELETE,
-                &format!("volumes/{id}"),
-                None,
-                None,
-            )
-            .await,
-        )
+        self.delete_by_id(Step::DeleteVolume, Service::Volume, "volumes", id, None)
+            .await
     }
 
     pub async fn delete_volume_snapshot(&self, id: &str) -> Result<Deleted, Error> {
-        let step = Step::DeleteVolumeSnapshot;
-        check_id(step, id)?;
-        deleted(
-            self.request(
-                step,
-                Service::Volume,
-                reqwest::Method::DELETE,
-                &format!("snapshots/{id}"),
-                None,
-                None,
-            )
-            .await,
+        self.delete_by_id(
+            Step::DeleteVolumeSnapshot,
+            Service::Volume,
+            "snapshots",
+            id,
+            None,
         )
+        .await
     }
 
     /// A Cinder (or Manila) list, page after page: while the answer has a `next` link, ask again with
