@@ -4,79 +4,16 @@
 //!
 //! The files are ours, written from the behaviour inventory (anchors §4.2–§4.7); file names are
 //! those of OpenShift's generated assets so that logs and docs line up. They contain
-//! `${NAME}` placeholders ([`PLACEHOLDERS`]) that the operator-kit replacer fills; this module
+//! `${NAME}` placeholders (operator-kit's `assets::PLACEHOLDERS` and images) that its replacer fills; this module
 //! does not replace, parse or apply anything.
 
-/// One embedded YAML asset holding exactly one object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Asset {
-    /// File name, as in OpenShift's generated assets (`controller.yaml`, …).
-    pub name: &'static str,
-    /// The YAML text, placeholders not yet replaced.
-    pub yaml: &'static str,
-    /// The CustomResourceDefinition that must be served before this object can be applied, for
-    /// objects of kinds that are not built in. A step may skip such an asset while the CRD is
-    /// absent instead of failing (the ServiceMonitor on clusters without monitoring, the
-    /// VolumeSnapshotClass before the snapshot CRDs exist).
-    pub requires_crd: Option<&'static str>,
-}
-
-macro_rules! asset {
-    ($file:literal) => {
-        Asset {
-            name: $file,
-            yaml: include_str!(concat!("../assets/", $file)),
-            requires_crd: None,
-        }
-    };
-    ($file:literal, crd = $crd:expr) => {
-        Asset {
-            name: $file,
-            yaml: include_str!(concat!("../assets/", $file)),
-            requires_crd: Some($crd),
-        }
-    };
-}
+use operator_kit::asset;
+pub use operator_kit::assets::Asset;
 
 /// CRD that serves ServiceMonitors.
 pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
 /// CRD that serves VolumeSnapshotClasses.
 pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
-
-/// Every placeholder an asset may contain. Anything else of the form `${…}` in an asset is a
-/// bug (the assets test fails on it), and the replacer must fail on any placeholder it cannot
-/// fill rather than leave it in an object.
-pub const PLACEHOLDERS: &[&str] = &[
-    "NAMESPACE",
-    "NODE_NAMESPACE",
-    "DRIVER_IMAGE",
-    "PROVISIONER_IMAGE",
-    "ATTACHER_IMAGE",
-    "RESIZER_IMAGE",
-    "SNAPSHOTTER_IMAGE",
-    "LIVENESS_PROBE_IMAGE",
-    "NODE_DRIVER_REGISTRAR_IMAGE",
-    "KUBE_RBAC_PROXY_IMAGE",
-    "CLUSTER_ID",
-    "LOG_LEVEL",
-    "TLS_CIPHER_SUITES",
-    "TLS_MIN_VERSION",
-    "LEADER_ELECTION_LEASE_DURATION",
-    "LEADER_ELECTION_RENEW_DEADLINE",
-    "LEADER_ELECTION_RETRY_PERIOD",
-];
-
-/// Placeholders filled from the environment variable of the same name (container images).
-pub const IMAGE_PLACEHOLDERS: &[&str] = &[
-    "DRIVER_IMAGE",
-    "PROVISIONER_IMAGE",
-    "ATTACHER_IMAGE",
-    "RESIZER_IMAGE",
-    "SNAPSHOTTER_IMAGE",
-    "LIVENESS_PROBE_IMAGE",
-    "NODE_DRIVER_REGISTRAR_IMAGE",
-    "KUBE_RBAC_PROXY_IMAGE",
-];
 
 /// The controller Deployment (`openstack-cinder-csi-driver-controller`), applied by the
 /// controller-service step with the Deployment hooks of anchors §4.1.
@@ -139,6 +76,12 @@ pub fn all() -> impl Iterator<Item = &'static Asset> {
         .chain(SINGLES.iter())
 }
 
+/// The images the assets use (the environment variables the operator reads them from), in
+/// operator-kit's order; derived from the assets so it cannot disagree with them.
+pub fn image_placeholders() -> Vec<&'static str> {
+    operator_kit::assets::image_placeholders(all())
+}
+
 /// The asset with this file name, if any.
 pub fn get(name: &str) -> Option<&'static Asset> {
     all().find(|a| a.name == name)
@@ -160,41 +103,12 @@ mod tests {
 
     const NS: &str = "openshift-cluster-csi-drivers";
 
-    /// Values a real run would use on a standalone cluster, so the golden args below read like
-    /// the rendered objects of the anchors.
-    fn dummy_value(name: &str) -> String {
-        match name {
-            "NAMESPACE" | "NODE_NAMESPACE" => NS.to_string(),
-            "CLUSTER_ID" => "mycluster-x7k2p".to_string(),
-            "LOG_LEVEL" => "2".to_string(),
-            "TLS_CIPHER_SUITES" => "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384".to_string(),
-            "TLS_MIN_VERSION" => "VersionTLS12".to_string(),
-            "LEADER_ELECTION_LEASE_DURATION" => "137s".to_string(),
-            "LEADER_ELECTION_RENEW_DEADLINE" => "107s".to_string(),
-            "LEADER_ELECTION_RETRY_PERIOD" => "26s".to_string(),
-            image => format!("quay.io/test/{}:latest", image.to_lowercase()),
-        }
-    }
-
-    /// Names of all `${…}` placeholders in `text`, in order; panics on an unclosed one.
-    fn placeholders_in(text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut rest = text;
-        while let Some(start) = rest.find("${") {
-            let after = &rest[start + 2..];
-            let end = after.find('}').expect("unclosed ${ in asset");
-            out.push(after[..end].to_string());
-            rest = &after[end + 1..];
-        }
-        out
-    }
-
+    /// Renders with the values a real run would use on a standalone cluster, so the golden
+    /// args below read like the rendered objects of the anchors.
     fn render(asset: &Asset) -> String {
-        let mut text = asset.yaml.to_string();
-        for name in PLACEHOLDERS {
-            text = text.replace(&format!("${{{name}}}"), &dummy_value(name));
-        }
-        text
+        asset
+            .render(&operator_kit::assets::Replacements::examples(NS))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn value(asset: &Asset) -> Value {
@@ -213,36 +127,27 @@ mod tests {
     }
 
     #[test]
-    fn every_placeholder_is_known_and_every_known_one_is_used() {
-        let mut used = BTreeSet::new();
+    fn every_placeholder_is_known() {
         for asset in all() {
-            for name in placeholders_in(asset.yaml) {
-                assert!(
-                    PLACEHOLDERS.contains(&name.as_str()),
-                    "{} uses unknown placeholder ${{{name}}}",
-                    asset.name
-                );
-                used.insert(name);
-            }
-            assert!(
-                !render(asset).contains("${"),
-                "{} keeps a placeholder",
+            assert_eq!(
+                asset.unknown_placeholders(),
+                Vec::<String>::new(),
+                "{} uses placeholders operator-kit cannot fill",
                 asset.name
             );
         }
-        let known: BTreeSet<String> = PLACEHOLDERS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(used, known, "PLACEHOLDERS lists a name no asset uses");
-        for image in IMAGE_PLACEHOLDERS {
-            assert!(PLACEHOLDERS.contains(image));
-        }
-    }
-
-    #[test]
-    fn placeholder_scan_sees_unknown_names() {
-        // The test above would be worthless if the scanner missed placeholders.
         assert_eq!(
-            placeholders_in("a: ${FOO}\nb: x${BAR}y"),
-            vec!["FOO", "BAR"]
+            image_placeholders(),
+            [
+                "DRIVER_IMAGE",
+                "PROVISIONER_IMAGE",
+                "ATTACHER_IMAGE",
+                "RESIZER_IMAGE",
+                "SNAPSHOTTER_IMAGE",
+                "LIVENESS_PROBE_IMAGE",
+                "NODE_DRIVER_REGISTRAR_IMAGE",
+                "KUBE_RBAC_PROXY_IMAGE",
+            ]
         );
     }
 
@@ -1233,13 +1138,13 @@ mod tests {
         // The kube-rbac-proxy binding is the one subject in ${NAMESPACE}; all others use
         // ${NODE_NAMESPACE} (they differ on HyperShift).
         for asset in GUEST_STATIC {
-            if asset.yaml.contains("subjects:") && asset.name != "prometheus_binding.yaml" {
+            if asset.content.contains("subjects:") && asset.name != "prometheus_binding.yaml" {
                 let expected = if asset.name == "kube_rbac_proxy_binding.yaml" {
                     "namespace: ${NAMESPACE}"
                 } else {
                     "namespace: ${NODE_NAMESPACE}"
                 };
-                let subjects = asset.yaml.split("subjects:").nth(1).unwrap();
+                let subjects = asset.content.split("subjects:").nth(1).unwrap();
                 assert!(subjects.contains(expected), "{}", asset.name);
             }
         }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::DynamicObject;
-use operator_kit::assets::{self, Replacements};
+use operator_kit::assets::Replacements;
 use operator_kit::desired;
 use operator_kit::hooks::{self, TopologyMode};
 use operator_kit::kinds;
@@ -109,12 +109,7 @@ impl Facts {
 }
 
 fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
-    desired::render(
-        asset.name,
-        asset.yaml,
-        asset.requires_crd,
-        &facts.replacements(),
-    )
+    desired::from_asset(asset, &facts.replacements())
 }
 
 /// The static objects of the control plane (ordered roles, bindings, the rest).
@@ -135,12 +130,7 @@ pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
 
 /// The controller Deployment with the hooks of §4.1, in order.
 pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
-    let yaml = assets::render(
-        CONTROLLER_DEPLOYMENT.name,
-        CONTROLLER_DEPLOYMENT.yaml,
-        &facts.replacements(),
-    )?;
-    let mut d: Deployment = assets::parse_single(CONTROLLER_DEPLOYMENT.name, &yaml)?;
+    let mut d: Deployment = CONTROLLER_DEPLOYMENT.render_object(&facts.replacements())?;
     let ns = facts.namespace.as_str();
     hooks::control_plane_topology(&mut d, &facts.topology);
     if facts.kubernetes {
@@ -167,12 +157,7 @@ pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
 
 /// The node DaemonSet with the hooks of §4.1, in order.
 pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
-    let yaml = assets::render(
-        NODE_DAEMONSET.name,
-        NODE_DAEMONSET.yaml,
-        &facts.replacements(),
-    )?;
-    let mut ds: DaemonSet = assets::parse_single(NODE_DAEMONSET.name, &yaml)?;
+    let mut ds: DaemonSet = NODE_DAEMONSET.render_object(&facts.replacements())?;
     let ns = facts.namespace.as_str();
     hooks::inject_trusted_ca_bundle(
         &mut ds,
@@ -363,8 +348,8 @@ mod tests {
     use kube::api::ObjectMeta;
 
     pub(crate) fn facts() -> Facts {
-        let images = crate::assets::IMAGE_PLACEHOLDERS
-            .iter()
+        let images = crate::assets::image_placeholders()
+            .into_iter()
             .map(|name| {
                 (
                     name.to_string(),

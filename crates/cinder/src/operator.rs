@@ -85,7 +85,7 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         builder = builder.namespaced(&ar(kind.0, kind.1));
     }
     // Register every desired object; placeholder values do not change names or kinds.
-    let base = BaseFacts::placeholder(ns, &opts.images, crate::assets::IMAGE_PLACEHOLDERS);
+    let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
     for d in build::everything(&Facts::from(base))? {
         builder = builder.object(&d.resource, &d.object);
     }
@@ -283,7 +283,7 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
 pub fn images_from_env() -> BTreeMap<String, String> {
-    csi::images_from_env(crate::assets::IMAGE_PLACEHOLDERS)
+    csi::images_from_env(&crate::assets::image_placeholders())
 }
 
 /// The prefix used in condition names, for callers and tests.

@@ -370,6 +370,7 @@ macro_rules! driver_assets {
         Asset {
             name: concat!($dir, "/", $file),
             content: include_str!(concat!("../assets/", $dir, "/", $file)),
+            requires_crd: None,
         }
     };
 }

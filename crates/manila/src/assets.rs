@@ -5,75 +5,16 @@
 //!
 //! The files are ours, written from the behaviour inventory (anchors §5.2); file names are
 //! those of OpenShift's generated assets so that logs and docs line up. They contain `${NAME}`
-//! placeholders ([`PLACEHOLDERS`]) that the operator-kit replacer fills; this module does not
+//! placeholders (operator-kit's `assets::PLACEHOLDERS` and images) that its replacer fills; this module does not
 //! replace, parse or apply anything.
 
-/// One embedded YAML asset holding exactly one object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Asset {
-    /// File name, as in OpenShift's generated assets (`controller.yaml`, …).
-    pub name: &'static str,
-    /// The YAML text, placeholders not yet replaced.
-    pub yaml: &'static str,
-    /// The CustomResourceDefinition that must be served before this object can be applied
-    /// (ServiceMonitor, VolumeSnapshotClass); the step skips the asset while it is absent.
-    pub requires_crd: Option<&'static str>,
-}
-
-macro_rules! asset {
-    ($file:literal) => {
-        Asset {
-            name: $file,
-            yaml: include_str!(concat!("../assets/", $file)),
-            requires_crd: None,
-        }
-    };
-    ($file:literal, crd = $crd:expr) => {
-        Asset {
-            name: $file,
-            yaml: include_str!(concat!("../assets/", $file)),
-            requires_crd: Some($crd),
-        }
-    };
-}
+use operator_kit::asset;
+pub use operator_kit::assets::Asset;
 
 /// CRD that serves ServiceMonitors.
 pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
 /// CRD that serves VolumeSnapshotClasses.
 pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
-
-/// Every placeholder an asset may contain; the replacer fails on any it cannot fill.
-pub const PLACEHOLDERS: &[&str] = &[
-    "NAMESPACE",
-    "NODE_NAMESPACE",
-    "DRIVER_IMAGE",
-    "NFS_DRIVER_IMAGE",
-    "PROVISIONER_IMAGE",
-    "RESIZER_IMAGE",
-    "SNAPSHOTTER_IMAGE",
-    "LIVENESS_PROBE_IMAGE",
-    "NODE_DRIVER_REGISTRAR_IMAGE",
-    "KUBE_RBAC_PROXY_IMAGE",
-    "CLUSTER_ID",
-    "LOG_LEVEL",
-    "TLS_CIPHER_SUITES",
-    "TLS_MIN_VERSION",
-    "LEADER_ELECTION_LEASE_DURATION",
-    "LEADER_ELECTION_RENEW_DEADLINE",
-    "LEADER_ELECTION_RETRY_PERIOD",
-];
-
-/// Placeholders filled from the environment variable of the same name (container images).
-pub const IMAGE_PLACEHOLDERS: &[&str] = &[
-    "DRIVER_IMAGE",
-    "NFS_DRIVER_IMAGE",
-    "PROVISIONER_IMAGE",
-    "RESIZER_IMAGE",
-    "SNAPSHOTTER_IMAGE",
-    "LIVENESS_PROBE_IMAGE",
-    "NODE_DRIVER_REGISTRAR_IMAGE",
-    "KUBE_RBAC_PROXY_IMAGE",
-];
 
 /// The controller Deployment (`openstack-manila-csi-controllerplugin`).
 pub const CONTROLLER_DEPLOYMENT: Asset = asset!("controller.yaml");
@@ -138,6 +79,12 @@ pub fn all() -> impl Iterator<Item = &'static Asset> {
         .chain(SINGLES.iter())
 }
 
+/// The images the assets use (the environment variables the operator reads them from), in
+/// operator-kit's order; derived from the assets so it cannot disagree with them.
+pub fn image_placeholders() -> Vec<&'static str> {
+    operator_kit::assets::image_placeholders(all())
+}
+
 /// The asset with this file name, if any.
 pub fn get(name: &str) -> Option<&'static Asset> {
     all().find(|a| a.name == name)
@@ -152,30 +99,13 @@ mod tests {
     use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
     use k8s_openapi::api::core::v1::{Container, PodSpec};
     use serde_json::Value;
-    use std::collections::BTreeSet;
 
     const NS: &str = "openshift-manila-csi-driver";
 
-    fn dummy_value(name: &str) -> String {
-        match name {
-            "NAMESPACE" | "NODE_NAMESPACE" => NS.to_string(),
-            "CLUSTER_ID" => "mycluster-x7k2p".to_string(),
-            "LOG_LEVEL" => "2".to_string(),
-            "TLS_CIPHER_SUITES" => "TLS_AES_128_GCM_SHA256".to_string(),
-            "TLS_MIN_VERSION" => "VersionTLS12".to_string(),
-            "LEADER_ELECTION_LEASE_DURATION" => "137s".to_string(),
-            "LEADER_ELECTION_RENEW_DEADLINE" => "107s".to_string(),
-            "LEADER_ELECTION_RETRY_PERIOD" => "26s".to_string(),
-            image => format!("quay.io/test/{}:latest", image.to_lowercase()),
-        }
-    }
-
     fn render(asset: &Asset) -> String {
-        let mut text = asset.yaml.to_string();
-        for name in PLACEHOLDERS {
-            text = text.replace(&format!("${{{name}}}"), &dummy_value(name));
-        }
-        text
+        asset
+            .render(&operator_kit::assets::Replacements::examples(NS))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn value(asset: &Asset) -> Value {
@@ -189,27 +119,28 @@ mod tests {
     }
 
     #[test]
-    fn every_placeholder_is_known_and_used() {
-        let mut used = BTreeSet::new();
+    fn every_placeholder_is_known() {
         for asset in all() {
-            for name in operator_kit::assets::placeholders(asset.yaml) {
-                assert!(
-                    PLACEHOLDERS.contains(&name.as_str()),
-                    "{} uses unknown ${{{name}}}",
-                    asset.name
-                );
-                used.insert(name);
-            }
-            assert!(!render(asset).contains("${"), "{}", asset.name);
-        }
-        let known: BTreeSet<String> = PLACEHOLDERS.iter().map(|s| s.to_string()).collect();
-        assert_eq!(used, known);
-        for image in IMAGE_PLACEHOLDERS {
-            assert!(
-                operator_kit::assets::IMAGE_ENV_VARS.contains(image),
-                "{image}"
+            assert_eq!(
+                asset.unknown_placeholders(),
+                Vec::<String>::new(),
+                "{} uses placeholders operator-kit cannot fill",
+                asset.name
             );
         }
+        assert_eq!(
+            image_placeholders(),
+            [
+                "DRIVER_IMAGE",
+                "PROVISIONER_IMAGE",
+                "RESIZER_IMAGE",
+                "SNAPSHOTTER_IMAGE",
+                "LIVENESS_PROBE_IMAGE",
+                "NODE_DRIVER_REGISTRAR_IMAGE",
+                "KUBE_RBAC_PROXY_IMAGE",
+                "NFS_DRIVER_IMAGE",
+            ]
+        );
     }
 
     /// Anchors §5.2: file, kind, name and namespace of every object we ship.
@@ -264,7 +195,9 @@ mod tests {
         assert_eq!(get("nope.yaml"), None);
         // No attacher anywhere: Manila shares are not attached.
         assert!(
-            all().all(|a| !a.yaml.contains("ATTACHER_IMAGE") && !a.yaml.contains("main-attacher"))
+            all()
+                .all(|a| !a.content.contains("ATTACHER_IMAGE")
+                    && !a.content.contains("main-attacher"))
         );
     }
 

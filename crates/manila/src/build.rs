@@ -17,7 +17,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::ObjectMeta;
-use operator_kit::assets::{self, Replacements};
+use operator_kit::assets::Replacements;
 use operator_kit::desired;
 use operator_kit::hooks::{self, TopologyMode};
 use operator_kit::kinds;
@@ -168,20 +168,14 @@ fn typed_to_desired<T: serde::Serialize>(
 }
 
 fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
-    desired::render(
-        asset.name,
-        asset.yaml,
-        asset.requires_crd,
-        &facts.replacements(),
-    )
+    desired::from_asset(asset, &facts.replacements())
 }
 
 fn render_typed<T: serde::de::DeserializeOwned>(
     asset: &Asset,
     facts: &Facts,
 ) -> Result<T, BuildError> {
-    let yaml = assets::render(asset.name, asset.yaml, &facts.replacements())?;
-    Ok(assets::parse_single(asset.name, &yaml)?)
+    Ok(asset.render_object(&facts.replacements())?)
 }
 
 /// The static objects of the driver namespace (Namespace first).
@@ -388,8 +382,8 @@ mod tests {
     use k8s_openapi::ByteString;
 
     pub(crate) fn facts() -> Facts {
-        let images = crate::assets::IMAGE_PLACEHOLDERS
-            .iter()
+        let images = crate::assets::image_placeholders()
+            .into_iter()
             .map(|name| {
                 (
                     name.to_string(),

@@ -156,11 +156,10 @@ pub fn secrets_read(opts: &Options) -> [(&str, &'static str); 4] {
 
 /// Facts with every image set, for what does not depend on values (names, kinds).
 fn placeholder_facts(opts: &Options) -> Facts {
-    let placeholders = crate::assets::IMAGE_PLACEHOLDERS;
     Facts::from(BaseFacts::placeholder(
         &opts.namespace,
         &opts.images,
-        placeholders,
+        &crate::assets::image_placeholders(),
     ))
 }
 
@@ -433,7 +432,7 @@ async fn resource_sync(kit: &Kit) -> Result<(), StepError> {
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
 pub fn images_from_env() -> BTreeMap<String, String> {
-    csi::images_from_env(crate::assets::IMAGE_PLACEHOLDERS)
+    csi::images_from_env(&crate::assets::image_placeholders())
 }
 
 #[cfg(test)]

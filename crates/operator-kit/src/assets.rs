@@ -42,13 +42,75 @@ pub const IMAGE_ENV_VARS: [&str; 14] = [
 /// Env var whose value becomes `${RELEASE_VERSION}`.
 pub const RELEASE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
 
-/// An asset compiled into the binary.
+/// Every placeholder a driver operator's assets may hold other than an image
+/// ([`IMAGE_ENV_VARS`]); the drivers' asset tests fail on anything else of the form `${…}`,
+/// and the replacer fails on a placeholder it has no value for rather than ship it.
+pub const PLACEHOLDERS: &[&str] = &[
+    "NAMESPACE",
+    "NODE_NAMESPACE",
+    "CLUSTER_ID",
+    "LOG_LEVEL",
+    "TLS_CIPHER_SUITES",
+    "TLS_MIN_VERSION",
+    "LEADER_ELECTION_LEASE_DURATION",
+    "LEADER_ELECTION_RENEW_DEADLINE",
+    "LEADER_ELECTION_RETRY_PERIOD",
+    "RELEASE_VERSION",
+];
+
+/// Whether `name` is a placeholder this kit knows how to fill ([`PLACEHOLDERS`] or an image).
+pub fn is_known_placeholder(name: &str) -> bool {
+    PLACEHOLDERS.contains(&name) || IMAGE_ENV_VARS.contains(&name)
+}
+
+/// The images `assets` use, in [`IMAGE_ENV_VARS`] order: what a driver reads from its
+/// environment, derived from its assets so the list cannot fall out of step with them.
+pub fn image_placeholders<'a>(assets: impl IntoIterator<Item = &'a Asset>) -> Vec<&'static str> {
+    let used: std::collections::BTreeSet<String> = assets
+        .into_iter()
+        .flat_map(|a| placeholders(a.content))
+        .collect();
+    IMAGE_ENV_VARS
+        .into_iter()
+        .filter(|name| used.contains(*name))
+        .collect()
+}
+
+/// An asset compiled into the binary, holding one object (or, for the CSO's RBAC lists,
+/// several documents). Declare one with [`asset!`](crate::asset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Asset {
-    /// File name, used in error messages (e.g. `controller.yaml`).
+    /// File name, used in error messages and by `render` (e.g. `controller.yaml`).
     pub name: &'static str,
-    /// The YAML template.
+    /// The YAML template, placeholders not yet replaced.
     pub content: &'static str,
+    /// The CustomResourceDefinition that must be served before this object can be applied,
+    /// for kinds that are not built in. A step skips such an asset while the CRD is absent
+    /// instead of failing (the ServiceMonitor on clusters without monitoring, the
+    /// VolumeSnapshotClass before the snapshot CRDs exist).
+    pub requires_crd: Option<&'static str>,
+}
+
+/// Embeds `assets/<file>` of the calling crate (the path is relative to the calling source
+/// file, as `include_str!`'s is) as an [`Asset`]: `asset!("controller.yaml")`, or
+/// `asset!("servicemonitor.yaml", crd = SERVICE_MONITOR_CRD)` for an object whose kind a CRD
+/// serves.
+#[macro_export]
+macro_rules! asset {
+    ($file:literal) => {
+        $crate::assets::Asset {
+            name: $file,
+            content: include_str!(concat!("../assets/", $file)),
+            requires_crd: None,
+        }
+    };
+    ($file:literal, crd = $crd:expr) => {
+        $crate::assets::Asset {
+            name: $file,
+            content: include_str!(concat!("../assets/", $file)),
+            requires_crd: Some($crd),
+        }
+    };
 }
 
 impl Asset {
@@ -60,6 +122,15 @@ impl Asset {
     /// Renders and parses the single object in this asset.
     pub fn render_object<T: DeserializeOwned>(&self, repl: &Replacements) -> Result<T, AssetError> {
         parse_single(self.name, &self.render(repl)?)
+    }
+
+    /// The placeholders of this asset that the kit does not know (a typo, or a name a driver
+    /// made up): each would fail every render, so the drivers' tests check this is empty.
+    pub fn unknown_placeholders(&self) -> Vec<String> {
+        placeholders(self.content)
+            .into_iter()
+            .filter(|name| !is_known_placeholder(name))
+            .collect()
     }
 }
 
@@ -163,6 +234,30 @@ impl Replacements {
             self.set("RELEASE_VERSION", v.clone());
         }
         self
+    }
+
+    /// A value for every placeholder the kit knows, as a real run on a standalone cluster in
+    /// `namespace` would fill them (images `quay.io/test/<name>:latest`), so drivers' asset
+    /// tests render their assets the way the operator does without spelling the list out.
+    pub fn examples(namespace: &str) -> Self {
+        let mut repl = Self::new()
+            .namespaces(namespace, namespace)
+            .cluster_id("mycluster-x7k2p")
+            .log_level(LogLevel::default())
+            .leader_election(&LeaderTiming::DEFAULT)
+            .with(
+                "TLS_CIPHER_SUITES",
+                "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384",
+            )
+            .with("TLS_MIN_VERSION", "VersionTLS12")
+            .with("RELEASE_VERSION", "0.0.1-snapshot");
+        for image in IMAGE_ENV_VARS {
+            repl.set(
+                image,
+                format!("quay.io/test/{}:latest", image.to_lowercase()),
+            );
+        }
+        repl
     }
 
     /// `${NAMESPACE}` (control-plane namespace) and `${NODE_NAMESPACE}` (guest namespace; the
@@ -549,10 +644,30 @@ spec:
     }
 
     #[test]
+    fn the_vocabulary_names_unknown_placeholders_and_the_images_used() {
+        let asset = Asset {
+            name: "x.yaml",
+            content: "a: ${NAMESPACE}\nb: ${DRIVER_IMAGE}\nc: ${NAMESAPCE}\nd: ${ATTACHER_IMAGE}\n",
+            requires_crd: None,
+        };
+        assert_eq!(asset.unknown_placeholders(), ["NAMESAPCE"]);
+        // IMAGE_ENV_VARS order, not the asset's.
+        assert_eq!(
+            image_placeholders([&asset]),
+            ["DRIVER_IMAGE", "ATTACHER_IMAGE"]
+        );
+        let examples = Replacements::examples("ns");
+        for name in PLACEHOLDERS.iter().chain(IMAGE_ENV_VARS.iter()) {
+            assert!(examples.get(name).is_some(), "no example for {name}");
+        }
+    }
+
+    #[test]
     fn asset_render_object() {
         let asset = Asset {
             name: "cm.yaml",
             content: "kind: ConfigMap\nmetadata:\n  name: x\n  namespace: ${NAMESPACE}\n",
+            requires_crd: None,
         };
         let cm: ConfigMap = asset
             .render_object(&Replacements::new().namespaces("ns", "ns"))

@@ -86,6 +86,14 @@ pub fn render(
     from_value(asset, requires_crd, value)
 }
 
+/// Renders a one-object [`Asset`](crate::assets::Asset), carrying the CRD it requires.
+pub fn from_asset(
+    asset: &crate::assets::Asset,
+    repl: &Replacements,
+) -> Result<Desired, BuildError> {
+    render(asset.name, asset.content, asset.requires_crd, repl)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
