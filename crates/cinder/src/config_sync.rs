@@ -93,9 +93,7 @@ impl ConfigSync {
         let user = kit
             .cache
             .config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
-        let infra: Option<Infrastructure> =
-            kit.cache
-                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let infra: Option<Infrastructure> = kit.cache.get::<Infrastructure>(None, "cluster");
         let cloud_ref = infra
             .as_ref()
             .and_then(|i| i.spec.cloud_config.as_ref())

@@ -28,9 +28,10 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::api::{Api, DynamicObject, PostParams};
 
+use k8s_openapi::api::storage::v1::CSIDriver;
 use openshift_api::common::ManagementState;
 use openshift_api::config::Infrastructure;
-use openshift_api::operator::Storage;
+use openshift_api::operator::{ClusterCSIDriver, Storage};
 use operator_kit::apply::Applier;
 use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::conditions::{self, OperatorCondition, reasons, types};
@@ -272,10 +273,7 @@ impl Operator {
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(storage_obj) =
-            self.cache
-                .get_kind("operator.openshift.io/v1", "Storage", None, STORAGE_NAME)
-        else {
+        let Some(storage_obj) = self.cache.get_object::<Storage>(None, STORAGE_NAME) else {
             // The cluster version operator creates it; without it there is nothing to report
             // on (Go's status syncer would delete the ClusterOperator; we leave it alone).
             debug!("Storage/{STORAGE_NAME} does not exist; waiting for it");
@@ -327,9 +325,7 @@ impl Operator {
 
         let mut failed = false;
         let mut storage_obj = storage_obj;
-        let infra: Option<Infrastructure> =
-            self.cache
-                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let infra: Option<Infrastructure> = self.cache.get::<Infrastructure>(None, "cluster");
         let mut inputs = Inputs {
             env: self.opts.env.clone(),
             log_level: storage.spec.operator.log_level(),
@@ -469,12 +465,9 @@ impl Operator {
     }
 
     fn csi_driver_owner(&self, driver: &Driver) -> Owner {
-        let live = self.cache.get_kind(
-            "storage.k8s.io/v1",
-            "CSIDriver",
-            None,
-            driver.cluster_csi_driver,
-        );
+        let live = self
+            .cache
+            .get_object::<CSIDriver>(None, driver.cluster_csi_driver);
         let empty = BTreeMap::new();
         match live {
             None => ownership::classify(false, &empty, &empty),
@@ -533,12 +526,9 @@ impl Operator {
     /// `<P>CSIDriverOperatorDegraded`.
     async fn cr_step(&self, board: &mut StatusBoard, driver: &Driver, inputs: &Inputs) -> bool {
         let prefix = format!("{}CSIDriverOperator", driver.condition_prefix);
-        let live = self.cache.get_kind(
-            "operator.openshift.io/v1",
-            "ClusterCSIDriver",
-            None,
-            driver.cluster_csi_driver,
-        );
+        let live = self
+            .cache
+            .get_object::<ClusterCSIDriver>(None, driver.cluster_csi_driver);
         let live = match live {
             Some(obj) => Some(obj),
             None => match self.create_cluster_csi_driver(driver, inputs).await {
@@ -825,7 +815,7 @@ impl Operator {
     /// `ClusterOperator/storage` from the cache, created (empty) when missing.
     async fn cluster_operator(&self) -> Result<Arc<DynamicObject>, kube::Error> {
         let car = ar("config.openshift.io/v1", "ClusterOperator");
-        if let Some(co) = self.cache.get(&car, None, CLUSTER_OPERATOR_NAME) {
+        if let Some(co) = self.cache.object(&car, None, CLUSTER_OPERATOR_NAME) {
             return Ok(co);
         }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &car);

@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::api::storage::v1::CSIDriver;
 use kube::Client;
 
 use operator_kit::cache::{Cache, CacheBuilder};
@@ -314,7 +315,7 @@ impl csi::Driver for Manila {
         // yet (the cached copy has no kind; reported to operator-kit).
         let ns_exists = kit
             .cache
-            .get_kind("v1", "Namespace", None, &kit.namespace)
+            .get_object::<Namespace>(None, &kit.namespace)
             .is_some();
         let cp = build::control_plane_static(facts).map(|objects| {
             objects
@@ -400,7 +401,7 @@ impl Manila {
         let desired = build::csi_driver(facts)?;
         let exists = kit
             .cache
-            .get_kind("storage.k8s.io/v1", "CSIDriver", None, CSI_DRIVER_NAME)
+            .get_object::<CSIDriver>(None, CSI_DRIVER_NAME)
             .is_some();
         if policy.is_ok() || !exists {
             kit.apply(&desired, None).await?;

@@ -427,6 +427,28 @@ impl Drop for Inner {
     }
 }
 
+/// `obj` decoded as `K`, or `None` (logged) when it does not decode. List items carry no
+/// apiVersion or kind; they are put back first, since some decoders check them.
+fn decode<K>(obj: &DynamicObject) -> Option<K>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    let mut value = serde_json::to_value(obj).ok()?;
+    if let Some(o) = value.as_object_mut() {
+        o.entry("apiVersion")
+            .or_insert_with(|| K::api_version(&()).into());
+        o.entry("kind").or_insert_with(|| K::kind(&()).into());
+    }
+    match serde_json::from_value::<K>(value) {
+        Ok(k) => Some(k),
+        Err(e) => {
+            let (kind, name) = (K::kind(&()), obj.metadata.name.as_deref().unwrap_or(""));
+            tracing::warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
+            None
+        }
+    }
+}
+
 /// The running caches; cheap to clone.
 #[derive(Clone)]
 pub struct Cache {
@@ -434,42 +456,24 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// The cached object of a kind known to [`crate::kinds`].
-    pub fn get_kind(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<Arc<DynamicObject>> {
-        let ar = crate::kinds::api_resource(api_version, kind).ok()?;
-        self.get(&ar, namespace, name)
+    /// The cached object of kind `K`, decoded: `cache.get::<Secret>(Some(ns), name)`,
+    /// `cache.get::<Infrastructure>(None, "cluster")`. An object that does not decode (a
+    /// malformed object written by someone else) is treated as absent and logged, never a panic.
+    pub fn get<K>(&self, namespace: Option<&str>, name: &str) -> Option<K>
+    where
+        K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+    {
+        let obj = self.get_object::<K>(namespace, name)?;
+        decode(&obj)
     }
 
-    /// The cached object decoded as `K`. An object that does not decode (a malformed object
-    /// written by someone else) is treated as absent and logged, never a panic.
-    pub fn typed<K: serde::de::DeserializeOwned>(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<K> {
-        let obj = self.get_kind(api_version, kind, namespace, name)?;
-        let mut value = serde_json::to_value(&*obj).ok()?;
-        // List items carry no apiVersion/kind; typed decoders of built-ins do not need them,
-        // but resources that check them do.
-        if let Some(o) = value.as_object_mut() {
-            o.entry("apiVersion").or_insert_with(|| api_version.into());
-            o.entry("kind").or_insert_with(|| kind.into());
-        }
-        match serde_json::from_value::<K>(value) {
-            Ok(k) => Some(k),
-            Err(e) => {
-                tracing::warn!(%kind, %name, error = %e, "cannot read object; treating it as absent");
-                None
-            }
-        }
+    /// The cached object of kind `K` as the watch holds it (for callers that need its
+    /// metadata or compare it with what they apply, without decoding it).
+    pub fn get_object<K>(&self, namespace: Option<&str>, name: &str) -> Option<Arc<DynamicObject>>
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        self.object(&ApiResource::erase::<K>(&()), namespace, name)
     }
 
     /// A cached ConfigMap.
@@ -478,7 +482,7 @@ impl Cache {
         namespace: &str,
         name: &str,
     ) -> Option<k8s_openapi::api::core::v1::ConfigMap> {
-        self.typed("v1", "ConfigMap", Some(namespace), name)
+        self.get(Some(namespace), name)
     }
 
     /// A cached Secret.
@@ -487,11 +491,12 @@ impl Cache {
         namespace: &str,
         name: &str,
     ) -> Option<k8s_openapi::api::core::v1::Secret> {
-        self.typed("v1", "Secret", Some(namespace), name)
+        self.get(Some(namespace), name)
     }
 
-    /// The cached object, if a synced watch covers it and it exists.
-    pub fn get(
+    /// The cached object of the resource `ar`, if a synced watch covers it and it exists (for
+    /// kinds the apply engine handles dynamically; typed callers use [`Cache::get`]).
+    pub fn object(
         &self,
         ar: &ApiResource,
         namespace: Option<&str>,

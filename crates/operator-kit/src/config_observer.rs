@@ -27,7 +27,7 @@ pub struct Observed {
 fn cached(cache: &Cache, kind: &str) -> Option<Value> {
     let ar = kinds::api_resource("config.openshift.io/v1", kind).ok()?;
     cache
-        .get(&ar, None, "cluster")
+        .object(&ar, None, "cluster")
         .and_then(|o| serde_json::to_value(&*o).ok())
 }
 

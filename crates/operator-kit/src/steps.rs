@@ -190,7 +190,7 @@ pub fn read_cluster_csi_driver(
     )>,
     String,
 > {
-    let Some(obj) = cache.get_kind("operator.openshift.io/v1", "ClusterCSIDriver", None, name)
+    let Some(obj) = cache.get_object::<openshift_api::operator::ClusterCSIDriver>(None, name)
     else {
         return Ok(None);
     };

@@ -344,7 +344,7 @@ async fn install_writes_once_per_object_and_steady_state_makes_no_requests() -> 
             let ns = o.metadata.namespace.as_deref();
             let name = o.metadata.name.clone().unwrap_or_default();
             eventually("the cache to see our writes", || {
-                let found = cache.get(&a, ns, &name).is_some();
+                let found = cache.object(&a, ns, &name).is_some();
                 async move { found.then_some(()) }
             })
             .await;
@@ -370,7 +370,7 @@ async fn user_spec_edit_is_stomped_user_label_kept_our_label_restored() -> TestR
         .await?;
     eventually("the cache to see the user's edit", || {
         let g = cache
-            .get(&deployment_ar(), Some(NS), "controller")
+            .object(&deployment_ar(), Some(NS), "controller")
             .and_then(|o| o.metadata.generation);
         async move { (g > gen1).then_some(()) }
     })
@@ -476,7 +476,7 @@ async fn storage_class_parameter_change_recreates_and_keeps_the_admins_default_c
     .await?;
     eventually("the cache to see the admin's choice", || {
         let v = cache
-            .get(&sc_ar(), None, "standard-csi")
+            .object(&sc_ar(), None, "standard-csi")
             .and_then(|o| o.metadata.annotations.clone())
             .and_then(|a| {
                 a.get("storageclass.kubernetes.io/is-default-class")
@@ -537,7 +537,7 @@ async fn storage_class_recreate_blocked_by_a_finalizer_is_reported_like_library_
     .await?;
     eventually("the cache to see the finalizer", || {
         let has = cache
-            .get(&sc_ar(), None, "standard-csi")
+            .object(&sc_ar(), None, "standard-csi")
             .is_some_and(|o| o.metadata.finalizers.is_some());
         async move { has.then_some(()) }
     })
@@ -599,7 +599,7 @@ async fn injected_ca_bundle_is_preserved() -> TestResult {
         .await?;
     eventually("the cache to see the bundle", || {
         let has = cache
-            .get(&configmap_ar(), Some(NS), "trusted-ca")
+            .object(&configmap_ar(), Some(NS), "trusted-ca")
             .is_some_and(|o| o.data["data"].get("ca-bundle.crt").is_some());
         async move { has.then_some(()) }
     })
@@ -792,7 +792,7 @@ async fn volume_snapshot_class_annotations_are_restored_and_idle_is_quiet() -> T
     .await?;
     eventually("the cache to see the removed annotation", || {
         let gone = cache
-            .get(&vsc_ar(), None, "standard-csi")
+            .object(&vsc_ar(), None, "standard-csi")
             .is_some_and(|o| o.metadata.annotations.as_ref().is_none_or(|a| a.is_empty()));
         async move { gone.then_some(()) }
     })
@@ -872,7 +872,7 @@ async fn writes_record_events_without_secret_values() -> TestResult {
     // Deleting what is already gone costs nothing once the cache saw the deletion.
     eventually("the cache to see the deletion", || {
         let gone = cache
-            .get(&deployment_ar(), Some(NS), "controller")
+            .object(&deployment_ar(), Some(NS), "controller")
             .is_none();
         async move { gone.then_some(()) }
     })
@@ -988,8 +988,12 @@ async fn a_namespaced_object_watched_by_name_needs_only_that_name() -> TestResul
         .namespaced_object(&configmap_ar(), NS, "mine")
         .start();
     tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
-    assert!(cache.get(&configmap_ar(), Some(NS), "mine").is_some());
-    assert!(cache.get(&configmap_ar(), Some(NS), "neighbour").is_none());
+    assert!(cache.object(&configmap_ar(), Some(NS), "mine").is_some());
+    assert!(
+        cache
+            .object(&configmap_ar(), Some(NS), "neighbour")
+            .is_none()
+    );
     sim.clear_requests();
     let applier = Applier::new(client.clone(), cache.clone(), recorder(&admin));
     let desired = obj(json!({"apiVersion": "v1", "kind": "ConfigMap",

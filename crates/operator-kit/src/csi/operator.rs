@@ -372,10 +372,7 @@ impl<D: Driver> CsiOperator<D> {
     }
 
     fn base_facts(&self, pass: &Pass) -> BaseFacts {
-        let infra: Option<Infrastructure> =
-            self.kit
-                .cache
-                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        let infra: Option<Infrastructure> = self.kit.cache.get::<Infrastructure>(None, "cluster");
         let topology = infra
             .as_ref()
             .map(|i| TopologyMode::parse(i.control_plane_topology().as_str()))

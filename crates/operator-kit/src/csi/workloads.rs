@@ -57,7 +57,7 @@ impl Kit {
         let applied = self.apply(&desired, expected).await?;
         pass.board
             .record_generation(generation("deployments", ns, name, applied.generation));
-        let live: Option<Deployment> = self.cache.typed("apps/v1", "Deployment", Some(ns), name);
+        let live: Option<Deployment> = self.cache.get(Some(ns), name);
         if let Some(live) = live {
             let previous = steps::previous_conditions(&pass.cr_obj);
             let now = jiff::Timestamp::now();
@@ -89,10 +89,7 @@ impl Kit {
         let applied = self.apply(&desired, expected).await?;
         pass.board
             .record_generation(generation("daemonsets", ns, name, applied.generation));
-        if let Some(ds) = self
-            .cache
-            .typed::<DaemonSet>("apps/v1", "DaemonSet", Some(ns), name)
-        {
+        if let Some(ds) = self.cache.get::<DaemonSet>(Some(ns), name) {
             let stable = self
                 .stable_generations
                 .update(name, |known| progressing::stable_generation(&ds, known));
