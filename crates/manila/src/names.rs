@@ -1,176 +1,48 @@
-//! The StorageClass name of a Manila share type: `csi-manila-<name>`.
-//!
-//! OpenShift lowercases the share-type name and replaces `_` with `-` (anchors §5.3) and does
-//! nothing else, so a name with a space or any other character outside `[a-z0-9.-]` gave a
-//! StorageClass the API server rejects, and two share types such as `Gold` and `gold` fought
-//! over one StorageClass. Here:
-//!
-//! * every name OpenShift handled gets exactly OpenShift's StorageClass name (drop-in);
-//! * any other name is repaired into a valid DNS-1123 subdomain (invalid characters become
-//!   `-`, empty or dangling dot-separated labels are dropped, the length is capped at 253) and
-//!   gets a short digest of the original name appended, so two different names do not end up
-//!   with the same repaired name;
-//! * a remaining collision (two share types, one StorageClass name) is detected: one share type
-//!   keeps the name, chosen by a fixed rule, and the others are reported as errors.
+//! The StorageClass name of a Manila share type: `csi-manila-<name>`, made valid and kept
+//! apart from the names of other share types by operator-kit's [`ClassNaming`] (which says
+//! how, and how it stays OpenShift's name wherever OpenShift's name was valid).
 //!
 //! Pure functions; no I/O.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+
+use operator_kit::class_names::ClassNaming;
+pub use operator_kit::class_names::{MAX_NAME_LEN, NameError, is_dns1123_subdomain};
 
 use crate::STORAGE_CLASS_PREFIX;
 
-/// Longest valid DNS-1123 subdomain (the rule for StorageClass names).
-pub const MAX_NAME_LEN: usize = 253;
-/// Hex digits of the digest appended to repaired names.
-const DIGEST_LEN: usize = 8;
-
-/// Why a share type gets no StorageClass.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NameError {
-    #[error(
-        "Manila returned a share type with an empty name; it gets no StorageClass (give the share type a name in Manila)"
-    )]
-    Empty,
-    #[error(
-        "share types {share_type:?} and {kept:?} both map to StorageClass {storage_class}; it is used for {kept:?}, and {share_type:?} gets no StorageClass (rename one of the share types in Manila)"
-    )]
-    Collision {
-        share_type: String,
-        kept: String,
-        storage_class: String,
-    },
-}
-
-/// Whether `name` is a valid DNS-1123 subdomain (what the API server requires of a
-/// StorageClass name).
-pub fn is_dns1123_subdomain(name: &str) -> bool {
-    if name.is_empty() || name.len() > MAX_NAME_LEN {
-        return false;
-    }
-    name.split('.').all(|label| {
-        let bytes = label.as_bytes();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                first.is_ascii_alphanumeric()
-                    && last.is_ascii_alphanumeric()
-                    && bytes
-                        .iter()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-            }
-            _ => false,
-        }
-    })
-}
+/// How share types are named.
+pub const NAMING: ClassNaming = ClassNaming {
+    prefix: STORAGE_CLASS_PREFIX,
+    service: "Manila",
+    noun: "share type",
+};
 
 /// OpenShift's StorageClass name for a share type (anchors §5.3), valid or not.
 pub fn openshift_name(share_type: &str) -> String {
-    format!(
-        "{STORAGE_CLASS_PREFIX}{}",
-        share_type.to_lowercase().replace('_', "-")
-    )
-}
-
-/// FNV-1a over the original name: stable across versions and platforms, which a StorageClass
-/// name must be (a new name would mean a second class for the same share type).
-fn digest(share_type: &str) -> String {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in share_type.as_bytes() {
-        h ^= u32::from(*b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    format!("{h:08x}")
+    NAMING.openshift_name(share_type)
 }
 
 /// The StorageClass name of one share type. Never fails for a non-empty name.
 pub fn storage_class_name(share_type: &str) -> Result<String, NameError> {
-    if share_type.is_empty() {
-        return Err(NameError::Empty);
-    }
-    let compatible = openshift_name(share_type);
-    if is_dns1123_subdomain(&compatible) {
-        return Ok(compatible);
-    }
-    // Repair: keep [a-z0-9.-], everything else becomes '-'.
-    let mapped: String = share_type
-        .to_lowercase()
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | '0'..='9' | '.' | '-' => c,
-            _ => '-',
-        })
-        .collect();
-    // Each dot-separated label must start and end with [a-z0-9]; the first one continues the
-    // prefix's label, so only its end matters.
-    let mut labels: Vec<&str> = Vec::new();
-    for (i, label) in mapped.split('.').enumerate() {
-        let trimmed = if i == 0 {
-            label.trim_end_matches('-')
-        } else {
-            label.trim_matches('-')
-        };
-        if !trimmed.is_empty() {
-            labels.push(trimmed);
-        }
-    }
-    let mut body = labels.join(".");
-    // Room for the prefix, '-' and the digest.
-    let room = MAX_NAME_LEN - STORAGE_CLASS_PREFIX.len() - 1 - DIGEST_LEN;
-    if body.len() > room {
-        body.truncate(room);
-    }
-    let body = body.trim_end_matches(['-', '.']);
-    let name = if body.is_empty() {
-        format!("{STORAGE_CLASS_PREFIX}{}", digest(share_type))
-    } else {
-        format!("{STORAGE_CLASS_PREFIX}{body}-{}", digest(share_type))
-    };
-    debug_assert!(is_dns1123_subdomain(&name), "{name}");
-    Ok(name)
+    NAMING.name(share_type)
 }
 
 /// StorageClass names for a set of share types: name → share type, and the share types that
-/// get none with the reason. When several share types map to one name, the one whose name
-/// already is the StorageClass suffix wins (then the smallest name), so the result does not
-/// depend on Manila's list order.
+/// get none with the reason (see [`ClassNaming::names`]).
 pub fn storage_class_names<'a>(
     share_types: impl IntoIterator<Item = &'a str>,
 ) -> (BTreeMap<String, String>, Vec<(String, NameError)>) {
-    let unique: BTreeSet<&str> = share_types.into_iter().collect();
-    let mut claims: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    let mut errors = Vec::new();
-    for st in unique {
-        match storage_class_name(st) {
-            Ok(name) => claims.entry(name).or_default().push(st),
-            Err(e) => errors.push((st.to_string(), e)),
-        }
-    }
-    let mut out = BTreeMap::new();
-    for (name, mut types) in claims {
-        let suffix = name.strip_prefix(STORAGE_CLASS_PREFIX).unwrap_or_default();
-        // BTreeSet order already sorts by name; an exact match moves to the front.
-        types.sort_by_key(|t| (*t != suffix, *t));
-        let mut it = types.into_iter();
-        let Some(kept) = it.next() else { continue };
-        for other in it {
-            errors.push((
-                other.to_string(),
-                NameError::Collision {
-                    share_type: other.to_string(),
-                    kept: kept.to_string(),
-                    storage_class: name.clone(),
-                },
-            ));
-        }
-        out.insert(name, kept.to_string());
-    }
-    (out, errors)
+    NAMING.names(share_types)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::build::Desired;
+    use operator_kit::class_names::{DIGEST_LEN, digest};
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn openshift_names_are_kept() {
@@ -386,7 +258,10 @@ mod tests {
 
     #[test]
     fn empty_and_whitespace_examples() {
-        assert_eq!(storage_class_name(""), Err(NameError::Empty));
+        assert!(matches!(
+            storage_class_name(""),
+            Err(NameError::Empty { .. })
+        ));
         for st in [" ", "\t", "\u{3000}", " \n "] {
             let name = storage_class_name(st).expect("a name");
             assert!(kube_sim::validation::dns1123_subdomain_errors(&name).is_empty());

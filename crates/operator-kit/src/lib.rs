@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod assets;
 pub mod cache;
+pub mod class_names;
 pub mod conditions;
 pub mod config_observer;
 pub mod csi;
