@@ -101,6 +101,33 @@ impl Zone {
     }
 }
 
+/// A Cinder volume type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimVolumeType {
+    pub id: String,
+    pub name: String,
+    pub is_public: bool,
+}
+
+impl SimVolumeType {
+    /// A public type.
+    pub fn public(name: &str) -> Self {
+        Self {
+            id: format!("vt-{name}"),
+            name: name.into(),
+            is_public: true,
+        }
+    }
+
+    /// A private type, listed as the project has been granted access to it.
+    pub fn private(name: &str) -> Self {
+        Self {
+            is_public: false,
+            ..Self::public(name)
+        }
+    }
+}
+
 /// A Manila share type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimShareType {
@@ -131,6 +158,8 @@ pub struct SimConfig {
     pub app_credentials: Vec<SimAppCredential>,
     pub compute_zones: Vec<Zone>,
     pub volume_zones: Vec<Zone>,
+    /// Cinder's volume types; a real Cinder always has `__DEFAULT__` (since Train).
+    pub volume_types: Vec<SimVolumeType>,
     /// `None`: no Manila at all (no `sharev2` in the catalog, 404 on its paths).
     pub share_types: Option<Vec<SimShareType>>,
 }
@@ -169,6 +198,7 @@ impl Default for SimConfig {
             }],
             compute_zones: vec![Zone::available("nova")],
             volume_zones: vec![Zone::available("nova")],
+            volume_types: vec![SimVolumeType::public("__DEFAULT__")],
             share_types: Some(vec![SimShareType::new("default")]),
         }
     }
@@ -311,6 +341,7 @@ pub(crate) struct State {
     pub app_credentials: Vec<SimAppCredential>,
     pub compute_zones: Vec<Zone>,
     pub volume_zones: Vec<Zone>,
+    pub volume_types: Vec<SimVolumeType>,
     pub share_types: Option<Vec<SimShareType>>,
     pub hidden: BTreeSet<String>,
     pub tokens: HashMap<String, IssuedToken>,
@@ -365,6 +396,11 @@ impl SimHandle {
 
     pub fn set_volume_zones(&self, zones: Vec<Zone>) {
         self.shared.lock().volume_zones = zones;
+    }
+
+    /// Replaces Cinder's volume types.
+    pub fn set_volume_types(&self, types: Vec<SimVolumeType>) {
+        self.shared.lock().volume_types = types;
     }
 
     /// Turns Manila on with no share types if it was off.
@@ -549,6 +585,7 @@ impl OpenStackSim {
                 app_credentials: config.app_credentials,
                 compute_zones: config.compute_zones,
                 volume_zones: config.volume_zones,
+                volume_types: config.volume_types,
                 share_types: config.share_types,
                 hidden: BTreeSet::new(),
                 tokens: HashMap::new(),

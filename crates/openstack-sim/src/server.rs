@@ -336,6 +336,9 @@ fn route(
             (SimService::Volume, ["v3", pid, "os-availability-zone"]) if *pid == project_id => {
                 zones_body(&state.volume_zones)
             }
+            (SimService::Volume, ["v3", pid, "types"]) if *pid == project_id => {
+                volume_types_body(&state.volume_types)
+            }
             (SimService::Share, ["v2", "types"]) => share_types(state, microversion),
             (SimService::Share, ["v2", pid, "types"]) if *pid == project_id => {
                 share_types(state, microversion)
@@ -378,6 +381,25 @@ fn zones_body(zones: &[crate::Zone]) -> Outcome {
         )
         .collect();
     Outcome::json(200, json!({ "availabilityZoneInfo": list }))
+}
+
+/// Cinder's `GET /v3/{project_id}/types`, with both visibility fields as Cinder sends them.
+fn volume_types_body(types: &[crate::SimVolumeType]) -> Outcome {
+    let list: Vec<Value> = types
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id,
+                "name": t.name,
+                "description": null,
+                "is_public": t.is_public,
+                "os-volume-type-access:is_public": t.is_public,
+                "extra_specs": {},
+                "qos_specs_id": null,
+            })
+        })
+        .collect();
+    Outcome::json(200, json!({ "volume_types": list }))
 }
 
 /// Highest microversion the emulated Manila serves.
@@ -622,6 +644,7 @@ mod tests {
             app_credentials: c.app_credentials,
             compute_zones: c.compute_zones,
             volume_zones: c.volume_zones,
+            volume_types: c.volume_types,
             share_types: c.share_types,
             hidden: Default::default(),
             tokens: Default::default(),

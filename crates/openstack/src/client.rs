@@ -20,7 +20,7 @@ use crate::error::{Error, Failure, Step};
 use crate::keystone::{self, CatalogService, Service};
 use crate::redact::display_url;
 use crate::secret::Secret;
-use crate::services::{self, ShareType};
+use crate::services::{self, ShareType, VolumeType};
 
 /// The Manila microversion we ask for. 2.0 is the floor every Manila v2 API serves, and share
 /// type id, name and extra specs (all we read) exist there; asking for more would make old
@@ -291,6 +291,13 @@ impl Client {
             });
         }
         Ok(zones)
+    }
+
+    /// Cinder's volume types visible to the project (catalog type `volumev3`).
+    pub async fn volume_types(&self) -> Result<Vec<VolumeType>, Error> {
+        let step = Step::ListVolumeTypes;
+        let (url, body) = self.get(step, Service::Volume, "types", None).await?;
+        services::parse_volume_types(&body).map_err(|reason| bad(step, &url, reason))
     }
 
     /// Manila's share types (catalog type `sharev2`).

@@ -13,6 +13,7 @@ pub enum Step {
     ReadCatalog,
     ListComputeZones,
     ListVolumeZones,
+    ListVolumeTypes,
     ListShareTypes,
     // The calls of `csi-operator cleanup` (volumes.rs, shares.rs).
     ListVolumes,
@@ -36,6 +37,7 @@ impl fmt::Display for Step {
             Step::ReadCatalog => "read the service catalog from Keystone",
             Step::ListComputeZones => "list Nova (compute) availability zones",
             Step::ListVolumeZones => "list Cinder (volume) availability zones",
+            Step::ListVolumeTypes => "list Cinder volume types",
             Step::ListShareTypes => "list Manila share types",
             Step::ListVolumes => "list Cinder volumes",
             Step::ListVolumeSnapshots => "list Cinder volume snapshots",

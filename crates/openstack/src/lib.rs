@@ -33,7 +33,7 @@ pub use error::{Error, ErrorKind, Failure, Step};
 pub use keystone::{CatalogEndpoint, CatalogService, Service, select_endpoint, tokens_url};
 pub use retry::{Backoff, FIRST_RETRY_SLOWLY, FIRST_RETRY_SOON, Retry};
 pub use secret::Secret;
-pub use services::{ShareType, topology_enabled};
+pub use services::{ShareType, VolumeType, topology_enabled};
 pub use shares::{
     AccessRule, MANILA_CLEANUP_MICROVERSION, MANILA_CLUSTER_KEY, Share, ShareSnapshot,
 };

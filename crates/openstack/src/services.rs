@@ -1,5 +1,5 @@
-//! Pure parsing of the Nova/Cinder availability-zone lists and the Manila share-type list, and
-//! the topology rule of anchors §4.5. No I/O.
+//! Pure parsing of the Nova/Cinder availability-zone lists, the Cinder volume-type list and
+//! the Manila share-type list, and the topology rule of anchors §4.5. No I/O.
 
 use std::collections::BTreeMap;
 
@@ -75,6 +75,48 @@ pub fn parse_share_types(body: &[u8]) -> Result<Vec<ShareType>, String> {
     Ok(list.share_types)
 }
 
+/// A Cinder volume type as `GET /types` lists it to the project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VolumeType {
+    pub id: String,
+    pub name: String,
+    /// Public types are offered to every project; a private one only to the projects granted
+    /// access (the listing shows it to those).
+    pub is_public: bool,
+}
+
+#[derive(Deserialize)]
+struct RawVolumeType {
+    id: String,
+    name: String,
+    #[serde(default)]
+    is_public: Option<bool>,
+    /// The name before Cinder's v3 API added `is_public` (both are sent today).
+    #[serde(default, rename = "os-volume-type-access:is_public")]
+    access_is_public: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct VolumeTypeList {
+    volume_types: Vec<RawVolumeType>,
+}
+
+/// The `GET /types` answer of Cinder. A type that says nothing about its visibility is public
+/// (the API's default for a created type).
+pub fn parse_volume_types(body: &[u8]) -> Result<Vec<VolumeType>, String> {
+    let list: VolumeTypeList =
+        serde_json::from_slice(body).map_err(|e| format!("not a Cinder volume-type list: {e}"))?;
+    Ok(list
+        .volume_types
+        .into_iter()
+        .map(|t| VolumeType {
+            is_public: t.is_public.or(t.access_is_public).unwrap_or(true),
+            id: t.id,
+            name: t.name,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +153,31 @@ mod tests {
         assert_eq!(parse_zones(body), Ok((3, v(&["a", "b"]))));
         let err = parse_zones(br#"{"zones": []}"#).expect_err("wrong shape");
         assert!(err.contains("availability-zone"), "{err}");
+    }
+
+    #[test]
+    fn volume_types_parse_with_either_visibility_field() {
+        let body = br#"{"volume_types": [
+            {"id": "1", "name": "__DEFAULT__", "is_public": true, "os-volume-type-access:is_public": true,
+             "extra_specs": {}, "qos_specs_id": null, "description": "Default Volume Type"},
+            {"id": "2", "name": "ssd", "os-volume-type-access:is_public": false},
+            {"id": "3", "name": "hdd"}]}"#;
+        let types = parse_volume_types(body).expect("parses");
+        let seen: Vec<(&str, bool)> = types
+            .iter()
+            .map(|t| (t.name.as_str(), t.is_public))
+            .collect();
+        assert_eq!(seen, [("__DEFAULT__", true), ("ssd", false), ("hdd", true)]);
+        for bad in [
+            &b"[]"[..],
+            br#"{"volume_types": {}}"#,
+            br#"{"volume_types": [{"id": "1"}]}"#,
+            br#"{"volume_types": [{"id": "1", "name": 7}]}"#,
+            b"<html>",
+        ] {
+            let e = parse_volume_types(bad).expect_err("malformed");
+            assert!(e.contains("volume-type list"), "{e}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The client against openstack-sim over HTTP and HTTPS: token reuse, renewal, credential
 //! change, errors by step and status, catalog lookups, AZ lists, the topology rule and Manila
-//! share types.
+//! share types, Cinder volume types.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use openstack::{
 };
 use openstack_sim::{
     DEFAULT_APP_CREDENTIAL_ID, DEFAULT_APP_CREDENTIAL_SECRET, DEFAULT_PASSWORD, DEFAULT_USER,
-    Fault, OpenStackSim, SimConfig, SimService, SimShareType, Zone,
+    Fault, OpenStackSim, SimConfig, SimService, SimShareType, SimVolumeType, Zone,
 };
 
 fn provider() {
@@ -823,4 +823,38 @@ async fn sim_rejects_unknown_users_and_bad_bodies() {
     let rec = &sim.requests()[0];
     assert!(!rec.issued_token);
     assert_eq!(rec.status, 401);
+}
+
+#[tokio::test]
+async fn volume_types_are_listed_with_their_visibility() {
+    let sim = start(SimConfig::default()).await;
+    let c = client(&sim);
+    let types = c.volume_types().await.expect("volume types");
+    assert_eq!(
+        types
+            .iter()
+            .map(|t| (t.name.as_str(), t.is_public))
+            .collect::<Vec<_>>(),
+        [("__DEFAULT__", true)]
+    );
+    sim.handle().set_volume_types(vec![
+        SimVolumeType::public("ssd"),
+        SimVolumeType::private("replicated"),
+    ]);
+    let types = c.volume_types().await.expect("volume types");
+    assert_eq!(
+        types
+            .iter()
+            .map(|t| (t.name.as_str(), t.is_public))
+            .collect::<Vec<_>>(),
+        [("ssd", true), ("replicated", false)]
+    );
+    // A broken answer names the step and what was wrong, never a credential.
+    sim.handle()
+        .inject(Fault::respond(200, "{\"volume_types\": 3}").on(SimService::Volume));
+    let e = c.volume_types().await.expect_err("malformed answer");
+    assert_eq!(e.kind(), ErrorKind::InvalidResponse);
+    let msg = e.to_string();
+    assert!(msg.contains("list Cinder volume types"), "{msg}");
+    assert!(!msg.contains(DEFAULT_PASSWORD), "{msg}");
 }
