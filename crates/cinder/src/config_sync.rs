@@ -209,22 +209,52 @@ async fn list_zones(
     credentials: Option<Secret>,
     ca: Option<Vec<u8>>,
 ) -> Result<bool, TopologyError> {
+    let lookup = |(message, retry)| TopologyError::Lookup { message, retry };
+    let client =
+        openstack_client(&session, &namespace, credentials.as_ref(), ca).map_err(lookup)?;
+    let failed = |e: openstack::Error| lookup((e.to_string(), e.kind().retry()));
+    let compute = client.compute_availability_zones().await.map_err(failed)?;
+    let volume = client.volume_availability_zones().await.map_err(failed)?;
+    let volume: Vec<VolumeZone> = volume
+        .into_iter()
+        .map(|name| VolumeZone {
+            name,
+            available: true,
+        })
+        .collect();
+    crate::topology::compute_enable_topology(&compute, &volume)
+}
+
+/// The credentials Secret and the CA bundle the operator's own OpenStack calls use (the same
+/// the driver gets), and their fingerprint: a change of either starts new listings at once.
+pub(crate) fn openstack_inputs(
+    kit: &Kit,
+) -> Result<(Option<Secret>, Option<Vec<u8>>, String), String> {
+    let ns = kit.namespace.as_str();
+    let credentials = kit.cache.secret(ns, CREDENTIALS_SECRET);
+    let synced = kit.cache.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
+    let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
+        .map_err(|e| e.to_string())?
+        .map(|c| c.pem.into_bytes());
+    let fingerprint = fingerprint(credentials.as_ref(), ca.as_deref());
+    Ok((credentials, ca, fingerprint))
+}
+
+/// An OpenStack client for the cloud of the `clouds.yaml` in the credentials Secret (cloud
+/// `openstack`), trusting `ca`. The error is a message naming the Secret, never a secret
+/// value, and how soon trying again may help.
+pub(crate) fn openstack_client(
+    session: &openstack::Session,
+    namespace: &str,
+    credentials: Option<&Secret>,
+    ca: Option<Vec<u8>>,
+) -> Result<Arc<openstack::Client>, (String, Retry)> {
     let secret_name = format!("{namespace}/{CREDENTIALS_SECRET}");
     // Only a new Secret can mend these, and a new Secret is listed at once.
-    let unusable = |message: String| TopologyError::Lookup {
-        message,
-        retry: Retry::AtRefresh,
-    };
-    let failed = |e: openstack::Error| TopologyError::Lookup {
-        message: e.to_string(),
-        retry: e.kind().retry(),
-    };
-    let clouds = credentials
-        .as_ref()
-        .and_then(|s| s.data.as_ref())
-        .and_then(|d| d.get("clouds.yaml"))
+    let unusable = |message: String| (message, Retry::AtRefresh);
+    let clouds = clouds_yaml_of(credentials)
         .ok_or_else(|| unusable(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
-    let text = std::str::from_utf8(&clouds.0).map_err(|_| {
+    let text = std::str::from_utf8(clouds).map_err(|_| {
         unusable(format!(
             "clouds.yaml in Secret {secret_name} is not UTF-8 text"
         ))
@@ -237,15 +267,7 @@ async fn list_zones(
         user_agent: USER_AGENT.to_string(),
         ..openstack::ClientOptions::default()
     };
-    let client = session.client(cloud, &options).map_err(failed)?;
-    let compute = client.compute_availability_zones().await.map_err(failed)?;
-    let volume = client.volume_availability_zones().await.map_err(failed)?;
-    let volume: Vec<VolumeZone> = volume
-        .into_iter()
-        .map(|name| VolumeZone {
-            name,
-            available: true,
-        })
-        .collect();
-    crate::topology::compute_enable_topology(&compute, &volume)
+    session
+        .client(cloud, &options)
+        .map_err(|e| (e.to_string(), e.kind().retry()))
 }

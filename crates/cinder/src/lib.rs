@@ -2,11 +2,12 @@
 //! ([`assets`]), the generation of the driver's `cloud.conf` and the `cloud-conf` ConfigMap
 //! ([`config`]), the decision of when to recompute `enable_topology` ([`topology`]), and the
 //! conversion of an upstream chart's cloud.conf credentials to clouds.yaml
-//! ([`legacy_credentials`]).
+//! ([`legacy_credentials`]), and the opt-in StorageClass per volume type ([`volume_types`]).
 //!
-//! Everything here is pure: no Kubernetes client, no OpenStack calls, no clock reads, no
-//! environment reads. The reconcile wiring (watches, apply, status) lives with the runtime and
-//! calls into this crate with the facts it has observed. Names below are part of the
+//! The domain modules are pure: no Kubernetes client, no OpenStack calls, no clock reads, no
+//! environment reads. The runtime modules ([`operator`], [`config_sync`],
+//! [`volume_type_classes`]) wire them to operator-kit's reconcile (watches, apply, status)
+//! and call into them with the facts they have observed. Names below are part of the
 //! compatibility contract with OpenShift's operator (anchors §4) and must not change.
 
 pub mod assets;
@@ -16,6 +17,8 @@ pub mod config_sync;
 pub mod legacy_credentials;
 pub mod operator;
 pub mod topology;
+pub mod volume_type_classes;
+pub mod volume_types;
 
 /// Name of the CSI driver, of its CSIDriver object and of the ClusterCSIDriver CR.
 pub const CSI_DRIVER_NAME: &str = "cinder.csi.openstack.org";

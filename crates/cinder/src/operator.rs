@@ -29,6 +29,7 @@ use std::sync::Arc;
 use crate::build::{self, BuildError, Desired, Facts};
 use crate::config;
 use crate::config_sync::ConfigSync;
+use crate::volume_type_classes::{self, VolumeTypeClasses};
 use crate::{
     CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET, CSI_DRIVER_NAME,
     METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
@@ -75,6 +76,11 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         .cluster_object(
             &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
             crate::assets::SERVICE_MONITOR_CRD,
+        )
+        // The opt-in per-volume-type classes: names known only once Cinder answers.
+        .cluster_selected(
+            &ar("storage.k8s.io/v1", "StorageClass"),
+            &volume_type_classes::class_selector(),
         );
     for kind in [
         ("v1", "ConfigMap"),
@@ -134,6 +140,7 @@ impl Operator {
         };
         let driver = Cinder {
             config_sync: ConfigSync::new(opts.topology_refresh),
+            volume_types: VolumeTypeClasses::new(opts.topology_refresh),
         };
         Self(CsiOperator::new(
             client, cache, metrics, log, settings, driver,
@@ -161,6 +168,7 @@ impl operator_kit::process::Reconciler for Operator {
 /// The Cinder driver, described for operator-kit.
 pub struct Cinder {
     config_sync: ConfigSync,
+    volume_types: VolumeTypeClasses,
 }
 
 impl csi::Driver for Cinder {
@@ -225,6 +233,7 @@ impl csi::Driver for Cinder {
     async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, facts: &Facts) {
         let result = storage_class(kit, facts, &pass.cr.spec.storage_class_state()).await;
         pass.post(STORAGE_CLASS_PREFIX, result);
+        self.volume_types.step(kit, pass).await;
     }
 
     fn snapshot_class(&self, facts: &Facts) -> Result<Desired, BuildError> {

@@ -349,6 +349,7 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
             "ClusterRole" => name.starts_with("openshift-csi-"),
             "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" => {
                 name.starts_with("manila-csi-driver-operator")
+                    || name.starts_with("openstack-cinder-csi-driver-operator")
             }
             _ => false,
         };
@@ -358,13 +359,15 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
             objects.push(o);
         }
     }
-    if !objects
-        .iter()
-        .any(|o| o["kind"] == "ValidatingAdmissionPolicyBinding")
-    {
-        return Err(KubernetesError::Missing(
-            "ValidatingAdmissionPolicyBinding for the Manila operator's StorageClasses".into(),
-        ));
+    for operator in ["manila", "openstack-cinder"] {
+        let binding = format!("{operator}-csi-driver-operator-storageclasses-binding");
+        if !objects.iter().any(|o| {
+            o["kind"] == "ValidatingAdmissionPolicyBinding" && o["metadata"]["name"] == *binding
+        }) {
+            return Err(KubernetesError::Missing(format!(
+                "ValidatingAdmissionPolicyBinding {binding}"
+            )));
+        }
     }
 
     let cso_inputs = Inputs {

@@ -1,10 +1,13 @@
-//! The release's ValidatingAdmissionPolicy `manila-csi-driver-operator-storageclasses`
-//! (`manifests/openshift/…15…`, bound by `…16…`), enforced by kube-sim as an API server does:
-//! with every manifest applied as the cluster version operator applies them, the Manila
-//! operator's service account creates, updates, applies and deletes its own StorageClasses
-//! (provisioner `manila.csi.openstack.org`) and is refused, with the API server's 422, for any
-//! StorageClass of another provisioner, although its ClusterRole grants every StorageClass
-//! (one per share type, names known only at run time). Other users are not affected.
+//! The release's ValidatingAdmissionPolicies `manila-csi-driver-operator-storageclasses`
+//! (`manifests/openshift/…15…`, bound by `…16…`) and
+//! `openstack-cinder-csi-driver-operator-storageclasses` (`…17…`, `…18…`), enforced by kube-sim
+//! as an API server does: with every manifest applied as the cluster version operator applies
+//! them, the Manila operator's service account creates, updates, applies and deletes its own
+//! StorageClasses (provisioner `manila.csi.openstack.org`) and is refused, with the API
+//! server's 422, for any StorageClass of another provisioner, although its ClusterRole grants
+//! every StorageClass (one per share type, names known only at run time); the Cinder
+//! operator's likewise for `cinder.csi.openstack.org` (one class per volume type, opted in).
+//! Other users are not affected.
 
 use std::path::Path;
 
@@ -172,33 +175,93 @@ async fn the_manila_operator_writes_only_manila_storage_classes() -> TestResult 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn other_users_are_not_restricted() -> TestResult {
+async fn the_cinder_operator_writes_only_cinder_storage_classes() -> TestResult {
+    const CINDER_POLICY: &str = "openstack-cinder-csi-driver-operator-storageclasses";
     let (bed, manila, cinder) = released().await;
-    let manila_classes = classes(&manila);
-    manila_classes
+    classes(&manila)
         .create(&PostParams::default(), &class("csi-manila-gold", MANILA))
         .await?;
-    // The Cinder operator and an administrator write any class, the Manila one included.
-    for client in [&cinder, &bed.client] {
-        let api = classes(client);
-        api.create(&PostParams::default(), &class("scratch", CINDER))
-            .await?;
-        api.patch(
-            "scratch",
-            &PatchParams::default(),
-            &Patch::Merge(&label("a", "b")),
-        )
+    let own = classes(&cinder);
+    // Its own classes (standard-csi, one per volume type): create, update, delete.
+    own.create(&PostParams::default(), &class("csi-cinder-ssd", CINDER))
         .await?;
-        api.patch(
+    own.patch(
+        "csi-cinder-ssd",
+        &PatchParams::default(),
+        &Patch::Merge(&label("cinder.csi.openstack.org/volume-type-class", "true")),
+    )
+    .await?;
+    own.delete("csi-cinder-ssd", &DeleteParams::default())
+        .await?;
+    // Another provisioner: refused on create, update and delete.
+    let refused = refusal(
+        own.create(&PostParams::default(), &class("csi-cinder-fake", MANILA))
+            .await,
+    );
+    assert_eq!(
+        refused.message,
+        format!(
+            "storageclasses.storage.k8s.io \"csi-cinder-fake\" is forbidden: \
+             ValidatingAdmissionPolicy '{CINDER_POLICY}' with binding '{CINDER_POLICY}-binding' \
+             denied request: the Cinder CSI driver operator may only write StorageClasses of \
+             provisioner {CINDER}, not {MANILA}"
+        )
+    );
+    let refused = refusal(
+        own.patch(
             "csi-manila-gold",
+            &PatchParams::default(),
+            &Patch::Merge(&label("taken", "yes")),
+        )
+        .await,
+    );
+    assert_eq!(refused.code, 422, "{}", refused.message);
+    let refused = refusal(
+        own.delete("csi-manila-gold", &DeleteParams::default())
+            .await,
+    );
+    assert!(
+        refused.message.contains(
+            "the Cinder CSI driver operator may only change or delete StorageClasses of \
+             provisioner cinder.csi.openstack.org, not manila.csi.openstack.org"
+        ),
+        "{}",
+        refused.message
+    );
+    assert_eq!(
+        classes(&bed.client)
+            .get("csi-manila-gold")
+            .await?
+            .provisioner,
+        MANILA
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_users_are_not_restricted() -> TestResult {
+    let (bed, manila, cinder) = released().await;
+    classes(&manila)
+        .create(&PostParams::default(), &class("csi-manila-gold", MANILA))
+        .await?;
+    classes(&cinder)
+        .create(&PostParams::default(), &class("standard", CINDER))
+        .await?;
+    // An administrator writes any class, either operator's included.
+    let api = classes(&bed.client);
+    api.create(
+        &PostParams::default(),
+        &class("scratch", "example.com/other"),
+    )
+    .await?;
+    for name in ["scratch", "csi-manila-gold", "standard"] {
+        api.patch(
+            name,
             &PatchParams::default(),
             &Patch::Merge(&label("seen", "yes")),
         )
         .await?;
-        api.delete("scratch", &DeleteParams::default()).await?;
+        api.delete(name, &DeleteParams::default()).await?;
     }
-    classes(&bed.client)
-        .delete("csi-manila-gold", &DeleteParams::default())
-        .await?;
     Ok(())
 }

@@ -1,0 +1,186 @@
+//! Opt-in StorageClasses per Cinder volume type, at run time: the listing of volume types in
+//! the background (it nudges the loop when its answer is ready, so a slow or hung Cinder never
+//! holds up the other steps), and the step that applies one class per public type and says
+//! what it did in `CinderVolumeTypeStorageClassControllerDegraded`. The decisions are in
+//! [`crate::volume_types`].
+//!
+//! Off (the default), the step writes nothing, asks Cinder nothing and posts no condition.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openshift_api::operator::StorageClassState;
+use openstack::{Retry, VolumeType};
+use operator_kit::cache::Background;
+use operator_kit::conditions;
+use operator_kit::csi::{Kit, Pass};
+use operator_kit::metrics::WriteVerb;
+use tracing::warn;
+
+use crate::config_sync::{openstack_client, openstack_inputs};
+use crate::volume_types::{self, Failure, Listing, OptIn};
+
+/// Condition prefix (ours; OpenShift has no such classes).
+pub const PREFIX: &str = "CinderVolumeTypeStorageClassController";
+
+/// The label selector of the per-type classes' watch.
+pub fn class_selector() -> String {
+    format!("{}=true", volume_types::CLASS_LABEL)
+}
+
+type Task = Background<Result<Vec<VolumeType>, Failure>>;
+
+/// What the step keeps between reconciles.
+pub struct VolumeTypeClasses {
+    listing: Listing,
+    openstack: Arc<openstack::Session>,
+    /// A listing in the background, with the fingerprint of the credentials it uses.
+    running: Option<(String, Task)>,
+}
+
+impl VolumeTypeClasses {
+    /// Volume types are listed again every `refresh` (the topology refresh).
+    pub fn new(refresh: Duration) -> Self {
+        Self {
+            listing: Listing::new(refresh),
+            openstack: Arc::new(openstack::Session::new()),
+            running: None,
+        }
+    }
+
+    /// The step: off, nothing; on, the classes as `spec.storageClassState` asks.
+    pub async fn step(&mut self, kit: &Kit, pass: &mut Pass) {
+        let condition = conditions::degraded_type(PREFIX);
+        match volume_types::opt_in(pass.cr.metadata.annotations.as_ref()) {
+            OptIn::Off => {
+                // Nothing is listed; a listing under way is dropped (and so aborted).
+                self.running = None;
+                pass.board.remove_condition(&condition);
+            }
+            OptIn::Invalid(message) => {
+                self.running = None;
+                pass.post::<()>(PREFIX, Err(message.into()));
+            }
+            OptIn::On => match pass.cr.spec.storage_class_state() {
+                StorageClassState::Unmanaged => {}
+                state => self.managed(kit, pass, state).await,
+            },
+        }
+    }
+
+    async fn managed(&mut self, kit: &Kit, pass: &mut Pass, state: StorageClassState) {
+        let (credentials, ca, fingerprint) = match openstack_inputs(kit) {
+            Ok(inputs) => inputs,
+            Err(message) => {
+                pass.post::<()>(PREFIX, Err(message.into()));
+                return;
+            }
+        };
+        let now = Instant::now();
+        if let Some((used, task)) = self.running.as_mut()
+            && let Some(answer) = task.try_take()
+        {
+            let used = std::mem::take(used);
+            self.running = None;
+            let result = answer.unwrap_or_else(|e| {
+                Err(Failure {
+                    message: format!("the listing task failed: {e}"),
+                    retry: Retry::Soon,
+                })
+            });
+            if let Err(f) = &result {
+                kit.metrics.error("openstack");
+                warn!(error = %f.message, "cannot list Cinder volume types");
+            }
+            // A listing made with credentials since replaced says nothing about the new ones.
+            if used == fingerprint {
+                self.listing.record(now, &used, result);
+            }
+        }
+        let running = self
+            .running
+            .as_ref()
+            .is_some_and(|(used, _)| *used == fingerprint);
+        if !running && self.listing.is_due(now, &fingerprint) {
+            let session = self.openstack.clone();
+            let namespace = kit.namespace.clone();
+            let task = async move {
+                let client = openstack_client(&session, &namespace, credentials.as_ref(), ca)
+                    .map_err(|(message, retry)| Failure { message, retry })?;
+                client.volume_types().await.map_err(|e| Failure {
+                    message: e.to_string(),
+                    retry: e.kind().retry(),
+                })
+            };
+            self.running = Some((fingerprint.clone(), kit.cache.nudger().spawn(task)));
+        }
+        if self.running.is_none()
+            && let Some(next) = self.listing.next_in(Instant::now())
+        {
+            pass.requeue_after = Some(pass.requeue_after.map_or(next, |r| r.min(next)));
+        }
+        let Some(types) = self.listing.current() else {
+            // Not listed yet: say why once a listing failed, otherwise wait for the answer.
+            if let Some(f) = self.listing.last_error() {
+                pass.post::<()>(PREFIX, Err(f.message.clone().into()));
+            }
+            return;
+        };
+        let (public, private) = volume_types::offered(types);
+        let (names, name_errors) = volume_types::class_names(&public);
+        let mut errors = Vec::new();
+        for (name, volume_type) in &names {
+            let result = match volume_types::storage_class(name, volume_type) {
+                Ok(desired) if state == StorageClassState::Removed => kit
+                    .applier
+                    .delete(&desired.resource, None, name)
+                    .await
+                    .map(|deleted| {
+                        if deleted {
+                            kit.metrics.write("StorageClass", WriteVerb::Delete);
+                        }
+                    })
+                    .map_err(|e| e.to_string()),
+                Ok(desired) => kit
+                    .apply(&desired, None)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(e) = result {
+                errors.push(format!(
+                    "StorageClass {name} for volume type {volume_type:?}: {e}"
+                ));
+            }
+        }
+        let mut notes: Vec<String> = name_errors.iter().map(|(_, e)| e.to_string()).collect();
+        if let Some(f) = self.listing.last_error() {
+            notes.push(format!(
+                "{}; the StorageClasses of the last successful listing are kept",
+                f.message
+            ));
+        }
+        let gone = self.listing.gone();
+        if !gone.is_empty() {
+            notes.push(format!(
+                "volume types no longer offered by Cinder: {}; their StorageClasses are kept because bound volumes need them (delete them yourself when no PersistentVolume uses them)",
+                gone.join(", ")
+            ));
+        }
+        if !private.is_empty() {
+            notes.push(format!(
+                "private volume types get no StorageClass (a StorageClass is visible to every namespace): {}",
+                private.join(", ")
+            ));
+        }
+        if errors.is_empty() {
+            let mut c = conditions::degraded(PREFIX, None);
+            c.message = notes.join("\n");
+            pass.board.set_condition(c);
+        } else {
+            errors.extend(notes);
+            pass.post::<()>(PREFIX, Err(errors.join("\n").into()));
+        }
+    }
+}
