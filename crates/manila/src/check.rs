@@ -422,3 +422,100 @@ fn ca_bundle(kit: &Kit, credentials: Option<&Secret>, ns: &str) -> Option<Vec<u8
                 .map(String::into_bytes)
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::NodeAddresses;
+
+    fn share(id: &str, ty: &str) -> openstack::SharePlacement {
+        openstack::SharePlacement {
+            id: id.into(),
+            name: String::new(),
+            status: "available".into(),
+            share_type_id: format!("st-{ty}"),
+            share_type_name: ty.into(),
+            share_network_id: None,
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_few_shares_of_each_type_and_a_bounded_total_are_picked() {
+        let mut listed: Vec<_> = (0..10).map(|i| share(&format!("g{i}"), "gold")).collect();
+        listed.push(share("s0", "silver"));
+        listed.extend((0..40).map(|i| share(&format!("t{i}"), &format!("type-{i}"))));
+        let picked = pick_shares(listed);
+        let ids: Vec<&str> = picked.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(
+            &ids[..4],
+            ["g0", "g1", "g2", "s0"],
+            "newest first, 3 per type"
+        );
+        assert_eq!(picked.len(), SHARES_CHECKED);
+        assert!(pick_shares(Vec::new()).is_empty());
+    }
+
+    fn exports() -> Vec<ShareExports> {
+        vec![ShareExports {
+            share_id: "sh1".into(),
+            share_type: "gold".into(),
+            share_network: Some("sn-1".into()),
+            addresses: vec!["172.16.0.5".parse().expect("ip")],
+            subnets: vec!["172.16.0.0/24".parse().expect("cidr")],
+            unaddressed: 0,
+        }]
+    }
+
+    fn nodes(ip: &str) -> NodesKnown {
+        NodesKnown::Synced(vec![NodeAddresses {
+            name: "worker-0".into(),
+            addresses: vec![ip.parse().expect("ip")],
+        }])
+    }
+
+    #[test]
+    fn the_condition_waits_for_facts_and_keeps_the_last_good_ones() {
+        let mut check = ManilaCheck::new("ns".into(), Duration::from_secs(300));
+        assert_eq!(
+            check.export_network_condition(&nodes("10.0.0.5")),
+            None,
+            "not read yet"
+        );
+        check.record_exports(Some(Err("HTTP 503".into())));
+        let c = check
+            .export_network_condition(&nodes("10.0.0.5"))
+            .expect("said");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("Unknown", SHARES_UNKNOWN)
+        );
+        assert!(
+            c.message.contains("HTTP 503") && c.message.contains("5m0s"),
+            "{}",
+            c.message
+        );
+        check.record_exports(Some(Ok(exports())));
+        let c = check
+            .export_network_condition(&nodes("10.0.0.5"))
+            .expect("said");
+        assert_eq!(c.status, "False");
+        // A later failure keeps the last good facts; a check that did not look changes nothing.
+        check.record_exports(Some(Err("timeout".into())));
+        check.record_exports(None);
+        let c = check
+            .export_network_condition(&nodes("172.16.0.9"))
+            .expect("said");
+        assert_eq!(c.status, "True");
+        assert_eq!(check.export_network_condition(&NodesKnown::Starting), None);
+        let c = check
+            .export_network_condition(&NodesKnown::Forbidden)
+            .expect("said");
+        assert_eq!(c.reason, export_network::NODE_ADDRESSES_UNKNOWN);
+        assert!(
+            c.message.contains("list and watch on nodes"),
+            "{}",
+            c.message
+        );
+    }
+}
