@@ -191,8 +191,9 @@ pub fn condition(verdict: &Verdict) -> OperatorCondition {
             nodes,
             shares,
         } => {
-            let networks: Vec<String> = reached
+            let mut networks: Vec<String> = reached
                 .iter()
+                .take(NAMED_FINDINGS)
                 .map(|r| {
                     format!(
                         "share type {:?} on {} ({} of {nodes})",
@@ -200,6 +201,9 @@ pub fn condition(verdict: &Verdict) -> OperatorCondition {
                     )
                 })
                 .collect();
+            if reached.len() > NAMED_FINDINGS {
+                networks.push(format!("and {} more", reached.len() - NAMED_FINDINGS));
+            }
             OperatorCondition::new(
                 EXPORT_NETWORK_REACHABLE,
                 conditions::TRUE,
@@ -395,6 +399,21 @@ mod tests {
             "{}",
             c.message
         );
+        // Many reached networks: the message names a few and counts the rest.
+        let many: Vec<ShareExports> = (0..8)
+            .map(|i| {
+                share(
+                    &format!("s{i}"),
+                    &format!("t{i}"),
+                    &["10.0.0.99"],
+                    &["10.0.0.0/24"],
+                )
+            })
+            .collect();
+        let c = condition(&compare(&many, &workers()));
+        assert_eq!(c.status, "True");
+        assert!(c.message.contains("and 5 more"), "{}", c.message);
+        assert!(!c.message.contains("\"t7\""), "{}", c.message);
     }
 
     #[test]
