@@ -14,11 +14,15 @@ use std::collections::BTreeMap;
 
 use common::*;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use openstack_sim::{Fault, SimDomain, SimProject, SimService, SimShareType, SimUser};
+use openstack_sim::{
+    Fault, SimDomain, SimExportLocation, SimProject, SimService, SimShare, SimShareNetwork,
+    SimShareNetworkSubnet, SimShareType, SimStorage, SimUser,
+};
 use serde_json::json;
 use testbed::Testbed;
 
@@ -1086,9 +1090,11 @@ async fn idle_openstack_requests_are_one_share_type_list_per_refresh_and_one_tok
         .iter()
         .filter(|r| !r.issued_token)
         .filter(|r| {
+            // The share-type listing, and the export-network check's one page of this
+            // cluster's shares (none here, so nothing more is read).
             !(r.service == SimService::Share
                 && r.method == "GET"
-                && r.path.ends_with("/types")
+                && (r.path.ends_with("/types") || r.path.ends_with("/shares/detail"))
                 && r.status == 200
                 && r.token == token)
         })
@@ -1096,7 +1102,15 @@ async fn idle_openstack_requests_are_one_share_type_list_per_refresh_and_one_tok
         .collect();
     assert!(
         other.is_empty(),
-        "besides the token, only share-type listings with that token: {other:#?}"
+        "besides the token, only share-type and share listings with that token: {other:#?}"
+    );
+    let share_listings = log
+        .iter()
+        .filter(|r| r.path.ends_with("/shares/detail"))
+        .count();
+    assert!(
+        share_listings <= share_type_listings(&bed).len(),
+        "at most one share listing per share-type listing: {share_listings}"
     );
     // Exactly one listing per detection (each refresh is one detection, logged once).
     eventually("one listing per logged detection", || async {
@@ -1109,5 +1123,152 @@ async fn idle_openstack_requests_are_one_share_type_list_per_refresh_and_one_tok
         }
     })
     .await;
+    assert!(op.is_running());
+}
+
+/// Sets `status.addresses` of Node `name` to these InternalIPs (as the kubelet reports them).
+async fn set_node_addresses(bed: &Testbed, name: &str, ips: &[&str]) {
+    let addresses: Vec<serde_json::Value> = ips
+        .iter()
+        .map(|ip| json!({"type": "InternalIP", "address": ip}))
+        .chain(std::iter::once(
+            json!({"type": "Hostname", "address": name}),
+        ))
+        .collect();
+    Api::<Node>::all(bed.client.clone())
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"addresses": addresses}})),
+        )
+        .await
+        .expect("patch the Node's addresses");
+}
+
+/// Seed 002's secondary storage network, with RBAC on: the cluster's share of type "gold" is
+/// exported on the storage network 172.16.0.0/24 of its share network, and every node is on
+/// the machine network only. The operator says so (False, naming the share type, the CIDR,
+/// the share network and what to do) without degrading anything; when a worker gets an
+/// address on the storage network it turns True, with no new OpenStack call for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_network_no_node_is_on_is_reported_until_a_node_joins_it() {
+    let mut settings = manila_settings(Some(&["default", "gold"]));
+    settings.kube.rbac = Some(kube_sim::RbacConfig::default());
+    let cluster = settings.infrastructure_name.clone();
+    let bed = bed_with(settings).await;
+    seed_manila(&bed).await;
+    grant_driver_operator_rbac(&bed, "openstack-manila", &[MANILA_OPERATOR_USER]).await;
+    let nodes = [
+        "master-0", "master-1", "master-2", "worker-0", "worker-1", "worker-2",
+    ];
+    for (i, node) in nodes.iter().enumerate() {
+        set_node_addresses(&bed, node, &[&format!("10.0.0.{}", 10 + i)]).await;
+    }
+    bed.openstack.set_share_networks(vec![SimShareNetwork::new(
+        "sn-storage",
+        "storage",
+        vec![SimShareNetworkSubnet::new("sub-storage", "172.16.0.0/24")],
+    )]);
+    bed.openstack.set_storage(SimStorage {
+        shares: vec![
+            SimShare::new("share-1", "pvc-0a1b")
+                .with_metadata(openstack::MANILA_CLUSTER_KEY, &cluster)
+                .of_type("gold")
+                .on_share_network("sn-storage")
+                .exported_at(SimExportLocation::new("172.16.0.5:/share-1"))
+                .exported_at(SimExportLocation::admin_only("10.254.0.5:/share-1")),
+            // Another cluster's share on a network no node is on: not ours to judge.
+            SimShare::new("share-other", "pvc-other")
+                .with_metadata(openstack::MANILA_CLUSTER_KEY, "another-cluster")
+                .on_share_network("sn-elsewhere")
+                .exported_at(SimExportLocation::new("192.168.77.5:/other")),
+        ],
+        ..SimStorage::default()
+    });
+    let mut op = OperatorProcess::start_manila(&bed, "2s");
+    wait_manila_available(&bed).await;
+
+    let (reason, message) =
+        wait_condition_of(&bed, MANILA_CR, "ManilaExportNetworkReachable", "False").await;
+    assert_eq!(reason, "NoNodeOnExportNetwork");
+    for part in [
+        "share type \"gold\"",
+        "172.16.0.0/24",
+        "share network sn-storage",
+        "share-1 at 172.16.0.5",
+        "6 nodes",
+        "router",
+        "docs/manila-network.md",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    assert!(
+        !message.contains("share-other") && !message.contains("192.168.77"),
+        "{message}"
+    );
+    // A hint about the cloud's network, not a broken operator: nothing is Degraded and the
+    // driver stays Available.
+    let conditions = bed.conditions(MANILA_CR).await;
+    for (t, (status, reason, message)) in &conditions {
+        if t.ends_with("Degraded") {
+            assert_eq!(status, "False", "{t}: {reason}: {message}");
+        }
+    }
+    assert_eq!(
+        conditions
+            .get("ManilaServiceReachable")
+            .map(|c| c.0.as_str()),
+        Some("True")
+    );
+
+    // worker-1 is attached to the storage network.
+    set_node_addresses(&bed, "worker-1", &["10.0.0.14", "172.16.0.21"]).await;
+    let (reason, message) =
+        wait_condition_of(&bed, MANILA_CR, "ManilaExportNetworkReachable", "True").await;
+    assert_eq!(reason, "AsExpected");
+    assert!(
+        message.contains("share type \"gold\" on 172.16.0.0/24 (1 of 6)"),
+        "{message}"
+    );
+
+    // OpenStack: the export locations of the share were read once (they do not change), only
+    // the cluster's own shares were asked for, and its share network was read at 2.51.
+    let log = bed.openstack.requests();
+    let locations = log
+        .iter()
+        .filter(|r| r.path.ends_with("/shares/share-1/export_locations"))
+        .count();
+    assert_eq!(locations, 1, "export locations are remembered by share id");
+    assert!(
+        !log.iter()
+            .any(|r| r.path.contains("share-other") || r.path.contains("sn-elsewhere")),
+        "another cluster's share was looked at"
+    );
+    assert!(
+        log.iter()
+            .any(|r| r.path.ends_with("/share-networks/sn-storage")
+                && r.manila_microversion.as_deref() == Some("2.51")
+                && r.status == 200)
+    );
+    // RBAC: the operator's Node watch was allowed (its ClusterRole grants list and watch).
+    let refused: Vec<String> = requests_of(&bed, MANILA_OPERATOR_USER)
+        .iter()
+        .filter(|r| r.resource == "/nodes" && r.code == 403)
+        .map(describe)
+        .collect();
+    assert!(refused.is_empty(), "{refused:#?}");
+    let node_reads: Vec<String> = requests_of(&bed, MANILA_OPERATOR_USER)
+        .iter()
+        .filter(|r| r.resource == "/nodes" && r.code == 200)
+        .map(|r| r.verb.clone())
+        .collect();
+    assert!(
+        node_reads.iter().any(|v| v == "list") && node_reads.iter().any(|v| v == "watch"),
+        "the Node view lists and watches: {node_reads:?}"
+    );
+    assert!(
+        !node_reads.iter().any(|v| v == "get"),
+        "no live GET of a Node: {node_reads:?}"
+    );
     assert!(op.is_running());
 }

@@ -1111,3 +1111,37 @@ fn driver_operator_events_land_where_must_gather_collects_them() {
         }
     }
 }
+
+/// The Manila operator's export-network diagnostic (`ManilaExportNetworkReachable`) watches
+/// every Node for its addresses: it may list and watch Nodes, and no more than that (no get,
+/// no write), as the shipped RBAC reaches a cluster.
+#[test]
+fn the_manila_operator_may_list_and_watch_nodes_and_nothing_more() {
+    let shipped = Shipped::load();
+    let policy = shipped.policy();
+    let user = sa_user(manila::OPERATOR_NAMESPACE, "manila-csi-driver-operator");
+    let mut checker = Checker::new(&policy);
+    for verb in ["list", "watch"] {
+        checker.check(
+            "operator manila-csi-driver-operator, watching Nodes",
+            &user,
+            verb,
+            "",
+            "nodes",
+            "",
+            "",
+        );
+    }
+    checker.assert_none_refused("the Manila operator's Node watch");
+    // Only the Manila operator's own ClusterRole is looked at here: the CSO's union role
+    // (which Manila's must be a subset of) holds `get` for the Cinder operator.
+    let role = policy
+        .cluster_role("manila-csi-driver-operator-clusterrole")
+        .expect("the Manila operator's ClusterRole");
+    let node_verbs: Vec<String> = rbac::rules_of(&role)
+        .iter()
+        .filter(|r| r.resources.iter().any(|res| res == "nodes"))
+        .flat_map(|r| r.verbs.clone())
+        .collect();
+    assert_eq!(node_verbs, ["list", "watch"], "least privilege on nodes");
+}

@@ -3,7 +3,16 @@
 //! that nudges the loop when its answer is ready. The reconcile records it and goes on with
 //! the last known answer meanwhile; a check whose credentials were replaced while it ran is
 //! discarded. [`crate::detect`] holds the decisions, this module the tasks and conditions.
+//!
+//! After a successful listing the same task reads where this cluster's shares are exported
+//! (the export-network diagnostic, [`crate::export_network`]): one page of the newest shares
+//! the driver tagged with the cluster ID, the export locations of a few of each share type
+//! (remembered by share id: they do not change), and their share networks' subnets; bounded
+//! in count ([`SHARES_CHECKED`]) and in time ([`EXPORT_CHECK_TIMEOUT`]). The reconcile compares
+//! what it found with the nodes' addresses, so a node that joins the storage network turns
+//! the condition without another OpenStack call.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +23,8 @@ use operator_kit::csi::{Kit, fingerprint};
 use tracing::{debug, info};
 
 use crate::detect::{self, Detection, Failure, FailureKind, Status};
+use crate::export_network::{self, EXPORT_NETWORK_REACHABLE, ShareExports};
+use crate::nodes::NodesKnown;
 use crate::{CLOUD_PROVIDER_CONFIGMAP, OPERATOR_CREDENTIALS_SECRET, USER_AGENT};
 
 const STARTER_PREFIX: &str = "StarterController";
@@ -22,8 +33,30 @@ pub const SERVICE_REACHABLE: &str = "ManilaServiceReachable";
 /// HTTP timeout of the OpenStack calls (anchors §5.1: raised to 120 s for slow Keystones).
 const OPENSTACK_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A Manila check in the background: the share-type names, or why Manila cannot be used.
-type Check = Background<Result<Vec<String>, Failure>>;
+/// Shares whose export locations are read per check, at most (newest first).
+pub const SHARES_CHECKED: usize = 20;
+/// Of which at most this many of one share type.
+pub const SHARES_PER_TYPE: usize = 3;
+/// The reading of the shares' export networks gives up after this long (the share-type
+/// answer is not held up longer than that).
+pub const EXPORT_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Reason of `ManilaExportNetworkReachable=Unknown` when the shares could not be read.
+pub const SHARES_UNKNOWN: &str = "SharesUnknown";
+
+/// Export locations already read, by share id (client addresses, host-named count).
+type ExportCache = BTreeMap<String, (Vec<std::net::IpAddr>, usize)>;
+
+/// What one background check found: the share-type names or why Manila cannot be used, and,
+/// after a successful listing, the export networks of this cluster's shares (`None`: not
+/// looked at, e.g. no cluster ID yet).
+struct Answer {
+    types: Result<Vec<String>, Failure>,
+    exports: Option<Result<Vec<ShareExports>, String>>,
+    cache: ExportCache,
+}
+
+/// A Manila check in the background.
+type Check = Background<Answer>;
 
 /// What the Manila check keeps between reconciles.
 pub struct ManilaCheck {
@@ -34,6 +67,11 @@ pub struct ManilaCheck {
     /// The Manila check running in the background, with the fingerprint of the credentials
     /// it uses. Dropping it aborts the check.
     check: Option<(String, Check)>,
+    /// Export networks of the last check that read them, or why that failed (the last good
+    /// ones are kept through a failure).
+    exports: Option<Vec<ShareExports>>,
+    exports_error: Option<String>,
+    export_cache: ExportCache,
 }
 
 impl ManilaCheck {
@@ -44,13 +82,17 @@ impl ManilaCheck {
             detection: Detection::new(refresh),
             openstack: Arc::new(openstack::Session::new()),
             check: None,
+            exports: None,
+            exports_error: None,
+            export_cache: ExportCache::new(),
         }
     }
 
     /// Records a finished check, starts one when due, and says what is known now and when to
-    /// look again.
-    pub fn status(&mut self, kit: &Kit) -> (Status, Option<Duration>) {
-        let running = self.detect(kit);
+    /// look again. `cluster_id` selects the shares of the export-network diagnostic (empty:
+    /// not run).
+    pub fn status(&mut self, kit: &Kit, cluster_id: &str) -> (Status, Option<Duration>) {
+        let running = self.detect(kit, cluster_id);
         let requeue = self.detection.requeue_after(Instant::now(), running);
         (self.detection.status(), requeue)
     }
@@ -82,10 +124,43 @@ impl ManilaCheck {
         [conditions::degraded(STARTER_PREFIX, None), reachable]
     }
 
+    /// `ManilaExportNetworkReachable` from the export networks of the last check and the
+    /// nodes' addresses now; `None` while there is nothing to say yet (no check has read the
+    /// shares, or the first list of Nodes has not completed), which leaves the condition as
+    /// it is. Deliberately not a `*Degraded` or `*Available` type, for the same reason as
+    /// `ManilaServiceReachable`: it is a hint about the cloud's network, and the Cluster
+    /// Storage Operator must not degrade the cluster on it.
+    pub fn export_network_condition(&self, nodes: &NodesKnown) -> Option<OperatorCondition> {
+        let exports = match (&self.exports, &self.exports_error) {
+            (Some(exports), _) => exports,
+            (None, Some(error)) => {
+                return Some(OperatorCondition::new(
+                    EXPORT_NETWORK_REACHABLE,
+                    conditions::UNKNOWN,
+                    SHARES_UNKNOWN,
+                    format!(
+                        "The export locations of this cluster's Manila shares could not be read: {error}; the check is repeated every {}",
+                        detect::go_duration(self.detection.refresh())
+                    ),
+                ));
+            }
+            (None, None) => return None,
+        };
+        match nodes {
+            NodesKnown::Starting => None,
+            NodesKnown::Forbidden => Some(export_network::nodes_unknown(
+                "RBAC refuses the list or watch of Nodes; the operator's ClusterRole needs list and watch on nodes",
+            )),
+            NodesKnown::Synced(nodes) => Some(export_network::condition(&export_network::compare(
+                exports, nodes,
+            ))),
+        }
+    }
+
     /// Records the answer of a finished check and starts a check in the background when one
     /// is due and none runs for the current credentials; never waits for OpenStack. Returns
     /// whether a check is running now.
-    fn detect(&mut self, kit: &Kit) -> bool {
+    fn detect(&mut self, kit: &Kit, cluster_id: &str) -> bool {
         let ns = self.operator_namespace.clone();
         let credentials = kit.cache.secret(&ns, OPERATOR_CREDENTIALS_SECRET);
         let ca = ca_bundle(kit, credentials.as_ref(), &ns);
@@ -96,18 +171,28 @@ impl ManilaCheck {
         {
             let used = std::mem::take(used);
             self.check = None;
-            let result = answer.unwrap_or_else(|stopped| {
-                Err(Failure::new(
-                    FailureKind::Other,
-                    format!("the check of Manila failed inside the operator ({stopped}); see the operator log"),
-                ))
-            });
+            let (result, exports) = match answer {
+                Ok(a) => {
+                    self.export_cache = a.cache;
+                    (a.types, a.exports)
+                }
+                Err(stopped) => (
+                    Err(Failure::new(
+                        FailureKind::Other,
+                        format!(
+                            "the check of Manila failed inside the operator ({stopped}); see the operator log"
+                        ),
+                    )),
+                    None,
+                ),
+            };
             let summary = match &result {
                 Ok(types) if !types.is_empty() => Ok(types.len()),
                 Ok(_) => Err(Failure::no_share_types().message),
                 Err(f) => Err(f.message.clone()),
             };
             if self.detection.finish(now, &used, &fp, result) {
+                self.record_exports(exports);
                 match summary {
                     Ok(count) => info!(count, "listed Manila share types"),
                     Err(reason) => {
@@ -126,21 +211,161 @@ impl ManilaCheck {
             self.check = None;
         }
         if self.check.is_none() && self.detection.is_due(now, &fp) {
-            let work = list_share_types(self.openstack.clone(), credentials, ca, ns);
+            let session = self.openstack.clone();
+            let cache = std::mem::take(&mut self.export_cache);
+            let cluster_id = cluster_id.to_string();
+            let work = async move {
+                let listed = list_share_types(&session, credentials, ca, ns).await;
+                let (types, exports, cache) = match listed {
+                    Ok((types, client)) if !cluster_id.is_empty() => {
+                        let read = tokio::time::timeout(
+                            EXPORT_CHECK_TIMEOUT,
+                            read_exports(&client, &cluster_id, cache),
+                        )
+                        .await;
+                        let (exports, cache) = match read {
+                            Ok((exports, cache)) => (exports, cache),
+                            Err(_) => (
+                                Err(format!(
+                                    "no answer within {} s",
+                                    EXPORT_CHECK_TIMEOUT.as_secs()
+                                )),
+                                ExportCache::new(),
+                            ),
+                        };
+                        (Ok(types), Some(exports), cache)
+                    }
+                    Ok((types, _)) => (Ok(types), None, cache),
+                    Err(f) => (Err(f), None, cache),
+                };
+                Answer {
+                    types,
+                    exports,
+                    cache,
+                }
+            };
             self.check = Some((fp, kit.cache.nudger().spawn(work)));
         }
         self.check.is_some()
     }
+
+    /// Keeps the export networks a check read, or its error (the last good ones stay).
+    fn record_exports(&mut self, exports: Option<Result<Vec<ShareExports>, String>>) {
+        match exports {
+            None => {}
+            Some(Ok(list)) => {
+                debug!(
+                    shares = list.len(),
+                    "read the export networks of this cluster's shares"
+                );
+                self.exports = Some(list);
+                self.exports_error = None;
+            }
+            Some(Err(error)) => {
+                info!(%error, "cannot read the export networks of this cluster's Manila shares");
+                self.exports_error = Some(error);
+            }
+        }
+    }
+}
+
+/// The shares to look at: newest first, at most [`SHARES_PER_TYPE`] of a share type and
+/// [`SHARES_CHECKED`] in all.
+fn pick_shares(shares: Vec<openstack::SharePlacement>) -> Vec<openstack::SharePlacement> {
+    let mut per_type: BTreeMap<String, usize> = BTreeMap::new();
+    shares
+        .into_iter()
+        .filter(|s| {
+            let n = per_type.entry(s.share_type().to_string()).or_default();
+            *n += 1;
+            *n <= SHARES_PER_TYPE
+        })
+        .take(SHARES_CHECKED)
+        .collect()
+}
+
+/// Reads the export networks of this cluster's newest shares (see the module doc). The cache
+/// of export locations comes back pruned to the shares looked at.
+async fn read_exports(
+    client: &openstack::Client,
+    cluster_id: &str,
+    mut cache: ExportCache,
+) -> (Result<Vec<ShareExports>, String>, ExportCache) {
+    let listed = client
+        .shares_tagged(
+            openstack::MANILA_CLUSTER_KEY,
+            cluster_id,
+            openstack::MAX_SHARES,
+        )
+        .await;
+    let shares = match listed {
+        Ok(shares) => pick_shares(shares),
+        Err(e) => return (Err(e.to_string()), cache),
+    };
+    let ids: BTreeSet<&str> = shares.iter().map(|s| s.id.as_str()).collect();
+    cache.retain(|id, _| ids.contains(id.as_str()));
+    let mut networks: BTreeMap<String, Vec<openstack::Cidr>> = BTreeMap::new();
+    let mut out = Vec::with_capacity(shares.len());
+    for share in &shares {
+        if !cache.contains_key(&share.id) {
+            match client.share_export_locations(&share.id).await {
+                Ok(locations) => {
+                    let clients = locations.iter().filter(|l| !l.is_admin_only);
+                    let mut addresses = Vec::new();
+                    let mut unaddressed = 0;
+                    for l in clients {
+                        if l.addresses.is_empty() {
+                            unaddressed += 1;
+                        }
+                        addresses.extend(l.addresses.iter().copied());
+                    }
+                    cache.insert(share.id.clone(), (addresses, unaddressed));
+                }
+                // Deleted since the listing: not one of ours to judge any more.
+                Err(e) if e.status() == Some(404) => continue,
+                Err(e) => return (Err(e.to_string()), cache),
+            }
+        }
+        let Some((addresses, unaddressed)) = cache.get(&share.id).cloned() else {
+            continue;
+        };
+        let subnets = match &share.share_network_id {
+            None => Vec::new(),
+            Some(id) => match networks.get(id) {
+                Some(cidrs) => cidrs.clone(),
+                None => {
+                    let cidrs = match client.share_network(id).await {
+                        Ok(n) => n.subnets.iter().filter_map(|s| s.cidr).collect(),
+                        // Not visible to this project (shared by another): no subnet known.
+                        Err(e) if matches!(e.status(), Some(403 | 404)) => Vec::new(),
+                        Err(e) => return (Err(e.to_string()), cache),
+                    };
+                    networks.insert(id.clone(), cidrs);
+                    networks.get(id).cloned().unwrap_or_default()
+                }
+            },
+        };
+        out.push(ShareExports {
+            share_id: share.id.clone(),
+            share_type: share.share_type().to_string(),
+            share_network: share.share_network_id.clone(),
+            addresses,
+            subnets,
+            unaddressed,
+        });
+    }
+    (Ok(out), cache)
 }
 
 /// One check of Manila, run in a background task: parse clouds.yaml, authenticate (or reuse
-/// the session's token), find `sharev2` in the catalog and list the share types.
+/// the session's token), find `sharev2` in the catalog and list the share types. The client
+/// comes back for the export-network reading.
 async fn list_share_types(
-    session: Arc<openstack::Session>,
+    session: &openstack::Session,
     credentials: Option<Secret>,
     ca: Option<Vec<u8>>,
     ns: String,
-) -> Result<Vec<String>, Failure> {
+) -> Result<(Vec<String>, Arc<openstack::Client>), Failure> {
     let secret_name = format!("{ns}/{OPERATOR_CREDENTIALS_SECRET}");
     let Some(secret) = credentials else {
         return Err(Failure::invalid_credentials(
@@ -177,7 +402,7 @@ async fn list_share_types(
         .share_types()
         .await
         .map_err(|e| Failure::from_openstack(&e))?;
-    Ok(types.into_iter().map(|t| t.name).collect())
+    Ok((types.into_iter().map(|t| t.name).collect(), client))
 }
 
 /// The cloud's CA: the credentials Secret's `cacert`, else `ca-bundle.pem` of the CSO-synced
@@ -196,4 +421,101 @@ fn ca_bundle(kit: &Kit, credentials: Option<&Secret>, ns: &str) -> Option<Vec<u8
                 .filter(|s| !s.is_empty())
                 .map(String::into_bytes)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nodes::NodeAddresses;
+
+    fn share(id: &str, ty: &str) -> openstack::SharePlacement {
+        openstack::SharePlacement {
+            id: id.into(),
+            name: String::new(),
+            status: "available".into(),
+            share_type_id: format!("st-{ty}"),
+            share_type_name: ty.into(),
+            share_network_id: None,
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_few_shares_of_each_type_and_a_bounded_total_are_picked() {
+        let mut listed: Vec<_> = (0..10).map(|i| share(&format!("g{i}"), "gold")).collect();
+        listed.push(share("s0", "silver"));
+        listed.extend((0..40).map(|i| share(&format!("t{i}"), &format!("type-{i}"))));
+        let picked = pick_shares(listed);
+        let ids: Vec<&str> = picked.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(
+            &ids[..4],
+            ["g0", "g1", "g2", "s0"],
+            "newest first, 3 per type"
+        );
+        assert_eq!(picked.len(), SHARES_CHECKED);
+        assert!(pick_shares(Vec::new()).is_empty());
+    }
+
+    fn exports() -> Vec<ShareExports> {
+        vec![ShareExports {
+            share_id: "sh1".into(),
+            share_type: "gold".into(),
+            share_network: Some("sn-1".into()),
+            addresses: vec!["172.16.0.5".parse().expect("ip")],
+            subnets: vec!["172.16.0.0/24".parse().expect("cidr")],
+            unaddressed: 0,
+        }]
+    }
+
+    fn nodes(ip: &str) -> NodesKnown {
+        NodesKnown::Synced(vec![NodeAddresses {
+            name: "worker-0".into(),
+            addresses: vec![ip.parse().expect("ip")],
+        }])
+    }
+
+    #[test]
+    fn the_condition_waits_for_facts_and_keeps_the_last_good_ones() {
+        let mut check = ManilaCheck::new("ns".into(), Duration::from_secs(300));
+        assert_eq!(
+            check.export_network_condition(&nodes("10.0.0.5")),
+            None,
+            "not read yet"
+        );
+        check.record_exports(Some(Err("HTTP 503".into())));
+        let c = check
+            .export_network_condition(&nodes("10.0.0.5"))
+            .expect("said");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("Unknown", SHARES_UNKNOWN)
+        );
+        assert!(
+            c.message.contains("HTTP 503") && c.message.contains("5m0s"),
+            "{}",
+            c.message
+        );
+        check.record_exports(Some(Ok(exports())));
+        let c = check
+            .export_network_condition(&nodes("10.0.0.5"))
+            .expect("said");
+        assert_eq!(c.status, "False");
+        // A later failure keeps the last good facts; a check that did not look changes nothing.
+        check.record_exports(Some(Err("timeout".into())));
+        check.record_exports(None);
+        let c = check
+            .export_network_condition(&nodes("172.16.0.9"))
+            .expect("said");
+        assert_eq!(c.status, "True");
+        assert_eq!(check.export_network_condition(&NodesKnown::Starting), None);
+        let c = check
+            .export_network_condition(&NodesKnown::Forbidden)
+            .expect("said");
+        assert_eq!(c.reason, export_network::NODE_ADDRESSES_UNKNOWN);
+        assert!(
+            c.message.contains("list and watch on nodes"),
+            "{}",
+            c.message
+        );
+    }
 }

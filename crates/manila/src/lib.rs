@@ -1,9 +1,11 @@
 //! The OpenStack Manila CSI driver operator: its embedded YAML assets ([`assets`]), the
 //! share-type → StorageClass name rule ([`names`]), the pure detection state of "is Manila
-//! usable" ([`detect`]), the pure builders of every desired object ([`build`]) and the runtime
-//! that watches, detects, applies and reports ([`operator`]).
+//! usable" ([`detect`]), the pure builders of every desired object ([`build`]), the pure
+//! comparison of the shares' export networks with the nodes' addresses ([`export_network`])
+//! and the runtime that watches, detects, applies and reports ([`operator`], [`check`],
+//! [`nodes`]).
 //!
-//! Everything but [`operator`] is pure: no Kubernetes client, no OpenStack call, no clock read
+//! Everything but [`operator`], [`check`] and [`nodes`] is pure: no Kubernetes client, no OpenStack call, no clock read
 //! (callers pass `Instant`s), no environment read. Names below are part of the compatibility
 //! contract with OpenShift's operator (anchors §5) and must not change.
 
@@ -11,7 +13,9 @@ pub mod assets;
 pub mod build;
 pub mod check;
 pub mod detect;
+pub mod export_network;
 pub mod names;
+pub mod nodes;
 pub mod operator;
 pub mod storage_classes;
 

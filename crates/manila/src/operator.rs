@@ -38,6 +38,8 @@ use crate::build::{self, BuildError, Desired, Facts, FsGroupPolicy};
 use crate::check::ManilaCheck;
 pub use crate::check::SERVICE_REACHABLE;
 use crate::detect::{self, Status};
+pub use crate::export_network::EXPORT_NETWORK_REACHABLE;
+use crate::nodes::NodeView;
 use crate::{
     CLOUD_PROVIDER_CONFIGMAP, CONFIG_NAMESPACE, CONTROLLER_DEPLOYMENT_NAME, CSI_DRIVER_NAME,
     DRIVER_CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET, NFS_DAEMONSET_NAME,
@@ -206,6 +208,7 @@ impl Operator {
         };
         let driver = Manila {
             check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
+            nodes: NodeView::start(client.clone(), cache.nudger()),
             opts,
             share_types: Vec::new(),
             gone: Vec::new(),
@@ -237,6 +240,8 @@ impl operator_kit::process::Reconciler for Operator {
 pub struct Manila {
     opts: Options,
     check: ManilaCheck,
+    /// The nodes' addresses, for the export-network diagnostic.
+    nodes: NodeView,
     /// Share types of the latest successful listing, and those gone since.
     share_types: Vec<String>,
     gone: Vec<String>,
@@ -261,7 +266,7 @@ impl csi::Driver for Manila {
     /// Nothing is deployed until Manila has been usable once.
     async fn prepare(&mut self, kit: &Kit, pass: &mut Pass) -> Flow {
         pass.board.set_condition(self.insecure_connection(kit));
-        let (status, requeue) = self.check.status(kit);
+        let (status, requeue) = self.check.status(kit, &self.cluster_id(kit));
         pass.requeue_after = requeue;
         let error = match status {
             Status::Unknown => {
@@ -292,6 +297,9 @@ impl csi::Driver for Manila {
         };
         pass.board.remove_condition(DISABLED_CONDITION);
         for c in self.check.starter_conditions(error.as_ref()) {
+            pass.board.set_condition(c);
+        }
+        if let Some(c) = self.check.export_network_condition(&self.nodes.known()) {
             pass.board.set_condition(c);
         }
         Flow::Continue
@@ -373,6 +381,19 @@ impl csi::Driver for Manila {
 }
 
 impl Manila {
+    /// The cluster ID the driver tags its shares with (`--cluster-id`): Infrastructure
+    /// `status.infrastructureName`, else `--cluster-id` of the operator; empty when neither.
+    fn cluster_id(&self, kit: &Kit) -> String {
+        let infra: Option<openshift_api::config::Infrastructure> =
+            kit.cache
+                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+        infra
+            .as_ref()
+            .and_then(|i| i.infrastructure_name().map(str::to_string))
+            .or_else(|| self.opts.cluster_id.clone())
+            .unwrap_or_default()
+    }
+
     /// `InsecureOpenStackConnection` over both clouds.yaml files this operator deals with: its
     /// own (for the share-type listing) and the driver's.
     fn insecure_connection(&self, kit: &Kit) -> OperatorCondition {

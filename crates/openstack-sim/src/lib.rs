@@ -10,7 +10,10 @@
 //! - Cinder `GET /{interface}/volume/v3/{project_id}/os-availability-zone`;
 //! - Manila `GET /{interface}/share/v2[/{project_id}]/types` (absent when Manila is off);
 //! - the volume, snapshot, share and access-rule calls of `csi-operator cleanup` (see
-//!   `storage.rs`), on a store tests seed with [`SimHandle::set_storage`].
+//!   `storage.rs`), on a store tests seed with [`SimHandle::set_storage`];
+//! - the filtered share listing, export locations and share networks with subnets that the
+//!   Manila operator's export-network diagnostic reads (see `share_networks.rs`), seeded with
+//!   [`SimHandle::set_storage`] and [`SimHandle::set_share_networks`].
 //!
 //! Everything can be changed while it runs through [`SimHandle`]: users, zones, share types,
 //! token lifetime, hidden catalog entries and injected faults; every request is logged once
@@ -19,9 +22,11 @@
 //! and secrets are kept in memory in clear), and it must not depend on the client crate.
 
 mod server;
+mod share_networks;
 mod storage;
 mod tls;
 
+pub use share_networks::{SimExportLocation, SimShareNetwork, SimShareNetworkSubnet};
 pub use storage::{
     SimAccessRule, SimShare, SimShareSnapshot, SimStorage, SimVolume, SimVolumeSnapshot,
 };
@@ -353,6 +358,8 @@ pub(crate) struct State {
     pub next_request: u64,
     /// Volumes, shares and their snapshots and rules.
     pub storage: SimStorage,
+    /// Manila share networks.
+    pub share_networks: Vec<SimShareNetwork>,
 }
 
 pub(crate) struct Shared {
@@ -485,6 +492,11 @@ impl SimHandle {
         self.shared.lock().storage = storage;
     }
 
+    /// Replaces the project's Manila share networks.
+    pub fn set_share_networks(&self, networks: Vec<SimShareNetwork>) {
+        self.shared.lock().share_networks = networks;
+    }
+
     /// The project's volumes, shares, snapshots and access rules as they are now.
     pub fn storage(&self) -> SimStorage {
         self.shared.lock().storage.clone()
@@ -595,6 +607,7 @@ impl OpenStackSim {
                 in_flight: BTreeMap::new(),
                 next_request: 0,
                 storage: SimStorage::default(),
+                share_networks: Vec::new(),
             }),
             base_url: format!("{scheme}://{addr}"),
             shutdown: watch::channel(false).0,

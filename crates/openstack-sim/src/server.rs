@@ -203,6 +203,7 @@ async fn handle(
     let uri = req.uri().clone();
     let headers = req.headers().clone();
     let path = uri.path().to_string();
+    let query = uri.query().map(str::to_string);
     let proxied_host = uri.authority().map(|a| a.to_string());
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
@@ -229,6 +230,7 @@ async fn handle(
                 &body,
                 presented.as_deref(),
                 microversion.as_deref(),
+                query.as_deref(),
             )
         }
     };
@@ -279,6 +281,7 @@ fn route(
     body: &[u8],
     token: Option<&str>,
     microversion: Option<&str>,
+    query: Option<&str>,
 ) -> Outcome {
     if service == SimService::Identity {
         return match (method, path.trim_end_matches('/')) {
@@ -310,7 +313,25 @@ fn route(
     };
     // Path below /{interface}/{service}/.
     let rest: Vec<&str> = path.trim_matches('/').split('/').skip(2).collect();
+    let manila_tail = match (service, rest.as_slice()) {
+        (SimService::Share, ["v2", pid, tail @ ..]) if *pid == project_id => Some(tail),
+        (SimService::Share, ["v2", tail @ ..]) => Some(tail),
+        _ => None,
+    };
+    let networks = manila_tail
+        .filter(|_| state.share_types.is_some())
+        .and_then(|tail| {
+            crate::share_networks::route(
+                &state.storage,
+                &state.share_networks,
+                method,
+                tail,
+                microversion,
+                query,
+            )
+        });
     let stored = match (service, rest.as_slice()) {
+        _ if networks.is_some() => networks,
         (SimService::Volume, ["v3", pid, tail @ ..]) if *pid == project_id => {
             crate::storage::cinder(&mut state.storage, method, tail)
         }
@@ -654,6 +675,7 @@ mod tests {
             in_flight: Default::default(),
             next_request: 0,
             storage: Default::default(),
+            share_networks: Vec::new(),
         }
     }
 

@@ -90,6 +90,13 @@ pub struct SimShare {
     pub status: String,
     pub size: u64,
     pub metadata: BTreeMap<String, String>,
+    /// The share type's id and name (`st-default` / `default` unless set).
+    pub share_type_id: String,
+    pub share_type_name: String,
+    /// `None` for a share of a `driver_handles_share_servers=False` type.
+    pub share_network_id: Option<String>,
+    /// Served by `GET …/shares/{id}/export_locations` (see `share_networks.rs`).
+    pub export_locations: Vec<crate::SimExportLocation>,
 }
 
 impl SimShare {
@@ -100,11 +107,34 @@ impl SimShare {
             status: "available".into(),
             size: 1,
             metadata: BTreeMap::new(),
+            share_type_id: "st-default".into(),
+            share_type_name: "default".into(),
+            share_network_id: None,
+            export_locations: Vec::new(),
         }
     }
 
     pub fn with_metadata(mut self, key: &str, value: &str) -> Self {
         self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Of the share type `name` (id `st-<name>`, as [`crate::SimShareType::new`] makes it).
+    pub fn of_type(mut self, name: &str) -> Self {
+        self.share_type_id = format!("st-{name}");
+        self.share_type_name = name.into();
+        self
+    }
+
+    /// On share network `id` (a `driver_handles_share_servers=True` share).
+    pub fn on_share_network(mut self, id: &str) -> Self {
+        self.share_network_id = Some(id.into());
+        self
+    }
+
+    /// With one more export location.
+    pub fn exported_at(mut self, location: crate::SimExportLocation) -> Self {
+        self.export_locations.push(location);
         self
     }
 }
@@ -199,7 +229,8 @@ fn volume_snapshot_json(s: &SimVolumeSnapshot) -> Value {
 
 fn share_json(s: &SimShare) -> Value {
     json!({"id": s.id, "name": s.name, "status": s.status, "size": s.size,
-           "share_proto": "NFS", "metadata": s.metadata, "share_type_name": "default"})
+           "share_proto": "NFS", "metadata": s.metadata, "share_type": s.share_type_id,
+           "share_type_name": s.share_type_name, "share_network_id": s.share_network_id})
 }
 
 fn share_snapshot_json(s: &SimShareSnapshot) -> Value {

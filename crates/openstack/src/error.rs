@@ -28,6 +28,9 @@ pub enum Step {
     DenyShareAccess,
     DeleteShare,
     DeleteShareSnapshot,
+    // The export-network diagnostic of the Manila operator (share_networks.rs).
+    ListShareExportLocations,
+    ReadShareNetwork,
 }
 
 impl fmt::Display for Step {
@@ -51,6 +54,8 @@ impl fmt::Display for Step {
             Step::DenyShareAccess => "remove an access rule of a Manila share",
             Step::DeleteShare => "delete a Manila share",
             Step::DeleteShareSnapshot => "delete a Manila share snapshot",
+            Step::ListShareExportLocations => "list the export locations of a Manila share",
+            Step::ReadShareNetwork => "read a Manila share network",
         })
     }
 }

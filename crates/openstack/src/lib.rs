@@ -4,7 +4,9 @@
 //! reuses it until shortly before it expires, finds endpoints by service type, interface and
 //! region, and lists Nova and Cinder availability zones and Manila share types. For
 //! `csi-operator cleanup` it also lists and deletes Cinder volumes and snapshots and Manila
-//! shares, share snapshots and access rules (`volumes`, `shares`). A [`Session`]
+//! shares, share snapshots and access rules (`volumes`, `shares`), and for the Manila
+//! operator's export-network diagnostic a cluster's shares, their export locations and share
+//! network subnets (`share_networks`). A [`Session`]
 //! keeps one [`Client`] per set of credentials and drops its token when they change.
 //!
 //! It must not: read Kubernetes objects (callers pass clouds.yaml text and CA bytes), read
@@ -20,6 +22,7 @@ mod redact;
 mod retry;
 mod secret;
 mod services;
+mod share_networks;
 mod shares;
 mod volumes;
 mod yaml;
@@ -34,6 +37,10 @@ pub use keystone::{CatalogEndpoint, CatalogService, Service, select_endpoint, to
 pub use retry::{Backoff, FIRST_RETRY_SLOWLY, FIRST_RETRY_SOON, Retry};
 pub use secret::Secret;
 pub use services::{ShareType, VolumeType, topology_enabled};
+pub use share_networks::{
+    Cidr, ExportLocation, MAX_SHARES, ShareNetwork, ShareNetworkSubnet, SharePlacement,
+    export_addresses,
+};
 pub use shares::{
     AccessRule, MANILA_CLEANUP_MICROVERSION, MANILA_CLUSTER_KEY, Share, ShareSnapshot,
 };

@@ -829,8 +829,14 @@ impl OperatorProcess {
 /// (`system:serviceaccount:<ns>:<name>`), each binding naming all of them. Creates the objects
 /// as the admin; kube-sim enforces them when RBAC is on (`SimConfig::rbac`).
 pub async fn grant_cinder_operator_rbac(bed: &Testbed, users: &[&str]) {
+    grant_driver_operator_rbac(bed, "openstack-cinder", users).await;
+}
+
+/// [`grant_cinder_operator_rbac`] for any driver operator of the CSO's registry (`driver`:
+/// `openstack-cinder`, `openstack-manila`).
+pub async fn grant_driver_operator_rbac(bed: &Testbed, driver: &str, users: &[&str]) {
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, Subject};
-    let driver = cluster_storage::registry::find("openstack-cinder").expect("the Cinder driver");
+    let driver = cluster_storage::registry::find(driver).expect("a driver of the registry");
     let inputs = cluster_storage::build::Inputs {
         env: cso_manifest_env(),
         ..Default::default()
