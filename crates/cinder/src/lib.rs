@@ -2,7 +2,8 @@
 //! ([`assets`]), the generation of the driver's `cloud.conf` and the `cloud-conf` ConfigMap
 //! ([`config`]), the decision of when to recompute `enable_topology` ([`topology`]), and the
 //! conversion of an upstream chart's cloud.conf credentials to clouds.yaml
-//! ([`legacy_credentials`]).
+//! ([`legacy_credentials`]), and the adoption of an upstream chart's CSIDriver and StorageClasses
+//! ([`helm_adoption`]).
 //!
 //! Everything here is pure: no Kubernetes client, no OpenStack calls, no clock reads, no
 //! environment reads. The reconcile wiring (watches, apply, status) lives with the runtime and
@@ -13,6 +14,7 @@ pub mod assets;
 pub mod build;
 pub mod config;
 pub mod config_sync;
+pub mod helm_adoption;
 pub mod legacy_credentials;
 pub mod operator;
 pub mod topology;
