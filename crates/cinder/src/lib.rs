@@ -10,6 +10,7 @@
 //! calls into this crate with the facts it has observed. Names below are part of the
 //! compatibility contract with OpenShift's operator (anchors §4) and must not change.
 
+pub mod adoption;
 pub mod assets;
 pub mod build;
 pub mod config;
