@@ -475,3 +475,90 @@ async fn a_helm_install_is_adopted_and_survives_helm_uninstall() {
     // And it goes quiet: no write storm over the adopted objects.
     common::wait_quiet_as(bed, &user).await;
 }
+
+/// The release named is not what holds the CSIDriver (here: a CSIDriver without Helm's
+/// ownership, as a hand-made install leaves it): the operator says so and changes nothing —
+/// no record, the CSIDriver as it was, no driver workloads of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_not_of_the_release_is_reported_and_left_alone() {
+    let objects = overlay_objects();
+    let operator = operator_deployments(&objects)
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == CINDER_OPERATOR)
+        .expect("the Cinder operator")
+        .clone();
+    let objects: Vec<Value> = objects
+        .into_iter()
+        .filter(|o| !(o["kind"] == "Deployment" && o["metadata"]["name"] != CINDER_OPERATOR))
+        .collect();
+    let image = operator["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .expect("an image");
+    let processes = ProcessConfig::default().with_image(image, csi_operator(&[]));
+    let chain = Chain::bare(Settings::plain_kubernetes(), processes).await;
+    let client = &chain.bed.client;
+
+    let mut foreign = chart_objects().remove(0);
+    foreign["metadata"] = json!({"name": CR});
+    create(client, &[foreign]).await;
+    let before = Api::<CSIDriver>::all(client.clone())
+        .get(CR)
+        .await
+        .expect("the CSIDriver");
+    create(client, &objects).await;
+    chain.wait_running(DRIVERS_NS, CINDER_OPERATOR).await;
+
+    let message = chain
+        .wait("the adoption to be refused", || async {
+            let c = chain.cr_conditions(CR).await;
+            match c.get("HelmReleaseAdoptionDegraded") {
+                Some((s, _, m)) if s == "True" => Ok(m.clone()),
+                other => Err(format!("{other:?} in {c:#?}")),
+            }
+        })
+        .await;
+    assert!(
+        message.contains("no Helm ownership annotations")
+            && message.contains("kube-system/cinder-csi")
+            && message.contains("nothing was changed"),
+        "{message}"
+    );
+    let c = chain.cr_conditions(CR).await;
+    assert_eq!(
+        c.get("OpenStackCinderDriverNodeServiceControllerAvailable")
+            .map(|(s, r, _)| (s.as_str(), r.as_str())),
+        Some(("False", "HelmReleaseNotAdopted")),
+        "{c:#?}"
+    );
+    let after = Api::<CSIDriver>::all(client.clone())
+        .get(CR)
+        .await
+        .expect("the CSIDriver");
+    assert_eq!(after.metadata, before.metadata);
+    assert_eq!(after.spec, before.spec);
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), DRIVERS_NS)
+            .get_opt(cinder::helm_adoption::RECORD_CONFIGMAP)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        Api::<DaemonSet>::namespaced(client.clone(), DRIVERS_NS)
+            .get_opt("openstack-cinder-csi-driver-node")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let user = format!("system:serviceaccount:{DRIVERS_NS}:{CINDER_OPERATOR}");
+    let deletes: Vec<String> = chain
+        .bed
+        .kube
+        .requests()
+        .into_iter()
+        .filter(|r| r.user == user && r.verb == "delete")
+        .map(|r| r.path)
+        .collect();
+    assert!(deletes.is_empty(), "{deletes:#?}");
+    chain.assert_no_denials();
+}
