@@ -239,7 +239,9 @@ impl Adoption {
                         .map_err(|e| {
                             format!("the ConfigMap {RECORD_CONFIGMAP} cannot be read: {e}")
                         })?;
-                self.record = Some(pure::parse_record(cm.data.as_ref(), &self.release)?);
+                let record = pure::parse_record(cm.data.as_ref(), &self.release)?;
+                info!(release = %self.release, configmap = RECORD_CONFIGMAP, "the Helm release was adopted before; keeping what its record says");
+                self.record = Some(record);
                 return Ok(());
             }
             Lookup::Absent { .. } => {}

@@ -319,6 +319,73 @@ async fn a_helm_install_is_adopted_and_survives_helm_uninstall() {
         "{c:#?}"
     );
 
+    // The operator restarts (scaled to 0 and back): the adoption is read back from its record
+    // (the live objects no longer carry Helm's metadata, so they could not be adopted again),
+    // and it still waits.
+    let operators = Api::<Deployment>::namespaced(client.clone(), DRIVERS_NS);
+    for replicas in [0, 1] {
+        operators
+            .patch(
+                CINDER_OPERATOR,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .expect("scale the operator");
+        if replicas == 0 {
+            chain
+                .wait("the operator to stop", || async {
+                    let running: Vec<_> = chain
+                        .pods(DRIVERS_NS, CINDER_OPERATOR)
+                        .into_iter()
+                        .filter(|p| p.running())
+                        .collect();
+                    if running.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(format!("{running:?}"))
+                    }
+                })
+                .await;
+        }
+    }
+    let restarted = chain.wait_running(DRIVERS_NS, CINDER_OPERATOR).await;
+    chain
+        .wait(
+            "the restarted operator to read the adoption record",
+            || async {
+                let output = chain
+                    .bed
+                    .kube
+                    .process_output(DRIVERS_NS, &restarted.pod)
+                    .unwrap_or_default();
+                if output.contains("the Helm release was adopted before") {
+                    Ok(())
+                } else {
+                    Err(output)
+                }
+            },
+        )
+        .await;
+    let c = chain.cr_conditions(CR).await;
+    assert_eq!(
+        c.get("HelmReleaseAdoptionDegraded").map(|c| c.0.as_str()),
+        Some("False"),
+        "{c:#?}"
+    );
+    assert_eq!(
+        c.get(progressing).map(|c| c.1.as_str()),
+        Some("WaitingForHelmUninstall"),
+        "{c:#?}"
+    );
+    assert!(
+        ours.get_opt("openstack-cinder-csi-driver-node")
+            .await
+            .expect("get")
+            .is_none(),
+        "still held back after the restart"
+    );
+
     // `helm uninstall cinder-csi -n kube-system`: every object of the release's manifest.
     for o in chart_objects().iter().rev() {
         let (group, version) = o["apiVersion"]
@@ -469,6 +536,20 @@ async fn a_helm_install_is_adopted_and_survives_helm_uninstall() {
             "patch csi-cinder-sc-retain",
             "update cinder.csi.openstack.org",
         ]
+    );
+    assert_eq!(
+        chain
+            .bed
+            .kube
+            .requests()
+            .iter()
+            .filter(|r| r.user == user
+                && r.resource == "/configmaps"
+                && r.name == cinder::helm_adoption::RECORD_CONFIGMAP
+                && r.is_write())
+            .count(),
+        1,
+        "the record is written once"
     );
     chain.assert_no_denials();
 
