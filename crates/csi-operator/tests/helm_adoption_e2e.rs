@@ -140,14 +140,23 @@ fn overlay_objects() -> Vec<Value> {
                 .push(op["value"].clone());
         }
     }
+    // kustomize orders its output by kind, RBAC before workloads: the overlay's rules exist
+    // before the operator that needs them starts.
+    let first_workload = objects
+        .iter()
+        .position(|o| o["kind"] == "Deployment")
+        .expect("the base has Deployments");
+    let mut added = Vec::new();
     for r in k["resources"].as_array().expect("resources") {
         let r = r.as_str().expect("a path");
         if r == "../kubernetes" {
             continue;
         }
         let text = std::fs::read_to_string(dir.join(r)).expect("an overlay file");
-        objects.extend(operator_kit::assets::parse_values(r, &text).expect("parses"));
+        added.extend(operator_kit::assets::parse_values(r, &text).expect("parses"));
     }
+    assert!(added.iter().all(|o| o["kind"] != "Deployment"));
+    objects.splice(first_workload..first_workload, added);
     objects
 }
 
