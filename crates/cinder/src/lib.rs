@@ -2,7 +2,8 @@
 //! ([`assets`]), the generation of the driver's `cloud.conf` and the `cloud-conf` ConfigMap
 //! ([`config`]), the decision of when to recompute `enable_topology` ([`topology`]), and the
 //! conversion of an upstream chart's cloud.conf credentials to clouds.yaml
-//! ([`legacy_credentials`]), and the opt-in StorageClass per volume type ([`volume_types`]).
+//! ([`legacy_credentials`]), the opt-in StorageClass per volume type ([`volume_types`]), and the
+//! adoption of an upstream chart's CSIDriver and StorageClasses ([`helm_adoption`]).
 //!
 //! The domain modules are pure: no Kubernetes client, no OpenStack calls, no clock reads, no
 //! environment reads. The runtime modules ([`operator`], [`config_sync`],
@@ -10,10 +11,12 @@
 //! and call into them with the facts they have observed. Names below are part of the
 //! compatibility contract with OpenShift's operator (anchors §4) and must not change.
 
+pub mod adoption;
 pub mod assets;
 pub mod build;
 pub mod config;
 pub mod config_sync;
+pub mod helm_adoption;
 pub mod legacy_credentials;
 pub mod operator;
 pub mod topology;

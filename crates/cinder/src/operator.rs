@@ -26,6 +26,7 @@ use operator_kit::metrics::{Metrics, WriteVerb};
 use operator_kit::runtime::Outcome;
 use std::sync::Arc;
 
+use crate::adoption::Adoption;
 use crate::build::{self, BuildError, Desired, Facts};
 use crate::config;
 use crate::config_sync::ConfigSync;
@@ -54,6 +55,9 @@ pub struct Options {
     pub topology_refresh: Duration,
     /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
     pub cluster_id: Option<String>,
+    /// Adopt the upstream chart's CSIDriver and StorageClasses from this Helm release
+    /// (`--adopt-helm-release`; [`crate::adoption`]).
+    pub adopt_helm_release: Option<crate::helm_adoption::Release>,
 }
 
 /// What the operator watches: its CR, the cluster singletons, its namespace's objects, and
@@ -89,6 +93,13 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         ("apps/v1", "DaemonSet"),
     ] {
         builder = builder.namespaced(&ar(kind.0, kind.1));
+    }
+    // The chart's classes, by name, when they are to be adopted (and kept after `helm
+    // uninstall` deletes them). The adoption record is a ConfigMap of `ns`, watched above.
+    if opts.adopt_helm_release.is_some() {
+        for name in crate::helm_adoption::CHART_STORAGE_CLASSES {
+            builder = builder.cluster_object(&ar("storage.k8s.io/v1", "StorageClass"), name);
+        }
     }
     // Register every desired object; placeholder values do not change names or kinds.
     let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
@@ -141,6 +152,7 @@ impl Operator {
         let driver = Cinder {
             config_sync: ConfigSync::new(opts.topology_refresh),
             volume_types: VolumeTypeClasses::new(opts.topology_refresh),
+            adoption: opts.adopt_helm_release.map(Adoption::new),
         };
         Self(CsiOperator::new(
             client, cache, metrics, log, settings, driver,
@@ -169,6 +181,8 @@ impl operator_kit::process::Reconciler for Operator {
 pub struct Cinder {
     config_sync: ConfigSync,
     volume_types: VolumeTypeClasses,
+    /// `--adopt-helm-release`: the chart's objects to take over, and when to start ours.
+    adoption: Option<Adoption>,
 }
 
 impl csi::Driver for Cinder {
@@ -199,6 +213,9 @@ impl csi::Driver for Cinder {
     /// Config sync: cloud-conf, with enable_topology from OpenStack (its hash rolls the pods).
     async fn configure(&mut self, kit: &Kit, pass: &mut Pass, facts: &mut Facts) {
         facts.cloud_conf = self.config_sync.step(kit, pass).await;
+        if let Some(adoption) = self.adoption.as_mut() {
+            adoption.before(kit, pass).await;
+        }
     }
 
     fn static_groups(&self, _kit: &Kit, facts: &Facts) -> Vec<Group> {
@@ -209,7 +226,12 @@ impl csi::Driver for Cinder {
             },
             Group {
                 prefix: GUEST_STATIC_PREFIX,
-                objects: build::guest_static(facts),
+                objects: build::guest_static(facts).and_then(|mut objects| {
+                    if let Some(adoption) = &self.adoption {
+                        adoption.csi_driver(&mut objects)?;
+                    }
+                    Ok(objects)
+                }),
             },
         ]
     }
@@ -234,6 +256,9 @@ impl csi::Driver for Cinder {
         let result = storage_class(kit, facts, &pass.cr.spec.storage_class_state()).await;
         pass.post(STORAGE_CLASS_PREFIX, result);
         self.volume_types.step(kit, pass).await;
+        if let Some(adoption) = self.adoption.as_mut() {
+            adoption.after(kit, pass).await;
+        }
     }
 
     fn snapshot_class(&self, facts: &Facts) -> Result<Desired, BuildError> {

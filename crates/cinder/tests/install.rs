@@ -24,6 +24,7 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
         images: testbed::example_images(),
         topology_refresh: Duration::from_secs(600),
         cluster_id: None,
+        adopt_helm_release: None,
     };
     let cache = operator::watches(client.clone(), &opts)
         .expect("watches")

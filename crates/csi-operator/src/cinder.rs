@@ -37,6 +37,13 @@ pub struct StartArgs {
     /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
     #[arg(long)]
     create_cluster_csi_driver: bool,
+    /// Take over the CSIDriver and the StorageClasses csi-cinder-sc-delete and
+    /// csi-cinder-sc-retain that the upstream cinder-csi-plugin Helm chart installed as this
+    /// release (`[NAMESPACE/]NAME`, namespace kube-system when omitted), keeping their
+    /// immutable fields, and start the driver's controller and node plugin only once `helm
+    /// uninstall` has removed the chart's; plain Kubernetes only, see docs/switch-from-helm.md.
+    #[arg(long, value_name = "[NAMESPACE/]NAME")]
+    adopt_helm_release: Option<cinder::helm_adoption::Release>,
 }
 
 pub async fn start(
@@ -55,6 +62,7 @@ pub async fn start(
         images: operator::images_from_env(),
         topology_refresh: args.topology_refresh,
         cluster_id: args.cluster_id.clone(),
+        adopt_helm_release: args.adopt_helm_release.clone(),
     };
     let cache = operator::watches(client.clone(), &opts)
         .context("cannot prepare the watches")?

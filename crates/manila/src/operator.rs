@@ -386,7 +386,7 @@ impl Manila {
     fn cluster_id(&self, kit: &Kit) -> String {
         let infra: Option<openshift_api::config::Infrastructure> =
             kit.cache
-                .typed("config.openshift.io/v1", "Infrastructure", None, "cluster");
+                .get::<openshift_api::config::Infrastructure>(None, "cluster");
         infra
             .as_ref()
             .and_then(|i| i.infrastructure_name().map(str::to_string))

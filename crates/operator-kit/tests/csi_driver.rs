@@ -3,6 +3,7 @@
 //! the proof that adding a driver is a description, not a copy (docs/architecture.md).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, PostParams};
@@ -10,7 +11,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use kube_sim::{KubeSim, SimConfig};
 use operator_kit::cache::CacheBuilder;
-use operator_kit::csi::{self, BaseFacts, CsiOperator, Driver, Group, Kit, Settings, Workload};
+use operator_kit::csi::{
+    self, BaseFacts, CsiOperator, Driver, Group, Hold, Kit, Pass, Settings, Workload,
+};
 use operator_kit::desired::{self, BuildError, Desired};
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
@@ -20,8 +23,12 @@ use serde_json::{Value, json};
 const NAME: &str = "fake.csi.example.org";
 const NS: &str = "fake-csi";
 
-/// The fake driver: everything it is, in one value.
-struct Fake;
+/// The fake driver: everything it is, in one value (and, for the hold test, whether it holds
+/// its workloads back, which the test changes between reconciles).
+#[derive(Default)]
+struct Fake {
+    hold: Arc<Mutex<Option<Hold>>>,
+}
 
 fn object(asset: &'static str, ns: &str, value: Value) -> Result<Desired, BuildError> {
     let mut value = value;
@@ -41,6 +48,9 @@ impl Driver for Fake {
 
     fn facts(&self, _kit: &Kit, base: BaseFacts) -> BaseFacts {
         base
+    }
+    async fn configure(&mut self, _kit: &Kit, pass: &mut Pass, _facts: &mut BaseFacts) {
+        pass.hold_workloads = self.hold.lock().expect("lock").clone();
     }
     fn static_groups(&self, _kit: &Kit, f: &BaseFacts) -> Vec<Group> {
         let objects = [
@@ -114,8 +124,8 @@ async fn create(client: &Client, api_version: &str, kind: &str, value: Value) {
         .expect("created");
 }
 
-#[tokio::test]
-async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions() {
+/// kube-sim with the CRD, the namespace, a node and the CR, and the operator of `fake`.
+async fn start(fake: Fake) -> (KubeSim, Client, CsiOperator<Fake>) {
     let sim = KubeSim::start(
         SimConfig::default(),
         "127.0.0.1:0".parse().expect("address"),
@@ -170,15 +180,42 @@ async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions()
         images,
         cluster_id: Some("c1".into()),
     };
-    let mut op = CsiOperator::new(
+    let op = CsiOperator::new(
         client.clone(),
         cache,
         Metrics::new("fake"),
         LogControl::detached(),
         settings,
-        Fake,
+        fake,
     );
+    (sim, client, op)
+}
 
+/// The CR's conditions as type → (status, reason).
+async fn conditions(client: &Client) -> BTreeMap<String, (String, String)> {
+    let crs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+    );
+    let cr = crs.get(NAME).await.expect("CR");
+    serde_json::from_value::<Vec<Value>>(cr.data["status"]["conditions"].clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap_or_default().to_string(),
+                (
+                    c["status"].as_str().unwrap_or_default().to_string(),
+                    c["reason"].as_str().unwrap_or_default().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions() {
+    let (sim, client, mut op) = start(Fake::default()).await;
     let crs: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
@@ -256,4 +293,60 @@ async fn a_driver_described_in_a_few_lines_installs_and_reports_its_conditions()
             .data["data"]["cluster"],
         "c1"
     );
+}
+
+#[tokio::test]
+async fn a_driver_can_hold_its_workloads_back_and_say_why() {
+    let fake = Fake::default();
+    let hold = fake.hold.clone();
+    *hold.lock().expect("lock") = Some(Hold {
+        reason: "WaitingForTheOtherDriver".into(),
+        message: "another installation still runs".into(),
+    });
+    let (sim, client, mut op) = start(fake).await;
+    for _ in 0..3 {
+        op.reconcile().await;
+    }
+    let c = conditions(&client).await;
+    for (t, status) in [
+        ("FakeControllerServiceControllerAvailable", "False"),
+        ("FakeControllerServiceControllerProgressing", "True"),
+        ("FakeNodeServiceControllerAvailable", "False"),
+        ("FakeNodeServiceControllerProgressing", "True"),
+    ] {
+        assert_eq!(
+            c.get(t),
+            Some(&(status.to_string(), "WaitingForTheOtherDriver".to_string())),
+            "{t}: {c:#?}"
+        );
+    }
+    for t in [
+        "FakeControllerServiceControllerDegraded",
+        "FakeNodeServiceControllerDegraded",
+        "FakeStaticResourcesControllerDegraded",
+    ] {
+        assert_eq!(c.get(t).map(|s| s.0.as_str()), Some("False"), "{t}: {c:#?}");
+    }
+    let workload_writes = |sim: &KubeSim| -> Vec<String> {
+        sim.requests()
+            .into_iter()
+            .filter(|r| r.is_write() && r.resource.starts_with("apps/"))
+            .map(|r| format!("{} {}", r.verb, r.name))
+            .collect()
+    };
+    assert!(
+        workload_writes(&sim).is_empty(),
+        "{:?}",
+        workload_writes(&sim)
+    );
+    // The rest was applied meanwhile.
+    let cms: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar("v1", "ConfigMap"));
+    assert!(cms.get_opt("fake-config").await.expect("get").is_some());
+
+    // Released: the workloads are applied at the next reconcile.
+    *hold.lock().expect("lock") = None;
+    op.reconcile().await;
+    let mut writes = workload_writes(&sim);
+    writes.sort();
+    assert_eq!(writes, ["create fake-controller", "create fake-node"]);
 }

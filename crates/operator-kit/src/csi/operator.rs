@@ -195,6 +195,7 @@ impl<D: Driver> CsiOperator<D> {
             board: StatusBoard::new(),
             failed: false,
             requeue_after: None,
+            hold_workloads: None,
         };
         for retired in D::RETIRED_CONDITIONS {
             pass.board.remove_condition(retired);
@@ -253,9 +254,21 @@ impl<D: Driver> CsiOperator<D> {
             .before_workloads(&self.kit, &mut pass, &mut facts)
             .await;
         let controller = self.driver.controller(&facts);
-        self.kit.controller_step(&mut pass, controller).await;
-        for daemonset in self.driver.daemonsets(&facts) {
-            self.kit.daemonset_step(&mut pass, daemonset).await;
+        match pass.hold_workloads.clone() {
+            None => {
+                self.kit.controller_step(&mut pass, controller).await;
+                for daemonset in self.driver.daemonsets(&facts) {
+                    self.kit.daemonset_step(&mut pass, daemonset).await;
+                }
+            }
+            Some(hold) => {
+                let prefixes: Vec<&str> = std::iter::once(controller.prefix)
+                    .chain(self.driver.daemonsets(&facts).iter().map(|w| w.prefix))
+                    .collect();
+                for prefix in prefixes {
+                    held(&mut pass, prefix, &hold);
+                }
+            }
         }
         self.driver
             .after_workloads(&self.kit, &mut pass, &facts)
@@ -444,6 +457,23 @@ impl<D: Driver> CsiOperator<D> {
             }
         }
     }
+}
+
+/// The conditions of a workload the driver holds back: not Available, Progressing, not
+/// Degraded (waiting is not a failure), all saying why.
+fn held(pass: &mut Pass, prefix: &str, hold: &super::Hold) {
+    for (suffix, status) in [
+        ("Available", conditions::FALSE),
+        ("Progressing", conditions::TRUE),
+    ] {
+        pass.board.set_condition(OperatorCondition::new(
+            format!("{prefix}{suffix}"),
+            status,
+            hold.reason.as_str(),
+            hold.message.as_str(),
+        ));
+    }
+    pass.board.set_condition(conditions::degraded(prefix, None));
 }
 
 impl<D: Driver> crate::process::Reconciler for CsiOperator<D> {

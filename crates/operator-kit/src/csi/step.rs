@@ -48,6 +48,18 @@ pub struct Pass {
     pub failed: bool,
     /// When the reconcile is due again regardless of events (a driver's OpenStack timer).
     pub requeue_after: Option<Duration>,
+    /// Set by a driver's step before the workloads: the controller Deployment and the node
+    /// DaemonSets are not applied in this pass, and their conditions say why.
+    pub hold_workloads: Option<Hold>,
+}
+
+/// Why a driver holds its controller and node services back (e.g. another installation of
+/// the same driver still runs): the reason and message of their `Available=False` and
+/// `Progressing=True`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    pub reason: String,
+    pub message: String,
 }
 
 impl Pass {
