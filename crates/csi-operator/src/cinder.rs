@@ -113,6 +113,11 @@ pub struct RenderArgs {
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
     #[arg(long = "proxy", value_parser = parse_pair)]
     proxy: Vec<(String, String)>,
+    /// A public Cinder volume type to render a StorageClass for (`csi-cinder-<type>`), as the
+    /// operator keeps one when the ClusterCSIDriver carries the annotation
+    /// cinder.csi.openstack.org/volume-type-storage-classes=true; repeatable.
+    #[arg(long = "volume-type", value_name = "NAME")]
+    volume_types: Vec<String>,
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -190,9 +195,10 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
 /// Prints every object the operator would apply, as a YAML stream.
 pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
     let facts = render_facts(args)?;
-    let objects = build::everything(&facts).context(
+    let mut objects = build::everything(&facts).context(
         "cannot build the objects; give every image with --image NAME=IMAGE (or the environment variable of the same name)",
     )?;
+    objects.extend(volume_type_classes(&args.volume_types)?);
     let mut out = String::new();
     for d in objects {
         let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
@@ -203,6 +209,29 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
         out.push_str(&operator_kit::assets::to_yaml(&value)?);
     }
     Ok(out)
+}
+
+/// The per-volume-type StorageClasses of `--volume-type`, named and built as the operator does;
+/// a type that would get none is an error naming why.
+fn volume_type_classes(types: &[String]) -> anyhow::Result<Vec<cinder::build::Desired>> {
+    use cinder::volume_types;
+    if types.iter().any(|t| t == volume_types::CINDER_DEFAULT_TYPE) {
+        anyhow::bail!(
+            "--volume-type {}: Cinder's default type gets no StorageClass of its own; standard-csi provisions with it",
+            volume_types::CINDER_DEFAULT_TYPE
+        );
+    }
+    let (names, errors) = volume_types::class_names(types);
+    if let Some((_, e)) = errors.first() {
+        anyhow::bail!("--volume-type: {e}");
+    }
+    names
+        .iter()
+        .map(|(name, volume_type)| {
+            volume_types::storage_class(name, volume_type)
+                .with_context(|| format!("--volume-type {volume_type:?}"))
+        })
+        .collect()
 }
 
 #[derive(clap::Args)]

@@ -16,7 +16,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use openstack_sim::{SimDomain, SimProject, SimUser, Zone};
+use openstack_sim::{SimDomain, SimProject, SimUser, SimVolumeType, Zone};
 use serde_json::json;
 use testbed::Settings;
 
@@ -876,4 +876,206 @@ async fn json_logs_are_one_klog_object_a_line_and_text_logs_have_no_colour_codes
         !output.contains('\u{1b}'),
         "ANSI escape codes in a pod log: {output}"
     );
+}
+
+/// Issue 13 item 2: opted in with the ClusterCSIDriver annotation, the operator keeps one
+/// StorageClass per public volume type (named as Manila's share-type classes are), under the
+/// RBAC the CSO grants it; a type that disappears keeps its class and is reported; opted out
+/// again, nothing more is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_type_storage_classes_follow_cinder_when_opted_in() {
+    const OPT_IN: &str = "cinder.csi.openstack.org/volume-type-storage-classes";
+    const CONDITION: &str = "CinderVolumeTypeStorageClassControllerDegraded";
+    let mut settings = Settings::default();
+    settings.kube.rbac = Some(kube_sim::RbacConfig::default());
+    settings.openstack.volume_types = vec![
+        SimVolumeType::public("__DEFAULT__"),
+        SimVolumeType::public("fast_SSD"),
+        SimVolumeType::public("hdd"),
+        SimVolumeType::private("tenant-gold"),
+    ];
+    let bed = bed_with(settings).await;
+    grant_cinder_operator_rbac(&bed, &[OPERATOR_USER]).await;
+    let mut op = OperatorProcess::start(&bed);
+    wait_available(&bed).await;
+    let api: Api<StorageClass> = Api::all(bed.client.clone());
+    let per_type = |list: Vec<StorageClass>| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = list
+            .into_iter()
+            .filter(|sc| {
+                sc.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("csi-cinder-"))
+            })
+            .map(|sc| {
+                let ty = sc
+                    .parameters
+                    .unwrap_or_default()
+                    .remove("type")
+                    .unwrap_or_default();
+                (sc.metadata.name.unwrap_or_default(), ty)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // Off by default: no class, no condition, no volume-type listing.
+    wait_quiet(&bed).await;
+    assert!(per_type(api.list(&Default::default()).await.expect("list").items).is_empty());
+    assert!(!bed.conditions(CR).await.contains_key(CONDITION));
+    assert_eq!(
+        bed.openstack
+            .count(openstack_sim::SimService::Volume, "/types"),
+        0
+    );
+
+    cr_api_patch_annotation(&bed, OPT_IN, Some("true")).await;
+    let classes = eventually("one class per public volume type", || async {
+        let found = per_type(
+            api.list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items,
+        );
+        if found.len() == 2 {
+            Ok(found)
+        } else {
+            Err(format!("{found:?}"))
+        }
+    })
+    .await;
+    assert_eq!(
+        classes,
+        [
+            ("csi-cinder-fast-ssd".to_string(), "fast_SSD".to_string()),
+            ("csi-cinder-hdd".to_string(), "hdd".to_string()),
+        ]
+    );
+    let (_, message) = wait_condition(&bed, CONDITION, "False").await;
+    assert!(
+        message.contains("private volume types get no StorageClass")
+            && message.contains("tenant-gold"),
+        "{message}"
+    );
+    let hdd = api.get("csi-cinder-hdd").await.expect("csi-cinder-hdd");
+    assert_eq!(hdd.provisioner, "cinder.csi.openstack.org");
+    assert_eq!(
+        hdd.volume_binding_mode.as_deref(),
+        Some("WaitForFirstConsumer")
+    );
+    assert!(
+        hdd.metadata
+            .annotations
+            .unwrap_or_default()
+            .get("storageclass.kubernetes.io/is-default-class")
+            .is_none(),
+        "never the default class"
+    );
+
+    // An admin removing the label (the watch no longer sees the class) gets it back: update
+    // under RBAC and the provisioner-pinned rights.
+    api.patch(
+        "csi-cinder-hdd",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"labels": {"cinder.csi.openstack.org/volume-type-class": null}}}),
+        ),
+    )
+    .await
+    .expect("admin edit");
+    eventually("the label restored", || async {
+        let sc = api.get("csi-cinder-hdd").await.map_err(|e| e.to_string())?;
+        match sc
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("cinder.csi.openstack.org/volume-type-class")
+        {
+            Some(v) if v == "true" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // `hdd` disappears from Cinder: a credentials change lists again at once; its class stays.
+    bed.openstack.set_volume_types(vec![
+        SimVolumeType::public("__DEFAULT__"),
+        SimVolumeType::public("fast_SSD"),
+    ]);
+    rotate_credentials_to_same_password(&bed).await;
+    let (_, message) = eventually("hdd reported gone", || async {
+        let c = bed.conditions(CR).await;
+        match c.get(CONDITION) {
+            Some((s, r, m)) if s == "False" && m.contains("no longer offered by Cinder: hdd") => {
+                Ok((r.clone(), m.clone()))
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(
+        message.contains("kept because bound volumes need them"),
+        "{message}"
+    );
+    assert!(
+        api.get_opt("csi-cinder-hdd").await.expect("get").is_some(),
+        "kept"
+    );
+
+    // A value that is neither true nor false is named, and nothing is deleted.
+    cr_api_patch_annotation(&bed, OPT_IN, Some("yes")).await;
+    let (_, message) = wait_condition(&bed, CONDITION, "True").await;
+    assert!(message.contains("\"yes\""), "{message}");
+    // Off again: the condition goes, the classes stay (volumes may use them), nothing written.
+    cr_api_patch_annotation(&bed, OPT_IN, None).await;
+    eventually("the condition removed", || async {
+        if bed.conditions(CR).await.contains_key(CONDITION) {
+            Err("still there".to_string())
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    wait_quiet(&bed).await;
+    assert_eq!(
+        per_type(api.list(&Default::default()).await.expect("list").items).len(),
+        2
+    );
+    let denied: Vec<String> = operator_requests(&bed)
+        .iter()
+        .filter(|r| r.code == 403)
+        .map(describe)
+        .collect();
+    assert!(denied.is_empty(), "RBAC refused: {denied:#?}");
+    assert!(op.is_running());
+}
+
+/// Sets (or, with `None`, removes) an annotation on the ClusterCSIDriver as the admin.
+async fn cr_api_patch_annotation(bed: &testbed::Testbed, key: &str, value: Option<&str>) {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("operator.openshift.io", "v1", "ClusterCSIDriver"),
+        "clustercsidrivers",
+    );
+    Api::<DynamicObject>::all_with(bed.client.clone(), &ar)
+        .patch(
+            CR,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {key: value}}})),
+        )
+        .await
+        .expect("annotate the ClusterCSIDriver");
+}
+
+/// Replaces the credentials Secret with the same clouds.yaml plus a marker key, so its
+/// fingerprint changes (as a rotation does) and the operator asks OpenStack again at once.
+async fn rotate_credentials_to_same_password(bed: &testbed::Testbed) {
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(bed.client.clone(), NS);
+    api.patch(
+        "openstack-cloud-credentials",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"stringData": {"rotated": "1"}})),
+    )
+    .await
+    .expect("touch the credentials Secret");
 }

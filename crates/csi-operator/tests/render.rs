@@ -217,3 +217,58 @@ fn a_non_boolean_enable_topology_is_rejected() {
         "{err}"
     );
 }
+
+/// Opted in, the operator keeps a StorageClass per public volume type; `--volume-type` shows
+/// them after everything else, and leaves the rest of the output as it was.
+#[test]
+fn volume_types_add_their_storage_classes_and_nothing_else() {
+    let plain = render(&fixed_flags());
+    let mut args = fixed_flags();
+    for t in ["fast_SSD", "Gold Tier"] {
+        args.extend(["--volume-type".to_string(), t.to_string()]);
+    }
+    let out = render(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plain = String::from_utf8(plain.stdout).expect("UTF-8");
+    let with = String::from_utf8(out.stdout).expect("UTF-8");
+    let extra = with
+        .strip_prefix(plain.as_str())
+        .expect("the same objects first");
+    let docs = operator_kit::assets::parse_values("render", extra).expect("YAML");
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], "csi-cinder-fast-ssd");
+    assert!(names[1].starts_with("csi-cinder-gold-tier-"), "{names:?}");
+    assert_eq!(docs[1]["parameters"]["type"], "Gold Tier");
+    assert_eq!(
+        docs[0]["metadata"]["labels"]["cinder.csi.openstack.org/volume-type-class"],
+        "true"
+    );
+}
+
+#[test]
+fn volume_types_that_get_no_class_are_rejected_with_the_reason() {
+    for (types, expected) in [
+        (
+            &["SSD", "ssd"][..],
+            "rename one of the volume types in Cinder",
+        ),
+        (&[""][..], "empty name"),
+        (&["__DEFAULT__"][..], "standard-csi provisions with it"),
+    ] {
+        let mut args = fixed_flags();
+        for t in types {
+            args.extend(["--volume-type".to_string(), t.to_string()]);
+        }
+        let out = render(&args);
+        assert!(!out.status.success(), "{types:?}");
+        assert!(
+            stderr(&out).contains(expected),
+            "{types:?}: {}",
+            stderr(&out)
+        );
+    }
+}
