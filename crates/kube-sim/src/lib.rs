@@ -24,6 +24,7 @@ pub mod defaults;
 mod discovery;
 pub mod errors;
 pub mod field_error;
+mod go_regex;
 pub mod kubeconfig;
 pub mod list_types;
 pub mod managed_fields;
