@@ -43,7 +43,6 @@ pub mod selector;
 mod server;
 pub mod store;
 mod table;
-mod tls;
 pub mod validation;
 pub mod workload;
 mod yaml;
@@ -168,7 +167,13 @@ impl KubeSim {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (tls_acceptor, ca_pem) = if config.tls {
-            let (acceptor, ca) = tls::self_signed(addr).map_err(std::io::Error::other)?;
+            let names = sim_tls::Names {
+                ca: "kube-sim-ca",
+                server: "kube-apiserver",
+                dns: &["localhost", "kubernetes.default.svc"],
+            };
+            let (acceptor, ca) =
+                sim_tls::self_signed(addr, names).map_err(std::io::Error::other)?;
             (Some(acceptor), Some(ca))
         } else {
             (None, None)

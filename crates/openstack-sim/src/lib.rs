@@ -20,7 +20,6 @@
 
 mod server;
 mod storage;
-mod tls;
 
 pub use storage::{
     SimAccessRule, SimShare, SimShareSnapshot, SimStorage, SimVolume, SimVolumeSnapshot,
@@ -523,7 +522,12 @@ impl OpenStackSim {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (acceptor, ca_pem) = if config.tls {
-            let (a, ca) = tls::self_signed(addr).map_err(std::io::Error::other)?;
+            let names = sim_tls::Names {
+                ca: "openstack-sim-ca",
+                server: "openstack-sim",
+                dns: &["localhost", "openstack-sim.local"],
+            };
+            let (a, ca) = sim_tls::self_signed(addr, names).map_err(std::io::Error::other)?;
             (Some(a), Some(ca))
         } else {
             (None, None)
