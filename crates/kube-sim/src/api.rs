@@ -13,13 +13,13 @@ use serde_json::{Map, Value, json};
 use crate::admission::{self, FieldValidation};
 use crate::admission_policy::{self, Requester};
 use crate::builtin_lists::BuiltinLists;
-use crate::crd_schema;
+use crate::crd;
 use crate::errors::{self, ApiError};
 use crate::field_error::FieldError;
-use crate::managed_fields;
 use crate::patch;
 use crate::resources::{Catalogue, GroupResource, Origin, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::ssa;
 use crate::store::{self, Store};
 
 /// Who is asking and how: the parts of a request that shape a write.
@@ -767,7 +767,7 @@ impl Cluster {
         }
         if record_manager {
             let lists = admission::list_types(rt);
-            managed_fields::record_update(
+            ssa::record_update(
                 Some(old),
                 &mut obj,
                 &opts.manager,
@@ -912,7 +912,7 @@ impl Cluster {
         }
         let lists = admission::list_types(rt);
         let live = old.as_ref().map(|o| self.present(rt, o));
-        let merged = managed_fields::apply(
+        let merged = ssa::apply(
             live.as_ref(),
             &config,
             &opts.manager,
@@ -1212,7 +1212,7 @@ impl Cluster {
     }
 
     fn serve_crd(&mut self, crd: &Value) {
-        let Ok(info) = crd_schema::crd_info(crd) else {
+        let Ok(info) = crd::crd_info(crd) else {
             return;
         };
         let crd_name = crd
@@ -1312,7 +1312,7 @@ impl Cluster {
 fn record_creator(rt: &ResourceType, obj: &mut Value, manager: &str, now: &str) {
     let lists = admission::list_types(rt);
     if !rt.status_subresource {
-        managed_fields::record_update(
+        ssa::record_update(
             None,
             obj,
             manager,
@@ -1327,7 +1327,7 @@ fn record_creator(rt: &ResourceType, obj: &mut Value, manager: &str, now: &str) 
     if let Some(o) = view.as_object_mut() {
         o.remove("status");
     }
-    managed_fields::record_update(
+    ssa::record_update(
         None,
         &mut view,
         manager,
@@ -1357,21 +1357,21 @@ pub fn present(rt: &ResourceType, obj: &Value) -> Value {
         ..
     } = &rt.origin
     {
-        crd_schema::apply_defaults(schema, &mut out);
+        crd::apply_defaults(schema, &mut out);
     }
     out
 }
 
 /// The Status a failed apply answers with: 409 with one cause per conflicting field, 400, or
 /// the server's bare 500 for configurations it cannot type.
-fn apply_error(rt: &ResourceType, name: &str, e: managed_fields::ApplyError) -> ApiError {
+fn apply_error(rt: &ResourceType, name: &str, e: ssa::ApplyError) -> ApiError {
     match e {
-        managed_fields::ApplyError::Conflicts(ref conflicts) => {
+        ssa::ApplyError::Conflicts(ref conflicts) => {
             let causes = conflicts.iter().map(|c| json!({"reason": "FieldManagerConflict", "message": c.message, "field": c.field})).collect();
             ApiError::apply_conflict(rt, name, e.message(), causes)
         }
-        managed_fields::ApplyError::BadRequest(m) => ApiError::bad_request(m),
-        managed_fields::ApplyError::Invalid(m) => ApiError::injected(500, "", m),
+        ssa::ApplyError::BadRequest(m) => ApiError::bad_request(m),
+        ssa::ApplyError::Invalid(m) => ApiError::injected(500, "", m),
     }
 }
 

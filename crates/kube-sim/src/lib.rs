@@ -18,22 +18,18 @@ pub mod api;
 pub mod authentication;
 pub mod builtin_lists;
 mod builtin_types;
-mod controllers;
-pub mod crd_schema;
+pub mod crd;
 pub mod defaults;
 mod discovery;
 pub mod errors;
 pub mod field_error;
-mod go_regex;
 pub mod kubeconfig;
 pub mod list_types;
-pub mod managed_fields;
 pub mod observe;
 pub mod patch;
 pub mod pod_admission;
 pub mod pod_security;
 mod printers;
-pub mod processes;
 pub mod protobuf;
 pub mod rbac;
 pub mod resources;
@@ -41,10 +37,11 @@ pub mod reviews;
 pub mod scc;
 pub mod selector;
 mod server;
+pub mod ssa;
 pub mod store;
 mod table;
 pub mod validation;
-pub mod workload;
+mod workloads;
 mod yaml;
 
 use std::net::SocketAddr;
@@ -61,6 +58,8 @@ pub use pod_admission::AdmissionConfig;
 pub use processes::{LocalProgram, ProcessConfig, ProcessInfo, ProcessState};
 pub use rbac::RbacConfig;
 pub use workload::WorkloadConfig;
+use workloads::controllers;
+pub use workloads::{processes, workload};
 
 /// How the simulator behaves; the defaults suit tests.
 #[derive(Debug, Clone)]

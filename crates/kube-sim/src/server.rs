@@ -26,7 +26,7 @@ use crate::observe::RequestRecord;
 use crate::resources::ResourceType;
 use crate::selector::{self, FieldSelector, LabelSelector};
 use crate::store::{Event, EventType, WatchStartError};
-use crate::{admin, discovery, managed_fields, table};
+use crate::{admin, discovery, ssa, table};
 
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -575,7 +575,7 @@ fn parse_write_options(
         ));
     }
     let manager = if explicit.is_empty() && patch_type != Some(PatchType::Apply) {
-        managed_fields::default_manager(user_agent)
+        ssa::default_manager(user_agent)
     } else {
         explicit
     };
