@@ -1,7 +1,5 @@
 //! The string `format`s the server checks (go-openapi strfmt as kube-openapi configures it).
 
-use super::*;
-
 pub(super) fn format_ok(format: &str, v: &str) -> bool {
     match format.replace('-', "").as_str() {
         "datetime" => is_date_time(v),

@@ -43,6 +43,8 @@ mod validation;
 
 use crate::field_error::{FieldError, FieldErrorKind, child, index, key};
 use crate::list_types::{ListKind, ListTypes};
+// The parts are one namespace split into files: each part does `use super::*`, and sees its
+// siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use common::*;
 pub use defaulting::apply_defaults;

@@ -81,6 +81,8 @@ impl Default for RbacConfig {
     }
 }
 
+// The parts are one namespace split into files: each part does `use super::*`, and sees its
+// siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use enforce::*;
 pub use enforce::{Denial, forbidden_error, forbidden_message};

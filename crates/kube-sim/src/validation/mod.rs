@@ -43,6 +43,8 @@ use crate::field_error::{FieldError, child, index, key};
 
 type Errs = Vec<FieldError>;
 
+// The parts are one namespace split into files: each part does `use super::*`, and sees its
+// siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use access::*;
 #[allow(unused_imports)]

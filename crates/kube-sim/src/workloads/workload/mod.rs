@@ -54,6 +54,8 @@ use crate::Shared;
 use crate::api::{Cluster, WriteOptions};
 use crate::pod_admission::{self, AdmissionConfig, Verdict};
 
+// The parts are one namespace split into files: each part does `use super::*`, and sees its
+// siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use config::*;
 pub use config::{WorkloadConfig, WorkloadKind, WorkloadRef, missing_volume_sources};

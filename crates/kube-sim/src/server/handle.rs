@@ -1,249 +1,7 @@
-//! The HTTP front: routing of Kubernetes API paths, query parameters, content negotiation,
-//! watch streaming, the request log and fault injection, and the accept loop that can be
-//! "restarted" (all connections dropped, data kept).
+//! One request: admin paths, faults, authentication and authorization, reviews, non-resource
+//! paths, then the resource verbs with their options and bodies.
 
-use std::collections::HashMap;
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
-
-use bytes::Bytes;
-use futures::StreamExt;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
-use hyper::body::{Frame, Incoming};
-use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
-
-use crate::Shared;
-use crate::admission::FieldValidation;
-use crate::admission_policy::Requester;
-use crate::api::{self, DeleteOptions, ListOptions, PatchType, WriteOptions};
-use crate::errors::ApiError;
-use crate::observe::RequestRecord;
-use crate::resources::ResourceType;
-use crate::selector::{self, FieldSelector, LabelSelector};
-use crate::store::{Event, EventType, WatchStartError};
-use crate::{admin, discovery, ssa, table};
-
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
-
-/// The largest request body a real server accepts (3 MiB).
-const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// A parsed resource path.
-#[derive(Debug, Clone, Default, PartialEq)]
-struct ResourcePath {
-    group: String,
-    version: String,
-    namespace: Option<String>,
-    plural: String,
-    name: Option<String>,
-    sub: Option<String>,
-}
-
-enum Route {
-    Version,
-    CoreVersions,
-    Groups,
-    Group(String),
-    GroupVersion(String, String),
-    OpenApiV2,
-    OpenApiV3Root,
-    OpenApiV3(String),
-    Health,
-    Admin(String),
-    Resource(ResourcePath),
-    NotFound,
-}
-
-fn route(path: &str) -> Route {
-    let segs: Vec<&str> = path
-        .trim_matches('/')
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .collect();
-    match segs.as_slice() {
-        ["version"] => Route::Version,
-        ["healthz" | "readyz" | "livez", ..] => Route::Health,
-        ["openapi", "v2"] => Route::OpenApiV2,
-        ["openapi", "v3"] => Route::OpenApiV3Root,
-        ["openapi", "v3", rest @ ..] => Route::OpenApiV3(rest.join("/")),
-        ["__sim", rest @ ..] => Route::Admin(rest.join("/")),
-        ["api"] => Route::CoreVersions,
-        ["api", "v1"] => Route::GroupVersion(String::new(), "v1".into()),
-        ["api", "v1", rest @ ..] => resource_route("", "v1", rest),
-        ["apis"] => Route::Groups,
-        ["apis", g] => Route::Group(g.to_string()),
-        ["apis", g, v] => Route::GroupVersion(g.to_string(), v.to_string()),
-        ["apis", g, v, rest @ ..] => resource_route(g, v, rest),
-        _ => Route::NotFound,
-    }
-}
-
-fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
-    let mut p = ResourcePath {
-        group: group.into(),
-        version: version.into(),
-        ..Default::default()
-    };
-    let tail: &[&str] = match rest {
-        // /api/v1/namespaces/{name}[/status|/finalize] addresses the Namespace itself.
-        ["namespaces"] if group.is_empty() => {
-            p.plural = "namespaces".into();
-            return Route::Resource(p);
-        }
-        ["namespaces", name] if group.is_empty() => {
-            p.plural = "namespaces".into();
-            p.name = Some(name.to_string());
-            return Route::Resource(p);
-        }
-        ["namespaces", name, sub @ ("status" | "finalize")] if group.is_empty() => {
-            p.plural = "namespaces".into();
-            p.name = Some(name.to_string());
-            p.sub = Some(sub.to_string());
-            return Route::Resource(p);
-        }
-        ["namespaces", ns, tail @ ..] if !tail.is_empty() => {
-            p.namespace = Some(ns.to_string());
-            tail
-        }
-        other => other,
-    };
-    match tail {
-        [plural] => p.plural = plural.to_string(),
-        [plural, name] => {
-            p.plural = plural.to_string();
-            p.name = Some(name.to_string());
-        }
-        [plural, name, sub] => {
-            p.plural = plural.to_string();
-            p.name = Some(name.to_string());
-            p.sub = Some(sub.to_string());
-        }
-        _ => return Route::NotFound,
-    }
-    Route::Resource(p)
-}
-
-fn query_map(q: &str) -> HashMap<String, String> {
-    q.split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (percent_decode(k), percent_decode(v))
-        })
-        .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok());
-                match hex {
-                    Some(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    Response::builder()
-        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(bytes)).boxed_unsync())
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
-}
-
-/// What a real server answers for a path no API group serves: plain text, not a Status, so
-/// clients see "not found" as an error rather than as an absent object (kube-rs `get_opt` on
-/// an API that is not installed fails instead of returning `None`).
-fn plain_not_found() -> Response<Body> {
-    Response::builder()
-        .status(StatusCode::NOT_FOUND)
-        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .header("X-Content-Type-Options", "nosniff")
-        .body(Full::new(Bytes::from_static(b"404 page not found\n")).boxed_unsync())
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
-}
-
-fn aggregated_response(doc: &Value) -> Response<Body> {
-    let mut resp = json_response(200, doc);
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(discovery::AGGREGATED_V2),
-    );
-    resp
-}
-
-fn error_response(e: &ApiError) -> Response<Body> {
-    let mut resp = json_response(e.code, &e.to_status());
-    // The server sets Retry-After whenever the Status asks the client to retry later; client
-    // retry layers (client-go, kube-rs) read the header, not the body.
-    let retry = e
-        .details
-        .as_ref()
-        .and_then(|d| d.get("retryAfterSeconds"))
-        .and_then(Value::as_u64)
-        .filter(|s| *s > 0);
-    if let Some(seconds) = retry
-        && let Ok(v) = HeaderValue::from_str(&seconds.to_string())
-    {
-        resp.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    resp
-}
-
-fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
-    for w in warnings {
-        let text = format!("299 - {}", serde_json::to_string(w).unwrap_or_default());
-        if let Ok(v) = HeaderValue::from_str(&text) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
-    resp
-}
-
-/// The authenticated user (see `authentication.rs`), or the 401 for an unknown bearer token.
-fn identity(shared: &Shared, headers: &HeaderMap) -> Result<String, ApiError> {
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    crate::authentication::authenticate(shared, authorization)
-}
-
-fn verb_of(method: &Method, p: &ResourcePath, q: &HashMap<String, String>) -> &'static str {
-    let watching = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
-    match (method.as_str(), p.name.is_some()) {
-        ("GET", _) if watching => "watch",
-        ("GET", true) => "get",
-        ("GET", false) => "list",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
-        ("DELETE", true) => "delete",
-        ("DELETE", false) => "deletecollection",
-        _ => "other",
-    }
-}
+use super::*;
 
 /// Entry point for every HTTP request.
 pub async fn handle(
@@ -406,7 +164,7 @@ pub async fn handle(
 
 /// TokenReview and SubjectAccessReview: answered from kube-sim's authenticator and RBAC
 /// authorizer, never stored (`reviews.rs`).
-fn review(
+pub(super) fn review(
     shared: &Shared,
     method: &Method,
     p: &ResourcePath,
@@ -433,7 +191,7 @@ fn review(
     }
 }
 
-fn injected_error(code: u16) -> ApiError {
+pub(super) fn injected_error(code: u16) -> ApiError {
     match code {
         409 => ApiError::injected(
             409,
@@ -461,7 +219,7 @@ fn injected_error(code: u16) -> ApiError {
     }
 }
 
-fn non_resource(
+pub(super) fn non_resource(
     shared: &Shared,
     route: Route,
     accept: &str,
@@ -514,7 +272,7 @@ fn non_resource(
     }
 }
 
-fn parse_list_options(
+pub(super) fn parse_list_options(
     rt: &ResourceType,
     q: &HashMap<String, String>,
 ) -> Result<ListOptions, ApiError> {
@@ -553,7 +311,7 @@ fn parse_list_options(
     })
 }
 
-fn parse_write_options(
+pub(super) fn parse_write_options(
     q: &HashMap<String, String>,
     user_agent: &str,
     patch_type: Option<PatchType>,
@@ -609,7 +367,7 @@ fn parse_write_options(
 
 /// The requester admission policies see: the user with the groups its authentication gives,
 /// and the subresource of the path.
-fn requester(shared: &Shared, user: &str, p: &ResourcePath) -> Requester {
+pub(super) fn requester(shared: &Shared, user: &str, p: &ResourcePath) -> Requester {
     let config = shared.rbac.config().unwrap_or_default();
     let info = crate::rbac::UserInfo::resolve(user, &config);
     Requester {
@@ -621,7 +379,7 @@ fn requester(shared: &Shared, user: &str, p: &ResourcePath) -> Requester {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn resource(
+pub(super) async fn resource(
     shared: &Arc<Shared>,
     method: &Method,
     p: &ResourcePath,
@@ -651,7 +409,7 @@ async fn resource(
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn resource_inner(
+pub(super) async fn resource_inner(
     shared: &Arc<Shared>,
     method: &Method,
     p: &ResourcePath,
@@ -843,7 +601,7 @@ async fn resource_inner(
 
 /// The `scale` subresource: GET, PUT and PATCH of an autoscaling/v1 Scale.
 #[allow(clippy::too_many_arguments)]
-fn scale(
+pub(super) fn scale(
     shared: &Arc<Shared>,
     method: &Method,
     rt: &ResourceType,
@@ -893,7 +651,7 @@ fn scale(
     }
 }
 
-fn accept_ok(accept: &str) -> bool {
+pub(super) fn accept_ok(accept: &str) -> bool {
     accept.split(',').any(|a| {
         let a = a.trim();
         a.is_empty()
@@ -906,13 +664,13 @@ fn accept_ok(accept: &str) -> bool {
 
 /// The apiVersion and kind a protobuf body sent to `rt` decodes as when its envelope names
 /// none; `None` for custom resources, which have no protobuf form.
-fn protobuf_endpoint(rt: &ResourceType) -> Option<(String, String)> {
+pub(super) fn protobuf_endpoint(rt: &ResourceType) -> Option<(String, String)> {
     (!rt.is_custom()).then(|| (rt.api_version(), rt.kind.clone()))
 }
 
 /// The object a create or update body stands for: JSON, YAML, or protobuf where `protobuf`
 /// (the endpoint's apiVersion and kind, from `protobuf_endpoint`) allows it.
-fn parse_body(
+pub(super) fn parse_body(
     body: &Bytes,
     content_type: &str,
     protobuf: Option<(String, String)>,
@@ -940,7 +698,7 @@ fn parse_body(
     })
 }
 
-fn delete_options(
+pub(super) fn delete_options(
     q: &HashMap<String, String>,
     body: &Bytes,
     content_type: &str,
@@ -965,458 +723,4 @@ fn delete_options(
         ..who
     });
     Ok(opts)
-}
-
-// ----- watch -------------------------------------------------------------------------------
-
-/// How objects are rendered for the client, from its Accept header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Render {
-    Full,
-    /// `as=Table`: server-side printing (`kubectl get`).
-    Table,
-    /// `as=PartialObjectMetadata[List]`: metadata only (kube-rs `metadata_watcher`).
-    Metadata,
-}
-
-impl Render {
-    fn from_accept(accept: &str) -> Self {
-        if table::wants_table(accept) {
-            Self::Table
-        } else if accept
-            .split(',')
-            .next()
-            .is_some_and(|a| a.contains("as=PartialObjectMetadata"))
-        {
-            Self::Metadata
-        } else {
-            Self::Full
-        }
-    }
-}
-
-/// The metadata-only form of an object.
-fn partial_metadata(obj: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
-}
-
-/// A list in the metadata-only form.
-fn partial_metadata_list(list: &Value) -> Value {
-    let items: Vec<Value> = list["items"]
-        .as_array()
-        .map(|a| a.iter().map(partial_metadata).collect())
-        .unwrap_or_default();
-    json!({
-        "kind": "PartialObjectMetadataList",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": list.get("metadata").cloned().unwrap_or_else(|| json!({})),
-        "items": items,
-    })
-}
-
-struct WatchState {
-    shared: Arc<Shared>,
-    rt: Arc<ResourceType>,
-    opts: ListOptions,
-    rx: mpsc::Receiver<Arc<Event>>,
-    /// Lines ready to send, in order.
-    queued: std::collections::VecDeque<Value>,
-    /// Events at or below this resourceVersion were asked not to be sent (a watch from a
-    /// resourceVersion newer than the store's waits for it).
-    skip_through: u64,
-    bookmarks: bool,
-    bookmark_every: Duration,
-    next_bookmark: tokio::time::Instant,
-    deadline: tokio::time::Instant,
-    render: Render,
-    sent_columns: bool,
-    done: bool,
-}
-
-/// When the next bookmark is due: every interval, and once just before the watch ends so the
-/// client resumes from a fresh resourceVersion (the watch cache aims at deadline − 2 s too).
-fn next_bookmark_at(
-    now: tokio::time::Instant,
-    every: Duration,
-    deadline: tokio::time::Instant,
-) -> tokio::time::Instant {
-    let regular = now + every;
-    match deadline.checked_sub(Duration::from_secs(2)) {
-        Some(last) if last > now && last < regular => last,
-        _ => regular,
-    }
-}
-
-fn watch(
-    shared: Arc<Shared>,
-    rt: Arc<ResourceType>,
-    namespace: Option<String>,
-    opts: ListOptions,
-    q: &HashMap<String, String>,
-    render: Render,
-) -> Result<Response<Body>, ApiError> {
-    let rv_param = q.get("resourceVersion").cloned().unwrap_or_default();
-    let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
-    let send_initial_param = match q.get("sendInitialEvents").map(String::as_str) {
-        None | Some("") => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "sendInitialEvents: Invalid value: {other:?}: must be true or false"
-            )));
-        }
-    };
-    let rv_match = q
-        .get("resourceVersionMatch")
-        .filter(|m| !m.is_empty())
-        .map(String::as_str);
-    if send_initial_param.is_some() && rv_match != Some("NotOlderThan") {
-        return Err(ApiError::invalid_list_options(
-            "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-        ));
-    }
-    if send_initial_param.is_none() && rv_match.is_some() {
-        return Err(ApiError::invalid_list_options(
-            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-        ));
-    }
-    if send_initial_param == Some(true) && !bookmarks {
-        return Err(ApiError::invalid_list_options(
-            "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
-        ));
-    }
-    let timeout =
-        match q.get("timeoutSeconds").map(String::as_str) {
-            // 0 means "the server's default", not "end at once".
-            None | Some("") | Some("0") => shared.config.default_watch_timeout,
-            Some(t) => Duration::from_secs(t.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("timeoutSeconds: Invalid value: {t:?}"))
-            })?),
-        };
-    let unset_rv = rv_param.is_empty() || rv_param == "0";
-    let send_initial = send_initial_param.unwrap_or(unset_rv);
-    let requested_rv =
-        if unset_rv {
-            None
-        } else {
-            Some(rv_param.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("invalid resource version: {rv_param}"))
-            })?)
-        };
-    // With initial events the state is sent as of now; otherwise resume after the given rv.
-    let from = if send_initial { None } else { requested_rv };
-    let gr = rt.group_resource();
-    let mut cluster = shared.lock();
-    let (backlog, rx) = match cluster.store.watch(&gr, namespace.as_deref(), from) {
-        Ok(x) => x,
-        Err(WatchStartError::Gone { requested, oldest }) => {
-            // As the watch cache does: 200, then one ERROR event with a 410 Status.
-            let status =
-                ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
-                    .to_status();
-            let line = json!({"type": "ERROR", "object": status});
-            return Ok(stream_response(
-                futures::stream::iter(vec![line_bytes(&line)]).boxed(),
-            ));
-        }
-    };
-    let mut queued = std::collections::VecDeque::new();
-    if send_initial {
-        for (_, obj) in cluster.store.iter(&gr, namespace.as_deref(), None) {
-            if opts.labels.matches(obj) && opts.fields.matches(obj) {
-                queued.push_back(json!({"type": "ADDED", "object": api::present(&rt, obj)}));
-            }
-        }
-    }
-    if send_initial_param == Some(true) {
-        let mut bookmark = bookmark_object(&rt, cluster.store.current_rv());
-        bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-        queued.push_back(json!({"type": "BOOKMARK", "object": bookmark}));
-    }
-    drop(cluster);
-    // Replayed history goes out before live events; it is already filtered by collection.
-    queued.extend(backlog.iter().filter_map(|e| event_line(&rt, &opts, e)));
-    let now = tokio::time::Instant::now();
-    let deadline = now + timeout;
-    let state = WatchState {
-        shared: shared.clone(),
-        rt,
-        opts,
-        rx,
-        queued,
-        skip_through: from.unwrap_or(0),
-        bookmarks,
-        bookmark_every: shared.config.bookmark_interval,
-        next_bookmark: next_bookmark_at(now, shared.config.bookmark_interval, deadline),
-        deadline,
-        render,
-        sent_columns: false,
-        done: false,
-    };
-    let stream = futures::stream::unfold(state, |mut st| async move {
-        let line = next_watch_line(&mut st).await?;
-        Some((line, st))
-    });
-    Ok(stream_response(stream.boxed()))
-}
-
-fn bookmark_object(rt: &ResourceType, rv: u64) -> Value {
-    json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": {"resourceVersion": rv.to_string()}})
-}
-
-async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
-    if st.done {
-        return None;
-    }
-    loop {
-        if let Some(mut line) = st.queued.pop_front() {
-            render_line(st, &mut line);
-            return Some(line_bytes(&line));
-        }
-        let wake = if st.bookmarks {
-            st.next_bookmark.min(st.deadline)
-        } else {
-            st.deadline
-        };
-        tokio::select! {
-            ev = st.rx.recv() => match ev {
-                Some(e) => {
-                    if e.rv > st.skip_through {
-                        st.queued.extend(event_line(&st.rt, &st.opts, &e));
-                    }
-                }
-                None => { st.done = true; return None; }
-            },
-            _ = tokio::time::sleep_until(wake) => {
-                let now = tokio::time::Instant::now();
-                if now >= st.deadline {
-                    st.done = true;
-                    return None;
-                }
-                st.next_bookmark = next_bookmark_at(now, st.bookmark_every, st.deadline);
-                // Everything up to `rv` for this watcher is already in the channel (events are
-                // queued under the same lock that advances rv): send those first, so a bookmark
-                // never runs ahead of an unsent event.
-                let rv = st.shared.lock().store.current_rv();
-                let mut pending = false;
-                while let Ok(e) = st.rx.try_recv() {
-                    pending = true;
-                    if e.rv > st.skip_through {
-                        st.queued.extend(event_line(&st.rt, &st.opts, &e));
-                    }
-                }
-                if pending {
-                    continue;
-                }
-                let mut line = json!({"type": "BOOKMARK", "object": bookmark_object(&st.rt, rv.max(st.skip_through))});
-                if st.render == Render::Table {
-                    line["object"] = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()}, "rows": []});
-                }
-                return Some(line_bytes(&line));
-            }
-        }
-    }
-}
-
-/// Rewrites an event's object for the client's Accept: a one-row Table (`kubectl get -w`) or
-/// metadata only.
-fn render_line(st: &mut WatchState, line: &mut Value) {
-    if line["type"] == "BOOKMARK" || line["type"] == "ERROR" {
-        return;
-    }
-    match st.render {
-        Render::Full => {}
-        Render::Table => {
-            let obj = line["object"].take();
-            line["object"] = table::watch_table(&st.rt, &obj, !st.sent_columns);
-            st.sent_columns = true;
-        }
-        Render::Metadata => {
-            let obj = line["object"].take();
-            line["object"] = partial_metadata(&obj);
-        }
-    }
-}
-
-/// Turns a store event into a watch line for this watcher, applying selector transitions.
-fn event_line(rt: &ResourceType, opts: &ListOptions, e: &Event) -> Option<Value> {
-    let sel = |o: &Value| opts.labels.matches(o) && opts.fields.matches(o);
-    let now = sel(&e.object);
-    let before = e.previous.as_deref().is_some_and(sel);
-    let (kind, object) = match e.kind {
-        EventType::Added if now => (EventType::Added, e.object.as_ref().clone()),
-        EventType::Modified if now && before => (EventType::Modified, e.object.as_ref().clone()),
-        EventType::Modified if now => (EventType::Added, e.object.as_ref().clone()),
-        // An object that stops matching leaves the watch with its previous (matching) state,
-        // stamped with the event's resourceVersion, as the watch cache sends it.
-        EventType::Modified if before => {
-            let mut prev = e.previous.as_deref().cloned().unwrap_or(Value::Null);
-            if let Some(meta) = prev.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.insert("resourceVersion".into(), Value::String(e.rv.to_string()));
-            }
-            (EventType::Deleted, prev)
-        }
-        EventType::Deleted if before => (EventType::Deleted, e.object.as_ref().clone()),
-        _ => return None,
-    };
-    Some(json!({"type": kind.as_str(), "object": api::present(rt, &object)}))
-}
-
-fn line_bytes(v: &Value) -> Bytes {
-    let mut b = serde_json::to_vec(v).unwrap_or_default();
-    b.push(b'\n');
-    Bytes::from(b)
-}
-
-fn stream_response(stream: futures::stream::BoxStream<'static, Bytes>) -> Response<Body> {
-    let body = StreamBody::new(stream.map(|b| Ok::<_, Infallible>(Frame::data(b))));
-    Response::builder()
-        .status(200)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::CACHE_CONTROL, "no-cache, private")
-        .body(BodyExt::boxed_unsync(body))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed_unsync()))
-}
-
-impl ApiError {
-    fn invalid_list_options(message: &str) -> Self {
-        let mut e = ApiError::bad_request(message);
-        e.code = 422;
-        e.reason = "Invalid";
-        e.message = format!("ListOptions.meta.k8s.io \"\" is invalid: {message}");
-        e
-    }
-}
-
-// ----- accept loop -----------------------------------------------------------------------
-
-/// Serves until `shutdown` fires; a restart drops the listener and every connection, waits
-/// the requested downtime, and binds the same address again.
-pub async fn serve(
-    shared: Arc<Shared>,
-    listener: TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-) {
-    let addr: SocketAddr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(_) => return,
-    };
-    let mut listener = Some(listener);
-    let mut restart = shared.restart.subscribe();
-    let mut shutdown = shared.shutdown.subscribe();
-    loop {
-        let l = match listener.take() {
-            Some(l) => l,
-            None => match bind_again(addr).await {
-                Some(l) => l,
-                None => return,
-            },
-        };
-        loop {
-            tokio::select! {
-                accepted = l.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection(shared.clone(), stream, tls.clone()));
-                }
-                changed = restart.changed() => {
-                    if changed.is_err() { return; }
-                    break;
-                }
-                _ = shutdown.changed() => return,
-            }
-        }
-        drop(l);
-        let downtime = *restart.borrow_and_update();
-        tokio::time::sleep(Duration::from_millis(downtime)).await;
-    }
-}
-
-async fn bind_again(addr: SocketAddr) -> Option<TcpListener> {
-    for _ in 0..100 {
-        if let Ok(l) = TcpListener::bind(addr).await {
-            return Some(l);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    None
-}
-
-async fn connection(
-    shared: Arc<Shared>,
-    stream: tokio::net::TcpStream,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-) {
-    let mut restart = shared.restart.subscribe();
-    let mut shutdown = shared.shutdown.subscribe();
-    let svc_shared = shared.clone();
-    let service = hyper::service::service_fn(move |req| handle(svc_shared.clone(), req));
-    // A restart cuts open connections too, as a restarting API server's clients see.
-    let stop = async {
-        tokio::select! {
-            _ = restart.changed() => {}
-            _ = shutdown.changed() => {}
-        }
-    };
-    sim_tls::serve_connection(stream, tls, service, stop).await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rp(path: &str) -> ResourcePath {
-        match route(path) {
-            Route::Resource(p) => p,
-            _ => panic!("{path} is not a resource path"),
-        }
-    }
-
-    #[test]
-    fn paths_route_like_the_api_server() {
-        let p = rp("/api/v1/namespaces/default/configmaps/x");
-        assert_eq!(
-            (p.namespace.as_deref(), p.plural.as_str(), p.name.as_deref()),
-            (Some("default"), "configmaps", Some("x"))
-        );
-        let p = rp("/api/v1/namespaces/default");
-        assert_eq!(
-            (p.plural.as_str(), p.name.as_deref(), p.namespace),
-            ("namespaces", Some("default"), None)
-        );
-        let p = rp("/api/v1/namespaces/default/status");
-        assert_eq!(p.sub.as_deref(), Some("status"));
-        let p = rp("/apis/apps/v1/deployments");
-        assert_eq!(
-            (p.group.as_str(), p.plural.as_str(), p.namespace),
-            ("apps", "deployments", None)
-        );
-        let p = rp("/apis/apps/v1/namespaces/ns/deployments/d/status");
-        assert_eq!(p.sub.as_deref(), Some("status"));
-        let p = rp("/apis/storage.k8s.io/v1/csidrivers/x");
-        assert_eq!(
-            (p.plural.as_str(), p.name.as_deref()),
-            ("csidrivers", Some("x"))
-        );
-        assert!(matches!(
-            route("/apis/apps/v1/namespaces/ns/deployments/d/status/extra"),
-            Route::NotFound
-        ));
-        assert!(matches!(route("/apis/apps"), Route::Group(_)));
-    }
-
-    #[test]
-    fn query_strings_are_decoded() {
-        let q = query_map("labelSelector=app%3Dweb%2Ctier+in+%28a%29&watch=1&limit=");
-        assert_eq!(q["labelSelector"], "app=web,tier in (a)");
-        assert_eq!(q["watch"], "1");
-        assert_eq!(q["limit"], "");
-        assert_eq!(percent_decode("%zz"), "%zz");
-        assert_eq!(percent_decode("%4"), "%4");
-    }
 }
