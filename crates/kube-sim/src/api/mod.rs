@@ -136,8 +136,8 @@ pub struct Cluster {
     random: u64,
 }
 
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use create::*;
 #[allow(unused_imports)]
@@ -148,8 +148,9 @@ use reads::*;
 use side_effects::*;
 #[allow(unused_imports)]
 use support::*;
+#[allow(unused_imports)]
+use update::*;
+
 pub use support::{
     finalizers, now, parse_delete_body, parse_propagation, present, scale_of, storage_type,
 };
-#[allow(unused_imports)]
-use update::*;

@@ -26,13 +26,14 @@
 //! Where things are: `schema` parses an `openAPIV3Schema` into [`Schema`]; `pruning`,
 //! `defaulting` and `validation` are what happens to a custom resource against it; `formats`
 //! and `pattern` are the string checks validation uses; `definition` is the CRD object itself
-//! (defaults, `validate_crd`, `crd_info`) and `schema_rules` the rules a CRD's schema must
-//! follow; `common` holds the Go-compatible quoting, JSON helpers and name rules they share.
+//! (defaults, `validate_crd`, `crd_info`), `schema_rules` and `node_rules` the rules a CRD's
+//! schema must follow as a whole and node by node; `common` holds the Go-compatible quoting, JSON helpers and name rules they share.
 
 mod common;
 mod defaulting;
 mod definition;
 mod formats;
+mod node_rules;
 mod pattern;
 mod pruning;
 mod schema;
@@ -43,30 +44,34 @@ mod validation;
 
 use crate::field_error::{FieldError, FieldErrorKind, child, index, key};
 use crate::list_types::{ListKind, ListTypes};
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+use pattern::{Regex, RegexError};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use common::*;
-pub use defaulting::apply_defaults;
 #[allow(unused_imports)]
 use defaulting::*;
 #[allow(unused_imports)]
 use definition::*;
-pub use definition::{CrdInfo, ServedVersion, crd_info, prepare_crd, validate_crd};
 #[allow(unused_imports)]
 use formats::*;
-use pattern::{Regex, RegexError};
-pub use pruning::prune;
+#[allow(unused_imports)]
+use node_rules::*;
 #[allow(unused_imports)]
 use pruning::*;
-pub use schema::Schema;
 #[allow(unused_imports)]
 use schema::*;
 #[allow(unused_imports)]
 use schema_rules::*;
-use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write as _;
 #[allow(unused_imports)]
 use validation::*;
+
+pub use defaulting::apply_defaults;
+pub use definition::{crd_info, prepare_crd, validate_crd};
+pub use pruning::prune;
+pub use schema::Schema;
 pub use validation::{validate, validate_status};

@@ -1,3 +1,6 @@
+//! Tests of CRDs and custom resources, with the server's exact messages (the ClusterCSIDriver
+//! CRD of openshift/api is the main fixture).
+
 use super::*;
 use serde_json::json;
 

@@ -36,24 +36,26 @@ mod quantity;
 #[cfg(test)]
 mod tests;
 
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use apps::*;
-use base64::Engine as _;
 #[allow(unused_imports)]
 use core_group::*;
 #[allow(unused_imports)]
 use dispatch::*;
-pub use dispatch::{allocate_cluster_ip, apply_defaults, prepare_for_create, prepare_for_update};
 #[allow(unused_imports)]
 use helpers::*;
 #[allow(unused_imports)]
 use other_groups::*;
-pub(crate) use pods::VOLUME_SOURCES;
 #[allow(unused_imports)]
 use pods::*;
-pub(crate) use quantity::quantity_milli;
 #[allow(unused_imports)]
 use quantity::*;
-use serde_json::{Map, Value, json};
+
+pub use dispatch::{allocate_cluster_ip, apply_defaults, prepare_for_create, prepare_for_update};
+pub(crate) use pods::VOLUME_SOURCES;
+pub(crate) use quantity::quantity_milli;

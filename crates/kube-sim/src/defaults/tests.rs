@@ -1,3 +1,5 @@
+//! Tests of the built-in kinds' defaults, compared with what kube-apiserver returns.
+
 use super::*;
 
 fn defaulted(group: &str, kind: &str, obj: Value) -> Value {

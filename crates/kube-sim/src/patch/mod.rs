@@ -22,19 +22,21 @@ mod tests;
 
 use crate::builtin_lists::BuiltinLists;
 use crate::list_types::ListKind;
-pub use error::PatchError;
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use error::*;
-pub use json_patch::json_patch;
-#[allow(unused_imports)]
-use json_patch::*;
-pub use merge::merge_patch;
-#[allow(unused_imports)]
-use merge::*;
 use serde_json::{Map, Value};
 use std::fmt;
-pub use strategic::strategic_merge_patch;
+
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
+#[allow(unused_imports)]
+use error::*;
+#[allow(unused_imports)]
+use json_patch::*;
+#[allow(unused_imports)]
+use merge::*;
 #[allow(unused_imports)]
 use strategic::*;
+
+pub use error::PatchError;
+pub use json_patch::json_patch;
+pub use merge::merge_patch;
+pub use strategic::strategic_merge_patch;

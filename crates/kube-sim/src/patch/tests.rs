@@ -1,3 +1,5 @@
+//! Tests of the three patch formats, with the server's results and error texts.
+
 use super::*;
 use serde_json::json;
 

@@ -81,21 +81,22 @@ impl Default for RbacConfig {
     }
 }
 
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use enforce::*;
-pub use enforce::{Denial, forbidden_error, forbidden_message};
-pub(crate) use enforce::{RbacState, WriteGuard, authorize_request};
 #[allow(unused_imports)]
 use policy::*;
+#[allow(unused_imports)]
+use rules::*;
+#[allow(unused_imports)]
+use subjects::*;
+
+pub use enforce::{Denial, forbidden_error, forbidden_message};
+pub(crate) use enforce::{RbacState, WriteGuard, authorize_request};
 pub use policy::{
     Decision, PolicySource, RoleRefError, StaticPolicy, authorize, confirm_no_escalation,
     role_ref_rules, rules_for, visit_rules_for,
 };
-#[allow(unused_imports)]
-use rules::*;
 pub use rules::{PolicyRule, breakdown_rule, compact_rules, covers, rule_allows, rules_of};
-#[allow(unused_imports)]
-use subjects::*;
 pub use subjects::{Attributes, UserInfo, pinned_name, service_account_of};

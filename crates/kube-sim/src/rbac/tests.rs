@@ -1,3 +1,5 @@
+//! Tests of RBAC authorization and escalation checks, as kube-apiserver decides them.
+
 use super::*;
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {

@@ -45,18 +45,19 @@ pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 /// The largest request body a real server accepts (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
-pub use accept::serve;
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use accept::*;
-pub use handle::handle;
 #[allow(unused_imports)]
 use handle::*;
-pub(crate) use responses::json_response;
 #[allow(unused_imports)]
 use responses::*;
 #[allow(unused_imports)]
 use routing::*;
 #[allow(unused_imports)]
 use watch::*;
+
+pub use accept::serve;
+pub use handle::handle;
+pub(crate) use responses::json_response;

@@ -1,3 +1,5 @@
+//! Tests of the HTTP front's routing and query-string decoding.
+
 use super::*;
 
 fn rp(path: &str) -> ResourcePath {

@@ -136,7 +136,8 @@ impl FieldSet {
     }
 
     /// The paths in the set as the server prints them (`.spec.replicas`), members of a node
-    /// before its children, as structured-merge-diff iterates.
+    /// before its children, as structured-merge-diff iterates. Only tests print sets.
+    #[cfg(test)]
     pub fn paths(&self) -> Vec<String> {
         self.iterate().iter().map(|p| path_display(p)).collect()
     }

@@ -56,12 +56,10 @@ const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 /// Temporary manager name the server uses while computing what a write changed.
 const CURRENT_OPERATION: &str = "current-operation";
 
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use field_manager::*;
-pub use field_manager::{ApplyError, Conflict, apply, default_manager, record_update};
-pub use fieldpath::FieldSet;
 #[allow(unused_imports)]
 use fieldpath::*;
 #[allow(unused_imports)]
@@ -72,3 +70,6 @@ use text::*;
 use updater::*;
 #[allow(unused_imports)]
 use walk::*;
+
+pub use field_manager::{ApplyError, apply, default_manager, record_update};
+pub use fieldpath::FieldSet;

@@ -1,3 +1,5 @@
+//! Tests of server-side apply and managedFields tracking against what kube-apiserver writes.
+
 use super::*;
 use serde_json::json;
 

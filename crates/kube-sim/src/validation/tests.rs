@@ -1,3 +1,5 @@
+//! Tests of the built-in kinds' validation, with the server's exact field paths and messages.
+
 use super::*;
 use crate::defaults::apply_defaults;
 

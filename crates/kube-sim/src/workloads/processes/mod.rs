@@ -79,18 +79,19 @@ pub const NODE_NAME: &str = "kube-sim";
 /// Environment variables passed from kube-sim's own environment when set.
 const PASSED_THROUGH: [&str; 4] = ["PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE"];
 
-// The parts are one namespace split into files: each part does `use super::*`, and sees its
-// siblings through these globs (a glob no sibling needs goes unused).
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
 #[allow(unused_imports)]
 use command::*;
-pub use command::{ConfigError, Lookup, PodFacts, Source, command_line, expand, resolve_env};
-pub use desired::next_backoff;
 #[allow(unused_imports)]
 use desired::*;
-pub(crate) use runner::run;
 #[allow(unused_imports)]
 use runner::*;
 #[allow(unused_imports)]
 use state::*;
+
+pub use command::{ConfigError, Lookup, PodFacts, Source, command_line, expand, resolve_env};
+pub use desired::next_backoff;
+pub(crate) use runner::run;
 pub use state::{LocalProgram, ProcessConfig, ProcessInfo, ProcessState};
 pub(crate) use state::{Processes, Readiness};

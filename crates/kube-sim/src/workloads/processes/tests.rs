@@ -1,3 +1,5 @@
+//! Tests of the process runner: desired pods, command lines, environments and the loop.
+
 use super::*;
 use serde_json::json;
 

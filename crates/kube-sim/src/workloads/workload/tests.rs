@@ -1,3 +1,5 @@
+//! Tests of the workload simulator: status of Deployments and DaemonSets, scheduling.
+
 use super::*;
 
 fn at(seconds: i64) -> Timestamp {
