@@ -2,7 +2,7 @@
 //! handling), defaulting and validation, for built-in types and custom resources alike.
 //!
 //! This module only routes to the rule sets (`builtin_types`, `defaults`, `validation`,
-//! `crd_schema`) so the verb handlers in `api` have one place to call.
+//! `crd`) so the verb handlers in `api` have one place to call.
 
 use serde_json::Value;
 
@@ -11,7 +11,7 @@ use crate::errors::ApiError;
 use crate::field_error::FieldError;
 use crate::list_types::{AllAtomic, ListTypes};
 use crate::resources::{Origin, ResourceType};
-use crate::{admission_policy, builtin_types, crd_schema, defaults, validation};
+use crate::{admission_policy, builtin_types, crd, defaults, validation};
 
 /// The `fieldValidation` query parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,9 +85,9 @@ pub fn decode(
 }
 
 /// Prunes a custom resource; `metadata` is handled as ObjectMeta (not by the schema).
-fn prune_custom(schema: &crd_schema::Schema, obj: &mut Value) -> Vec<String> {
+fn prune_custom(schema: &crd::Schema, obj: &mut Value) -> Vec<String> {
     let metadata = obj.as_object_mut().and_then(|o| o.remove("metadata"));
-    let pruned = crd_schema::prune(schema, obj);
+    let pruned = crd::prune(schema, obj);
     if let (Some(m), Some(o)) = (metadata, obj.as_object_mut()) {
         o.insert("metadata".into(), m);
     }
@@ -105,7 +105,7 @@ pub fn default(rt: &ResourceType, obj: &mut Value) {
         Origin::Crd {
             schema: Some(schema),
             ..
-        } => crd_schema::apply_defaults(schema, obj),
+        } => crd::apply_defaults(schema, obj),
         Origin::Crd { schema: None, .. } => {}
     }
 }
@@ -135,13 +135,13 @@ pub fn validate_create(rt: &ResourceType, obj: &Value) -> Vec<FieldError> {
             errors.extend(validation::validate_create(&rt.group, &rt.kind, obj));
             errors.extend(admission_policy::validate(rt, obj));
             if rt.kind == "CustomResourceDefinition" {
-                errors.extend(crd_schema::validate_crd(obj, None));
+                errors.extend(crd::validate_crd(obj, None));
             }
         }
         Origin::Crd {
             schema: Some(schema),
             ..
-        } => errors.extend(crd_schema::validate(schema, obj)),
+        } => errors.extend(crd::validate(schema, obj)),
         Origin::Crd { schema: None, .. } => {}
     }
     errors
@@ -162,13 +162,13 @@ pub fn validate_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Field
             errors.extend(validation::validate_update(&rt.group, &rt.kind, old, new));
             errors.extend(admission_policy::validate(rt, new));
             if rt.kind == "CustomResourceDefinition" {
-                errors.extend(crd_schema::validate_crd(new, Some(old)));
+                errors.extend(crd::validate_crd(new, Some(old)));
             }
         }
         Origin::Crd {
             schema: Some(schema),
             ..
-        } => errors.extend(crd_schema::validate(schema, new)),
+        } => errors.extend(crd::validate(schema, new)),
         Origin::Crd { schema: None, .. } => {}
     }
     errors
@@ -180,7 +180,7 @@ pub fn validate_status_update(rt: &ResourceType, new: &Value) -> Vec<FieldError>
         Origin::Crd {
             schema: Some(schema),
             ..
-        } => crd_schema::validate_status(schema, new),
+        } => crd::validate_status(schema, new),
         _ => Vec::new(),
     }
 }
@@ -196,7 +196,7 @@ pub fn prepare(rt: &ResourceType, obj: &mut Value, old: Option<&Value>) {
         }
     }
     if rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition" {
-        crd_schema::prepare_crd(obj, old);
+        crd::prepare_crd(obj, old);
     }
 }
 
@@ -212,7 +212,7 @@ pub fn list_types(rt: &ResourceType) -> Box<dyn ListTypes + Send + Sync> {
     }
 }
 
-struct SchemaLists(std::sync::Arc<crd_schema::Schema>);
+struct SchemaLists(std::sync::Arc<crd::Schema>);
 
 impl ListTypes for SchemaLists {
     fn list_kind(&self, path: &[&str]) -> crate::list_types::ListKind {

@@ -12,39 +12,36 @@
 //! kube-sim is test and demo infrastructure: product code must never depend on it.
 
 mod admin;
-pub mod admission;
-pub mod admission_policy;
+pub(crate) mod admission;
+pub(crate) mod admission_policy;
 pub mod api;
-pub mod authentication;
-pub mod builtin_lists;
+pub(crate) mod authentication;
+pub(crate) mod builtin_lists;
 mod builtin_types;
-mod controllers;
-pub mod crd_schema;
-pub mod defaults;
+pub(crate) mod crd;
+pub(crate) mod defaults;
 mod discovery;
-pub mod errors;
-pub mod field_error;
+pub(crate) mod errors;
+pub(crate) mod field_error;
 pub mod kubeconfig;
-pub mod list_types;
-pub mod managed_fields;
-pub mod observe;
-pub mod patch;
+pub(crate) mod list_types;
+pub(crate) mod observe;
+pub(crate) mod patch;
 pub mod pod_admission;
-pub mod pod_security;
+pub(crate) mod pod_security;
 mod printers;
-pub mod processes;
-pub mod protobuf;
+pub(crate) mod protobuf;
 pub mod rbac;
 pub mod resources;
-pub mod reviews;
+pub(crate) mod reviews;
 pub mod scc;
-pub mod selector;
+pub(crate) mod selector;
 mod server;
-pub mod store;
+pub(crate) mod ssa;
+pub(crate) mod store;
 mod table;
-mod tls;
 pub mod validation;
-pub mod workload;
+mod workloads;
 mod yaml;
 
 use std::net::SocketAddr;
@@ -61,6 +58,8 @@ pub use pod_admission::AdmissionConfig;
 pub use processes::{LocalProgram, ProcessConfig, ProcessInfo, ProcessState};
 pub use rbac::RbacConfig;
 pub use workload::WorkloadConfig;
+use workloads::controllers;
+pub use workloads::{processes, workload};
 
 /// How the simulator behaves; the defaults suit tests.
 #[derive(Debug, Clone)]
@@ -167,7 +166,13 @@ impl KubeSim {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (tls_acceptor, ca_pem) = if config.tls {
-            let (acceptor, ca) = tls::self_signed(addr).map_err(std::io::Error::other)?;
+            let names = sim_tls::Names {
+                ca: "kube-sim-ca",
+                server: "kube-apiserver",
+                dns: &["localhost", "kubernetes.default.svc"],
+            };
+            let (acceptor, ca) =
+                sim_tls::self_signed(addr, names).map_err(std::io::Error::other)?;
             (Some(acceptor), Some(ca))
         } else {
             (None, None)

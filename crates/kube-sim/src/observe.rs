@@ -83,14 +83,6 @@ impl RequestLog {
     pub fn clear(&self) {
         lock(&self.records).clear();
     }
-
-    pub fn len(&self) -> usize {
-        lock(&self.records).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Which requests a fault applies to; empty fields match anything.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::crd_schema::Schema;
+use crate::crd::Schema;
 
 /// Identifies a stored collection independently of version: objects of all served versions of a
 /// CRD live in one collection, as in etcd.

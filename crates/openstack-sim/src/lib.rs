@@ -24,7 +24,6 @@
 mod server;
 mod share_networks;
 mod storage;
-mod tls;
 
 pub use share_networks::{SimExportLocation, SimShareNetwork, SimShareNetworkSubnet};
 pub use storage::{
@@ -571,7 +570,12 @@ impl OpenStackSim {
         let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (acceptor, ca_pem) = if config.tls {
-            let (a, ca) = tls::self_signed(addr).map_err(std::io::Error::other)?;
+            let names = sim_tls::Names {
+                ca: "openstack-sim-ca",
+                server: "openstack-sim",
+                dns: &["localhost", "openstack-sim.local"],
+            };
+            let (a, ca) = sim_tls::self_signed(addr, names).map_err(std::io::Error::other)?;
             (Some(a), Some(ca))
         } else {
             (None, None)

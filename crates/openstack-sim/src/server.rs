@@ -46,26 +46,10 @@ async fn connection(
     let mut shutdown = shared.shutdown.subscribe();
     let svc_shared = shared.clone();
     let service = hyper::service::service_fn(move |req| handle(svc_shared.clone(), req));
-    let builder = hyper::server::conn::http1::Builder::new();
-    match tls {
-        Some(acceptor) => {
-            let Ok(tls_stream) = acceptor.accept(stream).await else {
-                return;
-            };
-            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tls_stream), service);
-            tokio::select! {
-                _ = conn => {}
-                _ = shutdown.changed() => {}
-            }
-        }
-        None => {
-            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            tokio::select! {
-                _ = conn => {}
-                _ = shutdown.changed() => {}
-            }
-        }
-    }
+    let stop = async {
+        let _ = shutdown.changed().await;
+    };
+    sim_tls::serve_connection(stream, tls, service, stop).await;
 }
 
 /// What a route produced, before it is logged and turned into a response.

@@ -1,0 +1,42 @@
+//! The three PATCH bodies the API server accepts besides apply: JSON merge patch (RFC 7386),
+//! JSON patch (RFC 6902) and strategic merge patch.
+//!
+//! Each function takes the current object and the decoded patch body and returns the patched
+//! object, or the error the real kube-apiserver (v1.33) would answer with. The real server does
+//! not use the RFCs directly but `gopkg.in/evanphx/json-patch.v4` and apimachinery's
+//! `strategicpatch`, whose quirks clients can see (a JSON patch `replace` of a missing object
+//! key adds it, negative array indices count from the end, strategic merge puts list items
+//! that are new in the patch before the live ones, …); this module reproduces those quirks on
+//! purpose. It is pure: it must not decode into typed objects, default, validate, prune or
+//! touch `managedFields`; the caller does those after patching, as the server does.
+//!
+//! Where things are: `error` the errors and their HTTP statuses, `merge` JSON merge patch,
+//! `json_patch` JSON patch (RFC 6902), `strategic` strategic merge patch.
+
+mod error;
+mod json_patch;
+mod merge;
+mod strategic;
+#[cfg(test)]
+mod tests;
+
+use crate::builtin_lists::BuiltinLists;
+use crate::list_types::ListKind;
+use serde_json::{Map, Value};
+use std::fmt;
+
+// The parts are one namespace split into files: each part does `use super::*` and sees
+// its siblings through these globs (a glob no sibling needs goes unused).
+#[allow(unused_imports)]
+use error::*;
+#[allow(unused_imports)]
+use json_patch::*;
+#[allow(unused_imports)]
+use merge::*;
+#[allow(unused_imports)]
+use strategic::*;
+
+pub use error::PatchError;
+pub use json_patch::json_patch;
+pub use merge::merge_patch;
+pub use strategic::strategic_merge_patch;
