@@ -225,11 +225,16 @@ async fn list_zones(
     crate::topology::compute_enable_topology(&compute, &volume)
 }
 
-/// The credentials Secret and the CA bundle the operator's own OpenStack calls use (the same
-/// the driver gets), and their fingerprint: a change of either starts new listings at once.
-pub(crate) fn openstack_inputs(
-    kit: &Kit,
-) -> Result<(Option<Secret>, Option<Vec<u8>>, String), String> {
+/// What the operator's own OpenStack calls use: the credentials Secret and the CA bundle (the
+/// same the driver gets), and their fingerprint, whose change starts new listings at once.
+pub(crate) struct OpenStackInputs {
+    pub credentials: Option<Secret>,
+    pub ca: Option<Vec<u8>>,
+    pub fingerprint: String,
+}
+
+/// Reads [`OpenStackInputs`] from the caches; the error names what is wrong with the CA.
+pub(crate) fn openstack_inputs(kit: &Kit) -> Result<OpenStackInputs, String> {
     let ns = kit.namespace.as_str();
     let credentials = kit.cache.secret(ns, CREDENTIALS_SECRET);
     let synced = kit.cache.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
@@ -237,7 +242,11 @@ pub(crate) fn openstack_inputs(
         .map_err(|e| e.to_string())?
         .map(|c| c.pem.into_bytes());
     let fingerprint = fingerprint(credentials.as_ref(), ca.as_deref());
-    Ok((credentials, ca, fingerprint))
+    Ok(OpenStackInputs {
+        credentials,
+        ca,
+        fingerprint,
+    })
 }
 
 /// An OpenStack client for the cloud of the `clouds.yaml` in the credentials Secret (cloud

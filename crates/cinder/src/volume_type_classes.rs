@@ -17,7 +17,7 @@ use operator_kit::csi::{Kit, Pass};
 use operator_kit::metrics::WriteVerb;
 use tracing::warn;
 
-use crate::config_sync::{openstack_client, openstack_inputs};
+use crate::config_sync::{OpenStackInputs, openstack_client, openstack_inputs};
 use crate::volume_types::{self, Failure, Listing, OptIn};
 
 /// Condition prefix (ours; OpenShift has no such classes).
@@ -69,7 +69,11 @@ impl VolumeTypeClasses {
     }
 
     async fn managed(&mut self, kit: &Kit, pass: &mut Pass, state: StorageClassState) {
-        let (credentials, ca, fingerprint) = match openstack_inputs(kit) {
+        let OpenStackInputs {
+            credentials,
+            ca,
+            fingerprint,
+        } = match openstack_inputs(kit) {
             Ok(inputs) => inputs,
             Err(message) => {
                 pass.post::<()>(PREFIX, Err(message.into()));

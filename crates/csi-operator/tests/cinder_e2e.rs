@@ -965,11 +965,10 @@ async fn volume_type_storage_classes_follow_cinder_when_opted_in() {
         Some("WaitForFirstConsumer")
     );
     assert!(
-        hdd.metadata
+        !hdd.metadata
             .annotations
             .unwrap_or_default()
-            .get("storageclass.kubernetes.io/is-default-class")
-            .is_none(),
+            .contains_key("storageclass.kubernetes.io/is-default-class"),
         "never the default class"
     );
 
