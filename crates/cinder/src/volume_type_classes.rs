@@ -178,13 +178,6 @@ impl VolumeTypeClasses {
                 private.join(", ")
             ));
         }
-        if errors.is_empty() {
-            let mut c = conditions::degraded(PREFIX, None);
-            c.message = notes.join("\n");
-            pass.board.set_condition(c);
-        } else {
-            errors.extend(notes);
-            pass.post::<()>(PREFIX, Err(errors.join("\n").into()));
-        }
+        pass.post_with_notes(PREFIX, errors, notes);
     }
 }

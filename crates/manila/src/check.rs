@@ -40,6 +40,11 @@ pub const SHARES_PER_TYPE: usize = 3;
 /// The reading of the shares' export networks gives up after this long (the share-type
 /// answer is not held up longer than that).
 pub const EXPORT_CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the export networks of this cluster's shares are read again: a new share is
+/// seen within this, while a node's new address is compared at once, without OpenStack. Apart
+/// from the share-type refresh so that the diagnostic adds about one share listing an hour to
+/// an idle operator's OpenStack requests (DESIGN §7 budgets one share-type list per refresh).
+pub const EXPORT_NETWORK_REFRESH: Duration = Duration::from_secs(3600);
 /// Reason of `ManilaExportNetworkReachable=Unknown` when the shares could not be read.
 pub const SHARES_UNKNOWN: &str = "SharesUnknown";
 
@@ -72,6 +77,8 @@ pub struct ManilaCheck {
     exports: Option<Vec<ShareExports>>,
     exports_error: Option<String>,
     export_cache: ExportCache,
+    /// When the export networks were last read, with the credentials' fingerprint.
+    exports_read: Option<(Instant, String)>,
 }
 
 impl ManilaCheck {
@@ -85,6 +92,18 @@ impl ManilaCheck {
             exports: None,
             exports_error: None,
             export_cache: ExportCache::new(),
+            exports_read: None,
+        }
+    }
+
+    /// Whether the next check also reads the export networks: never read (or the last read
+    /// failed), other credentials, or [`EXPORT_NETWORK_REFRESH`] passed.
+    fn exports_due(&self, now: Instant, fingerprint: &str) -> bool {
+        match &self.exports_read {
+            None => true,
+            Some((at, fp)) => {
+                fp != fingerprint || now.duration_since(*at) >= EXPORT_NETWORK_REFRESH
+            }
         }
     }
 
@@ -192,6 +211,9 @@ impl ManilaCheck {
                 Err(f) => Err(f.message.clone()),
             };
             if self.detection.finish(now, &used, &fp, result) {
+                if matches!(exports, Some(Ok(_))) {
+                    self.exports_read = Some((now, used.clone()));
+                }
                 self.record_exports(exports);
                 match summary {
                     Ok(count) => info!(count, "listed Manila share types"),
@@ -214,10 +236,11 @@ impl ManilaCheck {
             let session = self.openstack.clone();
             let cache = std::mem::take(&mut self.export_cache);
             let cluster_id = cluster_id.to_string();
+            let read_exports_now = self.exports_due(now, &fp);
             let work = async move {
                 let listed = list_share_types(&session, credentials, ca, ns).await;
                 let (types, exports, cache) = match listed {
-                    Ok((types, client)) if !cluster_id.is_empty() => {
+                    Ok((types, client)) if !cluster_id.is_empty() && read_exports_now => {
                         let read = tokio::time::timeout(
                             EXPORT_CHECK_TIMEOUT,
                             read_exports(&client, &cluster_id, cache),
@@ -438,6 +461,20 @@ mod tests {
             share_network_id: None,
             metadata: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn export_networks_are_read_hourly_and_at_once_for_new_credentials() {
+        let mut check = ManilaCheck::new("ns".into(), Duration::from_secs(300));
+        let t0 = Instant::now();
+        assert!(check.exports_due(t0, "a"), "never read");
+        check.exports_read = Some((t0, "a".into()));
+        assert!(
+            !check.exports_due(t0 + Duration::from_secs(300), "a"),
+            "not at every share-type refresh"
+        );
+        assert!(check.exports_due(t0 + EXPORT_NETWORK_REFRESH, "a"));
+        assert!(check.exports_due(t0, "b"), "new credentials");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! label (registered with the operator's other watches) covers them all: the watch count stays
 //! one with thousands of share types, and an admin deleting a class is repaired at once.
 
-use operator_kit::conditions;
 use operator_kit::csi::{Kit, Pass};
 
 use crate::build;
@@ -46,12 +45,5 @@ pub async fn step(kit: &Kit, pass: &mut Pass, share_types: &[String], gone: &[St
             gone.join(", ")
         ));
     }
-    if errors.is_empty() {
-        let mut c = conditions::degraded(STORAGE_CLASS_PREFIX, None);
-        c.message = notes.join("\n");
-        pass.board.set_condition(c);
-    } else {
-        errors.extend(notes);
-        pass.post::<()>(STORAGE_CLASS_PREFIX, Err(errors.join("\n").into()));
-    }
+    pass.post_with_notes(STORAGE_CLASS_PREFIX, errors, notes);
 }

@@ -79,4 +79,19 @@ impl Pass {
             }
         }
     }
+
+    /// Posts `<prefix>Degraded` for a step that applies many objects and has things to tell
+    /// that are not failures (a class kept for a type that is gone, a name collision): True
+    /// with the errors and then the notes when anything failed, else False with the notes as
+    /// its message.
+    pub fn post_with_notes(&mut self, prefix: &str, mut errors: Vec<String>, notes: Vec<String>) {
+        if errors.is_empty() {
+            let mut c = conditions::degraded(prefix, None);
+            c.message = notes.join("\n");
+            self.board.set_condition(c);
+        } else {
+            errors.extend(notes);
+            self.post::<()>(prefix, Err(errors.join("\n").into()));
+        }
+    }
 }
