@@ -95,6 +95,22 @@ pub const UPSTREAM_IMAGES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The upstream operand images of `driver` as its operator's environment names them
+/// (`DRIVER_IMAGE`, `PROVISIONER_IMAGE`, ...): what `manifests/kubernetes/` gives the operator,
+/// and what `render` uses for images it is not given.
+pub fn upstream_operand_images(driver: &Driver) -> BTreeMap<String, String> {
+    driver
+        .all_image_vars()
+        .filter_map(|var| {
+            let name = var.placeholder.strip_prefix("${")?.strip_suffix('}')?;
+            let (_, image) = UPSTREAM_IMAGES
+                .iter()
+                .find(|(env, _)| *env == var.cso_env)?;
+            Some((name.to_owned(), (*image).to_owned()))
+        })
+        .collect()
+}
+
 /// What the generator needs besides the assets.
 #[derive(Debug, Clone)]
 pub struct KubernetesInputs {
@@ -451,6 +467,23 @@ pub fn kustomization(files: &[ManifestFile], inputs: &KubernetesInputs) -> Strin
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn render_defaults_to_the_upstream_images_under_the_operators_names() {
+        let cinder = super::upstream_operand_images(&crate::registry::CINDER);
+        assert_eq!(
+            cinder["DRIVER_IMAGE"],
+            "registry.k8s.io/provider-os/cinder-csi-plugin:v1.32.0"
+        );
+        assert!(cinder.contains_key("PROVISIONER_IMAGE"));
+        assert!(!cinder.contains_key("OPERATOR_IMAGE"));
+        let manila = super::upstream_operand_images(&crate::registry::MANILA);
+        assert_eq!(
+            manila["NFS_DRIVER_IMAGE"],
+            "registry.k8s.io/sig-storage/nfsplugin:v4.9.0"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -1,6 +1,5 @@
 //! `csi-operator openstack-cinder start` and `csi-operator render openstack-cinder`.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -98,7 +97,8 @@ pub struct RenderArgs {
     #[arg(long, default_value = "Normal")]
     log_level: String,
     /// An image, as NAME=IMAGE (e.g. DRIVER_IMAGE=quay.io/...); repeatable. Images not given
-    /// are taken from the environment variables of the same names.
+    /// are taken from the environment variables of the same names, else are the upstream
+    /// releases that manifests/kubernetes/ uses.
     #[arg(long = "image", value_parser = parse_pair)]
     images: Vec<(String, String)>,
     /// The user's cloud configuration (INI, as in the cinder-csi-config ConfigMap).
@@ -132,7 +132,11 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
 
 /// The facts `render` builds from its flags, with no cluster.
 pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
-    let mut images: BTreeMap<String, String> = operator::images_from_env();
+    // Images matter little to what `render` shows; without any, the upstream releases that
+    // manifests/kubernetes/ uses, so the command works as the docs type it.
+    let mut images =
+        cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::CINDER);
+    images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
     let level = LogLevel::parse(&args.log_level);
     if let Some(bad) = level.unknown {

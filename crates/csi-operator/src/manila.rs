@@ -1,6 +1,5 @@
 //! `csi-operator openstack-manila start` and `csi-operator render openstack-manila`.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -99,7 +98,8 @@ pub struct RenderArgs {
     #[arg(long, env = "CSI_FSGROUP_POLICY", default_value = "None")]
     fs_group_policy: String,
     /// An image, as NAME=IMAGE (e.g. NFS_DRIVER_IMAGE=quay.io/...); repeatable. Images not
-    /// given are taken from the environment variables of the same names.
+    /// given are taken from the environment variables of the same names, else are the
+    /// upstream releases that manifests/kubernetes/ uses.
     #[arg(long = "image", value_parser = parse_pair)]
     images: Vec<(String, String)>,
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
@@ -119,7 +119,11 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
 
 /// Prints every object the operator would apply once Manila offers these share types.
 pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
-    let mut images: BTreeMap<String, String> = operator::images_from_env();
+    // Images matter little to what `render` shows; without any, the upstream releases that
+    // manifests/kubernetes/ uses, so the command works as the docs type it.
+    let mut images =
+        cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::MANILA);
+    images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
     let level = LogLevel::parse(&args.log_level);
     if let Some(bad) = level.unknown {

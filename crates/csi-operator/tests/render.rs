@@ -162,16 +162,30 @@ fn an_unknown_log_level_is_rejected() {
 }
 
 #[test]
-fn missing_images_are_named() {
+fn images_not_given_are_the_upstream_releases_and_given_ones_win() {
     let ini = golden_dir().join("render-cloud-config.ini");
     let out = render(&[
         "--cloud-config".to_string(),
         ini.to_string_lossy().into_owned(),
+        "--image".to_string(),
+        "PROVISIONER_IMAGE=registry.example.com/provisioner:v1".to_string(),
     ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
+    // What manifests/kubernetes/ gives the operator, so `render` works as the docs type it.
+    assert!(
+        yaml.contains("image: registry.k8s.io/provider-os/cinder-csi-plugin:"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("image: registry.example.com/provisioner:v1"));
+    assert!(!yaml.contains("${"), "an unfilled placeholder");
+}
+
+#[test]
+fn a_malformed_image_flag_is_refused() {
+    let out = render(&["--image".to_string(), "=quay.io/x".to_string()]);
     assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains("DRIVER_IMAGE"), "{err}");
-    assert!(out.stdout.is_empty());
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
 }
 
 #[test]

@@ -285,16 +285,17 @@ fn an_unknown_log_level_is_rejected() {
 }
 
 #[test]
-fn missing_images_are_named() {
-    let out = render(&share_type_flags(&["default"]));
-    assert_rejected(&out, &["DRIVER_IMAGE"]);
-    // Only the NFS image missing: it is the one named.
-    let mut args: Vec<String> = IMAGES
-        .iter()
-        .filter(|(k, _)| *k != "NFS_DRIVER_IMAGE")
-        .flat_map(|(k, v)| ["--image".to_string(), format!("{k}={v}")])
-        .collect();
+fn images_not_given_are_the_upstream_releases() {
+    // Only the NFS image given: the others are what manifests/kubernetes/ uses.
+    let mut args = vec![
+        "--image".to_string(),
+        "NFS_DRIVER_IMAGE=registry.example.com/nfs:v1".to_string(),
+    ];
     args.extend(share_type_flags(&["default"]));
     let out = render(&args);
-    assert_rejected(&out, &["NFS_DRIVER_IMAGE"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let yaml = String::from_utf8(out.stdout).expect("UTF-8");
+    assert!(yaml.contains("image: registry.k8s.io/provider-os/manila-csi-plugin:"));
+    assert!(yaml.contains("image: registry.example.com/nfs:v1"));
+    assert!(!yaml.contains("${"), "an unfilled placeholder");
 }

@@ -33,6 +33,20 @@ fn age(obj: &Value) -> Value {
     json!(human_duration(seconds))
 }
 
+/// A `date` printer column's cell as the API server's CRD table convertor makes it: the age of
+/// an RFC 3339 timestamp (`5m`), `<invalid>` for a string that is not one.
+pub fn date_cell(value: Value) -> Value {
+    match &value {
+        Value::String(s) => match s.parse::<jiff::Timestamp>() {
+            Ok(ts) => json!(human_duration(
+                jiff::Timestamp::now().as_second() - ts.as_second()
+            )),
+            Err(_) => json!("<invalid>"),
+        },
+        _ => value,
+    }
+}
+
 /// apimachinery's `duration.HumanDuration`.
 pub fn human_duration(seconds: i64) -> String {
     if seconds < -1 {
@@ -114,6 +128,33 @@ const AGE: Column = Column {
 };
 
 /// The columns after Name for a built-in kind, or `None` for the default Name / Created At.
+/// The Name cell of a row: the name, with ` (default)` after a default StorageClass's (as
+/// kubectl's StorageClass printer marks it, for the GA and the beta annotation).
+pub fn name_cell(group: &str, kind: &str, obj: &Value) -> Value {
+    let name = obj
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if (group, kind) != ("storage.k8s.io", "StorageClass") {
+        return name;
+    }
+    let annotation = |key: &str| {
+        obj.pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+            == Some("true")
+    };
+    match name.as_str() {
+        Some(n)
+            if annotation("storageclass.kubernetes.io/is-default-class")
+                || annotation("storageclass.beta.kubernetes.io/is-default-class") =>
+        {
+            json!(format!("{n} (default)"))
+        }
+        _ => name,
+    }
+}
+
 pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
     let cols = match (group, kind) {
         ("apps", "Deployment") => vec![
@@ -256,11 +297,7 @@ pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
                 Column {
                     name: "Provisioner",
                     kind: "string",
-                    cell: |o| {
-                        let default = o.pointer("/metadata/annotations/storageclass.kubernetes.io~1is-default-class").and_then(Value::as_str) == Some("true");
-                        let p = str_at(o, "/provisioner");
-                        json!(if default { format!("{p} (default)") } else { p })
-                    },
+                    cell: |o| json!(str_at(o, "/provisioner")),
                 },
                 Column {
                     name: "ReclaimPolicy",
@@ -305,6 +342,42 @@ pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
                 cell: |o| {
                     json!(
                         o.pointer("/spec/podInfoOnMount")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false)
+                    )
+                },
+            },
+            Column {
+                name: "StorageCapacity",
+                kind: "boolean",
+                cell: |o| {
+                    json!(
+                        o.pointer("/spec/storageCapacity")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false)
+                    )
+                },
+            },
+            Column {
+                name: "TokenRequests",
+                kind: "string",
+                cell: |o| match o.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+                    Some(requests) => json!(
+                        requests
+                            .iter()
+                            .filter_map(|r| r.get("audience").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                    None => json!("<unset>"),
+                },
+            },
+            Column {
+                name: "RequiresRepublish",
+                kind: "boolean",
+                cell: |o| {
+                    json!(
+                        o.pointer("/spec/requiresRepublish")
                             .and_then(Value::as_bool)
                             .unwrap_or(false)
                     )

@@ -51,11 +51,14 @@ fn columns(rt: &ResourceType) -> Vec<Value> {
 }
 
 fn row(rt: &ResourceType, obj: &Value) -> Value {
-    let mut cells = vec![
+    let name = if rt.is_custom() {
         obj.pointer("/metadata/name")
             .cloned()
-            .unwrap_or(Value::Null),
-    ];
+            .unwrap_or(Value::Null)
+    } else {
+        crate::printers::name_cell(&rt.group, &rt.kind, obj)
+    };
+    let mut cells = vec![name];
     // A CRD with printer columns shows exactly those; the creation time is the default only.
     let mut has_printer_columns = false;
     if let Origin::Crd {
@@ -68,7 +71,12 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
                 .get("jsonPath")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            cells.push(simple_json_path(obj, path).cloned().unwrap_or(Value::Null));
+            let cell = crate::json_path::cell(obj, path);
+            if c.get("type").and_then(Value::as_str) == Some("date") {
+                cells.push(crate::printers::date_cell(cell));
+            } else {
+                cells.push(cell);
+            }
         }
     }
     if let (false, Some(printer)) = (has_printer_columns, builtin_printer(rt)) {
@@ -93,19 +101,6 @@ fn builtin_printer(rt: &ResourceType) -> Option<Vec<crate::printers::Column>> {
     } else {
         crate::printers::for_kind(&rt.group, &rt.kind)
     }
-}
-
-/// `.status.phase` style paths only; anything fancier prints as empty.
-fn simple_json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let trimmed = path
-        .trim()
-        .trim_start_matches('{')
-        .trim_end_matches('}')
-        .trim_start_matches('.');
-    if trimmed.contains(['[', '?', '*', '@']) {
-        return None;
-    }
-    trimmed.split('.').try_fold(obj, |v, key| v.get(key))
 }
 
 /// A Table for a list of objects.
@@ -192,12 +187,46 @@ mod tests {
     }
 
     #[test]
-    fn json_paths_are_simple_or_empty() {
-        let o = json!({"status": {"phase": "Ready"}});
-        assert_eq!(simple_json_path(&o, ".status.phase"), Some(&json!("Ready")));
-        assert_eq!(
-            simple_json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"),
-            None
+    fn storage_printers_match_kubectl_1_32() {
+        let c = Catalogue::builtin();
+        let sc = c.get("storage.k8s.io", "v1", "storageclasses").expect("sc");
+        let t = table(
+            &sc,
+            &[json!({"metadata": {"name": "standard-csi",
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+                "provisioner": "cinder.csi.openstack.org"})],
+            "5",
+            None,
         );
+        // `(default)` marks the name, not the provisioner.
+        assert_eq!(t["rows"][0]["cells"][0], json!("standard-csi (default)"));
+        assert_eq!(t["rows"][0]["cells"][1], json!("cinder.csi.openstack.org"));
+        let csi = c.get("storage.k8s.io", "v1", "csidrivers").expect("csi");
+        let t = table(
+            &csi,
+            &[json!({"metadata": {"name": "d"}, "spec": {"volumeLifecycleModes": ["Persistent"]}})],
+            "5",
+            None,
+        );
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .expect("cols")
+            .iter()
+            .filter_map(|c| c["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "AttachRequired",
+                "PodInfoOnMount",
+                "StorageCapacity",
+                "TokenRequests",
+                "RequiresRepublish",
+                "Modes",
+                "Age"
+            ]
+        );
+        assert_eq!(t["rows"][0]["cells"][4], json!("<unset>"));
     }
 }
