@@ -549,3 +549,46 @@ async fn cert_manager_installed_later_takes_the_certificate_over_and_back_when_r
         .await;
     chain.assert_no_denials();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_without_cert_manager_rights_is_reported_with_what_to_grant() {
+    let (chain, mut objects) = cert_manager_chain().await;
+    let bed = &chain.bed;
+    testbed::cert_manager::install_crds(&bed.client, CERT_MANAGER_CRDS)
+        .await
+        .expect("cert-manager's CRDs");
+    // An install whose Cinder Role predates cert-manager support.
+    for o in objects.iter_mut().filter(|o| {
+        o["kind"] == "Role"
+            && o["metadata"]["name"] == "openstack-cinder-csi-driver-operator-role"
+            && o["metadata"]["namespace"] == DRIVERS_NS
+    }) {
+        if let Some(rules) = o["rules"].as_array_mut() {
+            rules.retain(|r| r["apiGroups"] != serde_json::json!(["cert-manager.io"]));
+        }
+    }
+    install(&chain, &objects).await;
+    chain
+        .wait(
+            "the refusal in MetricsServingCertControllerDegraded",
+            || async {
+                let c = chain.cr_conditions("cinder.csi.openstack.org").await;
+                match c.get("MetricsServingCertControllerDegraded") {
+                    Some((s, _, m))
+                        if s == "True"
+                            && m.contains("certificates and issuers in group cert-manager.io") =>
+                    {
+                        Ok(())
+                    }
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await;
+    // The operator did not fall back to writing the Secret itself.
+    let writers = chain.writers(None, "/secrets", None, DRIVERS_NS, CINDER_CERT);
+    assert!(
+        !writers.contains(&service_account(CINDER_OPERATOR)),
+        "{writers:?}"
+    );
+}

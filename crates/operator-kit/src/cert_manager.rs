@@ -351,7 +351,7 @@ pub fn apply_hint(error: &str) -> String {
     if error.contains("403") || error.to_lowercase().contains("forbidden") {
         format!(
             "{error}; the operator's Role needs get/list/watch/create/update/patch/delete on \
-             certificates and issuers in group cert-manager.io (manifests/kubernetes/ grants it)"
+             certificates and issuers in group cert-manager.io in this namespace (re-apply manifests/kubernetes/, which grants it)"
         )
     } else {
         error.to_owned()
