@@ -58,6 +58,9 @@ pub struct Options {
     /// Adopt the upstream chart's CSIDriver and StorageClasses from this Helm release
     /// (`--adopt-helm-release`; [`crate::adoption`]).
     pub adopt_helm_release: Option<crate::helm_adoption::Release>,
+    /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
+    /// Kubernetes; `None` on OpenShift, where service-ca does).
+    pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
 }
 
 /// What the operator watches: its CR, the cluster singletons, its namespace's objects, and
@@ -103,7 +106,15 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
     }
     // Register every desired object; placeholder values do not change names or kinds.
     let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
-    for d in build::everything(&Facts::from(base))? {
+    let objects = build::everything(&Facts::from(base))?;
+    if opts.cert_manager.is_some() {
+        let requests = operator_kit::metrics_cert::requests(&objects);
+        builder = operator_kit::cert_manager::register(
+            builder,
+            requests.iter().map(|r| r.namespace.as_str()),
+        );
+    }
+    for d in objects {
         builder = builder.object(&d.resource, &d.object);
     }
     Ok(builder)
@@ -148,6 +159,7 @@ impl Operator {
             user_agent: USER_AGENT,
             images: opts.images,
             cluster_id: opts.cluster_id,
+            cert_manager: opts.cert_manager,
         };
         let driver = Cinder {
             config_sync: ConfigSync::new(opts.topology_refresh),

@@ -25,6 +25,7 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
         topology_refresh: Duration::from_secs(600),
         cluster_id: None,
         adopt_helm_release: None,
+        cert_manager: None,
     };
     let cache = operator::watches(client.clone(), &opts)
         .expect("watches")

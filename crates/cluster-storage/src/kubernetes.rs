@@ -20,7 +20,9 @@
 //!   placed on control-plane nodes only when the cluster has some
 //!   ([`hooks::kubernetes_control_plane`]).
 //! - The operators issue their drivers' metrics serving certificates (no service-ca), so their
-//!   Roles may create those Secrets and update them by name.
+//!   Roles may create those Secrets and update them by name; or, where cert-manager runs, they
+//!   apply cert-manager `Certificate`s and a self-signed `Issuer` for them, so the same Roles
+//!   (in the drivers' namespaces only) manage those two kinds.
 //! - `openshift-config` is created: both operators read their cloud.conf overrides there, as on
 //!   OpenShift.
 //!
@@ -247,7 +249,9 @@ const METRICS_CERT_SECRETS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// A Role on Kubernetes: OpenShift's, plus the rights of [`METRICS_CERT_SECRETS`].
+/// A Role on Kubernetes: OpenShift's, plus the rights of [`METRICS_CERT_SECRETS`] and the
+/// cert-manager objects for them (`operator_kit::cert_manager`). The CRD the operators watch
+/// for is readable through their ClusterRoles already.
 fn role(role: &mut Value) {
     let (ns, name) = (
         role["metadata"]["namespace"]
@@ -276,6 +280,10 @@ fn role(role: &mut Value) {
             rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}));
         }
         rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["update", "patch"]}));
+        rules.push(
+            json!({"apiGroups": ["cert-manager.io"], "resources": ["certificates", "issuers"],
+            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}),
+        );
     }
 }
 
@@ -514,6 +522,38 @@ mod tests {
                 {"apiGroups": ["operator.openshift.io"], "resources": ["clustercsidrivers"], "verbs": ["create"]},
                 {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
             ])
+        );
+    }
+
+    #[test]
+    fn only_the_driver_namespace_roles_manage_cert_manager_objects() {
+        let cert_manager = |ns: &str, name: &str| {
+            let mut r = json!({"metadata": {"namespace": ns, "name": name}, "rules": []});
+            role(&mut r);
+            r["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|rule| rule["apiGroups"] == json!(["cert-manager.io"]))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        for (ns, name, _) in METRICS_CERT_SECRETS {
+            assert_eq!(
+                cert_manager(ns, name),
+                [
+                    json!({"apiGroups": ["cert-manager.io"], "resources": ["certificates", "issuers"],
+                    "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]})
+                ],
+                "{ns}/{name}"
+            );
+        }
+        assert!(
+            cert_manager(
+                CONFIG_NAMESPACE,
+                "openstack-cinder-csi-driver-operator-role"
+            )
+            .is_empty()
         );
     }
 

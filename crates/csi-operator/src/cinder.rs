@@ -36,6 +36,8 @@ pub struct StartArgs {
     /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
     #[arg(long)]
     create_cluster_csi_driver: bool,
+    #[command(flatten)]
+    cert_manager: crate::flags::CertManagerFlags,
     /// Take over the CSIDriver and the StorageClasses csi-cinder-sc-delete and
     /// csi-cinder-sc-retain that the upstream cinder-csi-plugin Helm chart installed as this
     /// release (`[NAMESPACE/]NAME`, namespace kube-system when omitted), keeping their
@@ -61,6 +63,7 @@ pub async fn start(
         images: operator::images_from_env(),
         topology_refresh: args.topology_refresh,
         cluster_id: args.cluster_id.clone(),
+        cert_manager: args.cert_manager.settings(&client).await,
         adopt_helm_release: args.adopt_helm_release.clone(),
     };
     let cache = operator::watches(client.clone(), &opts)

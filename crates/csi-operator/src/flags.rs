@@ -475,3 +475,42 @@ mod tests {
         );
     }
 }
+
+/// `--cert-manager-issuer`: where the driver's metrics serving certificate comes from on
+/// plain Kubernetes while cert-manager's CRDs are served (docs/install-kubernetes.md,
+/// "Metrics").
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CertManagerFlags {
+    /// On plain Kubernetes, while cert-manager's Certificate CRD is served, the operator
+    /// applies a cert-manager Certificate for its driver's metrics serving-cert Secret and
+    /// lets cert-manager issue and renew it. This names the issuer, as KIND/NAME with KIND
+    /// Issuer (in the driver's namespace) or ClusterIssuer, e.g. ClusterIssuer/my-ca. Left
+    /// out, the operator applies a self-signed Issuer `<operator>-selfsigned` in the driver's
+    /// namespace. Without cert-manager the operator issues a self-signed certificate itself.
+    /// Ignored on OpenShift, where service-ca issues it.
+    #[arg(long, value_name = "KIND/NAME", value_parser = parse_issuer)]
+    pub cert_manager_issuer: Option<operator_kit::cert_manager::IssuerRef>,
+}
+
+fn parse_issuer(s: &str) -> Result<operator_kit::cert_manager::IssuerRef, String> {
+    s.parse()
+}
+
+impl CertManagerFlags {
+    /// The cert-manager settings of an operator: `Some` on plain Kubernetes only (asked once
+    /// here; see `operator_kit::cert_manager::on_plain_kubernetes`).
+    pub async fn settings(
+        &self,
+        client: &kube::Client,
+    ) -> Option<operator_kit::cert_manager::CertManager> {
+        if !operator_kit::cert_manager::on_plain_kubernetes(client).await {
+            if let Some(issuer) = &self.cert_manager_issuer {
+                tracing::info!(%issuer, "--cert-manager-issuer is ignored on OpenShift: service-ca issues the serving certificates");
+            }
+            return None;
+        }
+        Some(operator_kit::cert_manager::CertManager {
+            issuer: self.cert_manager_issuer.clone(),
+        })
+    }
+}

@@ -37,6 +37,8 @@ pub struct StartArgs {
     /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
     #[arg(long)]
     create_cluster_csi_driver: bool,
+    #[command(flatten)]
+    cert_manager: crate::flags::CertManagerFlags,
 }
 
 pub async fn start(
@@ -56,6 +58,7 @@ pub async fn start(
         images: operator::images_from_env(),
         share_type_refresh: args.share_type_refresh,
         cluster_id: args.cluster_id.clone(),
+        cert_manager: args.cert_manager.settings(&client).await,
         fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
     };
     let cache = operator::watches(client.clone(), &opts)

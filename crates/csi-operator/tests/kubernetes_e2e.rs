@@ -19,7 +19,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, DynamicObject, ObjectMeta, PostParams};
 use kube_sim::ProcessConfig;
 use serde_json::Value;
 use testbed::Settings;
@@ -292,5 +292,303 @@ async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
         failed.is_empty(),
         "kubectl delete -k:\n{}",
         failed.join("\n")
+    );
+}
+
+/// cert-manager's CRDs, as the tests install them (the testbed's stand-in then issues).
+const CERT_MANAGER_CRDS: &str = include_str!("fixtures/cert-manager-crds.yaml");
+const CINDER_CERT: &str = "openstack-cinder-csi-driver-controller-metrics-serving-cert";
+const MANILA_CERT: &str = "manila-csi-driver-controller-metrics-serving-cert";
+
+/// A plain-Kubernetes chain with the cert-manager stand-in, and the base objects.
+async fn cert_manager_chain() -> (Chain, Vec<Value>) {
+    let mut settings = Settings::plain_kubernetes();
+    settings.cert_manager = true;
+    settings.openstack.share_types = Some(vec![openstack_sim::SimShareType::new("default")]);
+    let objects = base_objects();
+    let mut processes = ProcessConfig::default();
+    for d in operator_deployments(&objects) {
+        let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .expect("an image");
+        processes = processes.with_image(image, csi_operator(&[]));
+    }
+    (Chain::bare(settings, processes).await, objects)
+}
+
+/// `kubectl apply -k manifests/kubernetes` and the credentials of both drivers, straight as
+/// clouds.yaml.
+async fn install(chain: &Chain, objects: &[Value]) {
+    let bed = &chain.bed;
+    let refused = kubectl_apply(&bed.client, objects).await;
+    assert!(
+        refused.is_empty(),
+        "kubectl apply -k refused:\n{}",
+        refused.join("\n")
+    );
+    let ca = bed.openstack.ca_pem();
+    for (ns, name) in [
+        (DRIVERS_NS, "openstack-cloud-credentials"),
+        (MANILA_NS, "manila-cloud-credentials"),
+    ] {
+        Api::<Secret>::namespaced(bed.client.clone(), ns)
+            .create(
+                &PostParams::default(),
+                &credentials(name, &bed.clouds_yaml(), ca),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+fn cert_manager_api(
+    client: &kube::Client,
+    ns: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let ar = kube::core::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("cert-manager.io", "v1", kind),
+        plural,
+    );
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+fn annotation(s: &Secret, key: &str) -> Option<String> {
+    s.metadata.annotations.as_ref()?.get(key).cloned()
+}
+
+/// The successful writes to Secret `ns/name` by `user` from request `from` of kube-sim's log on.
+fn secret_writes(chain: &Chain, from: usize, user: &str, ns: &str, name: &str) -> usize {
+    chain.bed.kube.requests()[from..]
+        .iter()
+        .filter(|r| {
+            r.is_write()
+                && (200..300).contains(&r.code)
+                && r.resource == "/secrets"
+                && r.namespace == ns
+                && r.name == name
+                && r.user == user
+        })
+        .count()
+}
+
+fn service_account(name: &str) -> String {
+    format!("system:serviceaccount:{DRIVERS_NS}:{name}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_cert_manager_the_operators_ask_it_for_their_metrics_certificates() {
+    let (chain, objects) = cert_manager_chain().await;
+    let bed = &chain.bed;
+    testbed::cert_manager::install_crds(&bed.client, CERT_MANAGER_CRDS)
+        .await
+        .expect("cert-manager's CRDs");
+    install(&chain, &objects).await;
+    chain.wait_running(DRIVERS_NS, CINDER_OPERATOR).await;
+    chain.wait_running(DRIVERS_NS, MANILA_OPERATOR).await;
+    // The controllers mount the Secrets: Available means cert-manager filled them.
+    chain
+        .wait_driver("cinder.csi.openstack.org", &CINDER_AVAILABLE)
+        .await;
+    chain
+        .wait_driver("manila.csi.openstack.org", &MANILA_AVAILABLE)
+        .await;
+
+    for (ns, secret, operator) in [
+        (
+            DRIVERS_NS,
+            CINDER_CERT,
+            "openstack-cinder-csi-driver-operator",
+        ),
+        (
+            MANILA_NS,
+            MANILA_CERT,
+            "openstack-manila-csi-driver-operator",
+        ),
+    ] {
+        let issuer_name = format!("{operator}-selfsigned");
+        let cert = cert_manager_api(&bed.client, ns, "Certificate", "certificates")
+            .get(secret)
+            .await
+            .unwrap_or_else(|e| panic!("Certificate {ns}/{secret}: {e}"));
+        let spec = &cert.data["spec"];
+        assert_eq!(spec["secretName"], secret);
+        assert_eq!(
+            spec["issuerRef"],
+            serde_json::json!({"group": "cert-manager.io", "kind": "Issuer", "name": issuer_name})
+        );
+        assert_eq!(spec["privateKey"]["rotationPolicy"], "Always");
+        let dns: Vec<&str> = spec["dnsNames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            dns.iter().all(|n| n.ends_with(&format!(".{ns}.svc"))
+                || n.ends_with(&format!(".{ns}.svc.cluster.local")))
+                && dns.len() == 2,
+            "{dns:?}"
+        );
+        let issuer = cert_manager_api(&bed.client, ns, "Issuer", "issuers")
+            .get(&issuer_name)
+            .await
+            .unwrap_or_else(|e| panic!("Issuer {ns}/{issuer_name}: {e}"));
+        assert_eq!(issuer.data["spec"], serde_json::json!({"selfSigned": {}}));
+
+        let s = Api::<Secret>::namespaced(bed.client.clone(), ns)
+            .get(secret)
+            .await
+            .expect("the serving certificate");
+        assert_eq!(s.type_.as_deref(), Some("kubernetes.io/tls"));
+        assert_eq!(
+            annotation(&s, testbed::cert_manager::CERTIFICATE_NAME).as_deref(),
+            Some(secret)
+        );
+        assert_eq!(
+            annotation(&s, operator_kit::metrics_cert::ISSUED_UNTIL_ANNOTATION).as_deref(),
+            Some(operator_kit::cert_manager::ISSUED_BY_CERT_MANAGER)
+        );
+    }
+    // The operators never wrote the Secrets: cert-manager (the stand-in, as admin) did.
+    for (ns, secret, operator) in [
+        (DRIVERS_NS, CINDER_CERT, CINDER_OPERATOR),
+        (MANILA_NS, MANILA_CERT, MANILA_OPERATOR),
+    ] {
+        let writers = chain.writers(None, "/secrets", None, ns, secret);
+        assert!(
+            !writers.contains(&service_account(operator)),
+            "{ns}/{secret}: {writers:?}"
+        );
+    }
+    chain.assert_no_denials();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cert_manager_installed_later_takes_the_certificate_over_and_back_when_removed() {
+    let (chain, objects) = cert_manager_chain().await;
+    let bed = &chain.bed;
+    install(&chain, &objects).await;
+    chain.wait_running(DRIVERS_NS, CINDER_OPERATOR).await;
+    chain
+        .wait_driver("cinder.csi.openstack.org", &CINDER_AVAILABLE)
+        .await;
+    let secrets = Api::<Secret>::namespaced(bed.client.clone(), DRIVERS_NS);
+    let self_signed = secrets.get(CINDER_CERT).await.expect("the certificate");
+    let until = annotation(
+        &self_signed,
+        operator_kit::metrics_cert::ISSUED_UNTIL_ANNOTATION,
+    )
+    .expect("issued by the operator");
+    assert!(
+        until.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
+        "{until}"
+    );
+
+    // cert-manager arrives: the operator applies its Certificate, and cert-manager re-issues
+    // into the operator's Secret (it lacks cert-manager's annotations).
+    let mark = bed.kube.requests().len();
+    testbed::cert_manager::install_crds(&bed.client, CERT_MANAGER_CRDS)
+        .await
+        .expect("cert-manager's CRDs");
+    chain
+        .wait("cert-manager to fill the operator's Secret", || async {
+            let s = secrets.get(CINDER_CERT).await.map_err(|e| e.to_string())?;
+            match annotation(&s, testbed::cert_manager::CERTIFICATE_NAME) {
+                Some(_) if s.data != self_signed.data => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    chain
+        .wait_driver("cinder.csi.openstack.org", &CINDER_AVAILABLE)
+        .await;
+    // A few resyncs for a fight to show, had there been one.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let operator = service_account(CINDER_OPERATOR);
+    assert_eq!(
+        secret_writes(&chain, mark, &operator, DRIVERS_NS, CINDER_CERT),
+        0,
+        "the operator wrote the Secret cert-manager manages"
+    );
+    assert_eq!(
+        secret_writes(&chain, mark, "admin", DRIVERS_NS, CINDER_CERT),
+        1,
+        "cert-manager issued more than once: something kept undoing its Secret"
+    );
+
+    // cert-manager goes (its CRDs, and so the Certificates): the operator issues its own again
+    // instead of keeping a certificate nobody renews.
+    let mark = bed.kube.requests().len();
+    testbed::cert_manager::remove_crds(&bed.client, CERT_MANAGER_CRDS)
+        .await
+        .expect("remove cert-manager's CRDs");
+    chain
+        .wait(
+            "the operator to issue its own certificate again",
+            || async {
+                let s = secrets.get(CINDER_CERT).await.map_err(|e| e.to_string())?;
+                let until = annotation(&s, operator_kit::metrics_cert::ISSUED_UNTIL_ANNOTATION);
+                match until
+                    .as_deref()
+                    .map(str::parse::<k8s_openapi::jiff::Timestamp>)
+                {
+                    Some(Ok(_)) => Ok(()),
+                    other => Err(format!("{until:?}: {other:?}")),
+                }
+            },
+        )
+        .await;
+    assert_eq!(
+        secret_writes(&chain, mark, &operator, DRIVERS_NS, CINDER_CERT),
+        1
+    );
+    chain
+        .wait_driver("cinder.csi.openstack.org", &CINDER_AVAILABLE)
+        .await;
+    chain.assert_no_denials();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_without_cert_manager_rights_is_reported_with_what_to_grant() {
+    let (chain, mut objects) = cert_manager_chain().await;
+    let bed = &chain.bed;
+    testbed::cert_manager::install_crds(&bed.client, CERT_MANAGER_CRDS)
+        .await
+        .expect("cert-manager's CRDs");
+    // An install whose Cinder Role predates cert-manager support.
+    for o in objects.iter_mut().filter(|o| {
+        o["kind"] == "Role"
+            && o["metadata"]["name"] == "openstack-cinder-csi-driver-operator-role"
+            && o["metadata"]["namespace"] == DRIVERS_NS
+    }) {
+        if let Some(rules) = o["rules"].as_array_mut() {
+            rules.retain(|r| r["apiGroups"] != serde_json::json!(["cert-manager.io"]));
+        }
+    }
+    install(&chain, &objects).await;
+    chain
+        .wait(
+            "the refusal in MetricsServingCertControllerDegraded",
+            || async {
+                let c = chain.cr_conditions("cinder.csi.openstack.org").await;
+                match c.get("MetricsServingCertControllerDegraded") {
+                    Some((s, _, m))
+                        if s == "True"
+                            && m.contains("certificates and issuers in group cert-manager.io") =>
+                    {
+                        Ok(())
+                    }
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        )
+        .await;
+    // The operator did not fall back to writing the Secret itself.
+    let writers = chain.writers(None, "/secrets", None, DRIVERS_NS, CINDER_CERT);
+    assert!(
+        !writers.contains(&service_account(CINDER_OPERATOR)),
+        "{writers:?}"
     );
 }

@@ -177,3 +177,33 @@ fn start_help_names_the_environment_and_objects_it_needs() {
         }
     }
 }
+
+/// `--cert-manager-issuer` is checked before anything starts, and a malformed value is refused
+/// with what is expected.
+#[test]
+fn a_malformed_cert_manager_issuer_is_refused_at_start() {
+    let bin = env!("CARGO_BIN_EXE_csi-operator");
+    for driver in ["openstack-cinder", "openstack-manila"] {
+        let help = Command::new(bin)
+            .args([driver, "start", "--help"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("--cert-manager-issuer <KIND/NAME>"),
+            "{driver}"
+        );
+        for bad in ["Foo/x", "ClusterIssuer/", "x"] {
+            let out = Command::new(bin)
+                .args([driver, "start", "--cert-manager-issuer", bad])
+                .env("RUST_BACKTRACE", "0")
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{driver} {bad}: {err}");
+            assert!(
+                err.contains("KIND/NAME with KIND Issuer or ClusterIssuer"),
+                "{driver} {bad}: {err}"
+            );
+        }
+    }
+}

@@ -78,6 +78,9 @@ pub struct Options {
     pub cluster_id: Option<String>,
     /// The raw `CSI_FSGROUP_POLICY` value.
     pub fs_group_policy: Option<String>,
+    /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
+    /// Kubernetes; `None` on OpenShift, where service-ca does).
+    pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
 }
 
 impl Options {
@@ -90,6 +93,7 @@ impl Options {
             share_type_refresh: detect::DEFAULT_REFRESH,
             cluster_id: None,
             fs_group_policy: None,
+            cert_manager: None,
         }
     }
 }
@@ -131,6 +135,13 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.namespace);
     }
     let (objects, _) = build::everything(&placeholder_facts(opts), &[])?;
+    if opts.cert_manager.is_some() {
+        let requests = operator_kit::metrics_cert::requests(&objects);
+        builder = operator_kit::cert_manager::register(
+            builder,
+            requests.iter().map(|r| r.namespace.as_str()),
+        );
+    }
     for d in objects {
         if d.resource.kind == "Secret" {
             // Written Secrets are among `secrets_read`, watched by name above.
@@ -205,6 +216,7 @@ impl Operator {
             user_agent: USER_AGENT,
             images: opts.images.clone(),
             cluster_id: opts.cluster_id.clone(),
+            cert_manager: opts.cert_manager.clone(),
         };
         let driver = Manila {
             check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),

@@ -69,6 +69,8 @@ const KINDS: &[(&str, &str, &str, bool)] = &[
         "volumesnapshotclasses",
         false,
     ),
+    ("cert-manager.io/v1", "Certificate", "certificates", true),
+    ("cert-manager.io/v1", "Issuer", "issuers", true),
     (
         "operator.openshift.io/v1",
         "ClusterCSIDriver",

@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod assets;
 pub mod cache;
+pub mod cert_manager;
 pub mod class_names;
 pub mod conditions;
 pub mod config_observer;

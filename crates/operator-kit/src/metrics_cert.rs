@@ -7,9 +7,13 @@
 //! new one when less than [`RENEW_BEFORE_DAYS`] of its [`VALIDITY_DAYS`] remain; the pods roll
 //! through the Secret's hash annotation.
 //!
-//! A Secret of that name that the operator did not issue (no [`ISSUED_UNTIL_ANNOTATION`]: one a
-//! cert-manager `Certificate` or an administrator wrote) is never touched, so bringing your own
-//! certificate is creating that Secret.
+//! A Secret of that name that the operator did not issue (no [`ISSUED_UNTIL_ANNOTATION`]: one an
+//! administrator or someone else's cert-manager `Certificate` wrote) is never touched, so
+//! bringing your own certificate is creating that Secret. While cert-manager's CRD is served the
+//! operator hands its Secrets to cert-manager instead ([`crate::cert_manager`]); the Secrets
+//! cert-manager fills through the operator's Certificates carry
+//! [`crate::cert_manager::ISSUED_BY_CERT_MANAGER`] in that annotation, so once cert-manager is
+//! gone they are issued here again.
 //!
 //! Everything here but [`CsiServingCerts::step`] (in `csi::operator`) is pure: the clock is an
 //! argument.
@@ -82,6 +86,11 @@ pub fn decide(existing: Option<&Secret>, now: Timestamp) -> Decision {
     else {
         return Decision::Foreign;
     };
+    if until == crate::cert_manager::ISSUED_BY_CERT_MANAGER {
+        // cert-manager filled it through our Certificate, and cert-manager is gone (else this
+        // is not called): nobody renews it, so issue our own.
+        return Decision::Issue;
+    }
     // In hours: a Timestamp has no calendar, so `days()` would be refused.
     let renew_from = now.checked_add((RENEW_BEFORE_DAYS * 24).hours());
     match (until.parse::<Timestamp>(), renew_from) {

@@ -179,6 +179,7 @@ async fn start(fake: Fake) -> (KubeSim, Client, CsiOperator<Fake>) {
         user_agent: "fake-operator",
         images,
         cluster_id: Some("c1".into()),
+        cert_manager: None,
     };
     let op = CsiOperator::new(
         client.clone(),

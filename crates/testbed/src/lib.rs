@@ -10,6 +10,7 @@
 //! code: product crates never depend on it.
 
 pub mod cco;
+pub mod cert_manager;
 pub mod cvo;
 pub mod service_ca;
 
@@ -76,6 +77,9 @@ pub struct Settings {
     /// credentials the cloud credential operator would mint). Off: a plain Kubernetes cluster
     /// (see [`Settings::plain_kubernetes`]).
     pub openshift_apis: bool,
+    /// Run the cert-manager stand-in ([`cert_manager`]); it acts once a test installs the
+    /// cert-manager CRDs.
+    pub cert_manager: bool,
 }
 
 impl Default for Settings {
@@ -94,6 +98,7 @@ impl Default for Settings {
             manila_cluster_csi_driver: false,
             openshift_admission: false,
             openshift_apis: true,
+            cert_manager: false,
         }
     }
 }
@@ -210,6 +215,9 @@ impl Testbed {
             client,
         };
         bed.seed(&settings).await?;
+        if settings.cert_manager {
+            cert_manager::spawn(bed.client.clone(), Duration::from_millis(250));
+        }
         Ok(bed)
     }
 

@@ -90,6 +90,9 @@ pub struct Settings {
     pub images: BTreeMap<String, String>,
     /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
     pub cluster_id: Option<String>,
+    /// Take the metrics serving certificates from cert-manager while its CRD is served (plain
+    /// Kubernetes only; the caller registered its watches with [`crate::cert_manager::register`]).
+    pub cert_manager: Option<crate::cert_manager::CertManager>,
 }
 
 /// A driver operator: the kit's reconcile around the driver `D`.
@@ -107,6 +110,9 @@ pub struct CsiOperator<D: Driver> {
     /// Whether the missing ClusterCSIDriver was already reported, so a resync does not repeat
     /// the same `info` line every few minutes.
     reported_missing: bool,
+    /// The operator's name (its user agent): the name of its self-signed cert-manager Issuer.
+    operator_name: &'static str,
+    cert_manager: Option<crate::cert_manager::CertManager>,
 }
 
 impl<D: Driver> CsiOperator<D> {
@@ -148,6 +154,8 @@ impl<D: Driver> CsiOperator<D> {
             cluster_id: settings.cluster_id,
             create_cr: false,
             reported_missing: false,
+            operator_name: settings.user_agent,
+            cert_manager: settings.cert_manager,
         }
     }
 
@@ -340,14 +348,29 @@ impl<D: Driver> CsiOperator<D> {
         }
     }
 
-    /// Plain Kubernetes has no service-ca: issue the metrics serving certificates the
-    /// `services` ask for, and renew them, unless someone else provides them
-    /// ([`crate::metrics_cert`]). Failures are `MetricsServingCertControllerDegraded`.
+    /// Plain Kubernetes has no service-ca: have cert-manager issue the metrics serving
+    /// certificates the `services` ask for while its Certificate CRD is served
+    /// ([`crate::cert_manager`]), else issue them here and renew them, unless someone else
+    /// provides them ([`crate::metrics_cert`]). Failures are
+    /// `MetricsServingCertControllerDegraded`.
     async fn metrics_certs(&self, pass: &mut Pass, services: &[Desired]) {
         use crate::metrics_cert::{self, Decision};
+        let requests = metrics_cert::requests(services);
+        if let Some(cm) = &self.cert_manager {
+            let crd = ar("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+            let lookup = self
+                .kit
+                .cache
+                .lookup(&crd, None, crate::cert_manager::CERTIFICATE_CRD);
+            // While the CRD is served the Secrets are cert-manager's: no `decide` below, so our
+            // annotation on a Secret cert-manager re-issued into can never make us write it.
+            if crate::cert_manager::served(&lookup) {
+                return self.cert_manager_certs(pass, cm, &requests).await;
+            }
+        }
         let now = jiff::Timestamp::now();
         let mut result = Ok(());
-        for request in metrics_cert::requests(services) {
+        for request in requests {
             let existing = self.kit.cache.secret(&request.namespace, &request.secret);
             if metrics_cert::decide(existing.as_ref(), now) != Decision::Issue {
                 continue;
@@ -381,6 +404,72 @@ impl<D: Driver> CsiOperator<D> {
                 result = step;
             }
         }
+        pass.post(METRICS_CERT_PREFIX, result);
+    }
+
+    /// The cert-manager path of [`Self::metrics_certs`]: the operator's self-signed Issuer
+    /// (unless `--cert-manager-issuer` names one) and one Certificate per requested Secret
+    /// that is the operator's to hand over; the Certificates' Ready conditions, from the
+    /// watch, say whether cert-manager delivered.
+    async fn cert_manager_certs(
+        &self,
+        pass: &mut Pass,
+        cm: &crate::cert_manager::CertManager,
+        requests: &[crate::metrics_cert::Request],
+    ) {
+        use crate::cert_manager::{self as cmgr, Ownership, Readiness};
+        let now = jiff::Timestamp::now();
+        let issuer = cm.issuer_for(self.operator_name);
+        let mut errors: Vec<String> = Vec::new();
+        let mut issuer_namespaces = std::collections::BTreeSet::new();
+        for request in requests {
+            let ns = request.namespace.as_str();
+            let existing = self.kit.cache.secret(ns, &request.secret);
+            if let Ownership::Foreign(_) = cmgr::ownership(request, existing.as_ref()) {
+                // An administrator's Secret, or another Certificate's: theirs to renew.
+                continue;
+            }
+            let mut objects = Vec::new();
+            if cm.owns_issuer() && issuer_namespaces.insert(ns.to_owned()) {
+                objects.push(cmgr::issuer(ns, &issuer.name));
+            }
+            objects.push(cmgr::certificate(request, &issuer));
+            for desired in objects {
+                let applied = match desired {
+                    Ok(d) => self.kit.apply(&d, None).await.map(|_| ()),
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        continue;
+                    }
+                };
+                match applied {
+                    // The CRD went away between the cache and now: its watch brings the switch.
+                    Ok(()) | Err(ApplyError::KindNotServed { .. }) => {}
+                    Err(e) => errors.push(cmgr::apply_hint(&e.to_string())),
+                }
+            }
+            let cert = ar(cmgr::API_VERSION, "Certificate");
+            let Some(live) = self.kit.cache.object(&cert, Some(ns), &request.secret) else {
+                continue; // just created: its watch event brings it back here
+            };
+            match cmgr::readiness(&live, now) {
+                Readiness::Ready => {}
+                Readiness::Pending(after) => {
+                    pass.requeue_after = Some(pass.requeue_after.map_or(after, |r| r.min(after)));
+                }
+                Readiness::Stuck(what) => errors.push(cmgr::stuck_message(
+                    request,
+                    &issuer,
+                    cmgr::NOT_READY_GRACE.as_secs() / 60,
+                    &what,
+                )),
+            }
+        }
+        let result = if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(StepError::Message(errors.join("\n")))
+        };
         pass.post(METRICS_CERT_PREFIX, result);
     }
 
