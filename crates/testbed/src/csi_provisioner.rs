@@ -31,7 +31,7 @@
 //!   volume or share is deleted and then the PV (a refusal is a `VolumeFailedDelete` Event).
 //!
 //! With Cinder's topology on, Nodes also get the driver's zone label, as the kubelet gives it
-//! when the node plugin registers.
+//! when the node plugin registers (here: once the first volume with zone affinity exists).
 //!
 //! Not emulated: VolumeAttachments and node staging (nothing mounts anything), the file system
 //! expansion step on the node, snapshots and clones, retry back-off (every pass retries),
@@ -136,12 +136,22 @@ impl CsiProvisioner {
 
     /// One pass over every claim and volume; returns how many objects it acted on.
     pub fn sync_once(&self) -> usize {
-        let mut acted = self.label_nodes();
+        let mut acted = 0;
         for pvc in in_process::list(&self.kube, "", "persistentvolumeclaims", None) {
             acted += usize::from(self.sync_claim(&pvc));
         }
-        for pv in in_process::list(&self.kube, "", "persistentvolumes", None) {
-            acted += usize::from(self.sync_volume(&pv));
+        let pvs = in_process::list(&self.kube, "", "persistentvolumes", None);
+        for pv in &pvs {
+            acted += usize::from(self.sync_volume(pv));
+        }
+        // Nodes are labelled only once a volume needs it, so clusters that provision nothing
+        // see no Node writes.
+        if pvs.iter().any(|pv| {
+            pv.pointer("/spec/nodeAffinity/required/nodeSelectorTerms/0/matchExpressions/0/key")
+                .and_then(Value::as_str)
+                == Some(CINDER_ZONE_KEY)
+        }) {
+            acted += self.label_nodes();
         }
         acted
     }
