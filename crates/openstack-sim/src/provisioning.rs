@@ -1,6 +1,6 @@
-//! What a CSI controller plugin asks of the cloud when a claim is provisioned, expanded or
-//! deleted: Cinder volume create / extend / delete and Manila share create (with its access
-//! rule) / extend / delete, as Rust calls on [`SimHandle`] for the testbed's provisioner
+//! What a CSI controller plugin asks of the cloud when a claim is provisioned, attached,
+//! expanded or deleted: Cinder volume create / extend / delete, Nova volume attach / detach,
+//! and Manila share create (with its access rule) / extend / delete, as Rust calls on [`SimHandle`] for the testbed's provisioner
 //! stand-in. They share the stored state with the HTTP API, so a volume created here is
 //! listed by `GET …/volumes/detail` and removed by `csi-operator cleanup`.
 //!
@@ -180,6 +180,68 @@ impl SimHandle {
         Ok(())
     }
 
+    /// Nova's `POST /servers/{server}/os-volume_attachments`: the volume becomes `in-use`,
+    /// attached to `server`. Attaching it again to the same server is a no-op; to another one
+    /// is refused, as for a volume that is not multi-attach.
+    pub fn attach_volume(&self, id: &str, server: &str) -> Result<(), CloudError> {
+        let path = format!("servers/{server}/os-volume_attachments");
+        let fail = |answer| self.refusal("compute/v2.1", "POST", &path, 200, answer);
+        let mut state = self.shared.lock();
+        let Some(v) = state.storage.volumes.iter_mut().find(|v| v.id == id) else {
+            return Err(fail((
+                404,
+                error(
+                    "itemNotFound",
+                    404,
+                    &format!("Volume {id} could not be found."),
+                ),
+            )));
+        };
+        if v.attachments.iter().any(|s| s == server) {
+            return Ok(());
+        }
+        if !v.attachments.is_empty() || v.status != "available" {
+            return Err(fail((
+                400,
+                error(
+                    "badRequest",
+                    400,
+                    &format!(
+                        "Invalid input received: Invalid volume: Volume {id} status must be available or downloading to reserve, but the current status is {}. (HTTP 400)",
+                        v.status
+                    ),
+                ),
+            )));
+        }
+        v.attachments.push(server.to_owned());
+        v.status = "in-use".into();
+        Ok(())
+    }
+
+    /// Nova's `DELETE /servers/{server}/os-volume_attachments/{id}`; a volume not attached
+    /// there is a 404.
+    pub fn detach_volume(&self, id: &str, server: &str) -> Result<(), CloudError> {
+        let path = format!("servers/{server}/os-volume_attachments/{id}");
+        let fail = |answer| self.refusal("compute/v2.1", "DELETE", &path, 202, answer);
+        let mut state = self.shared.lock();
+        let Some(v) = state
+            .storage
+            .volumes
+            .iter_mut()
+            .find(|v| v.id == id && v.attachments.iter().any(|s| s == server))
+        else {
+            return Err(fail((
+                404,
+                error("itemNotFound", 404, &format!("volume_id not found: {id}")),
+            )));
+        };
+        v.attachments.retain(|s| s != server);
+        if v.attachments.is_empty() {
+            v.status = "available".into();
+        }
+        Ok(())
+    }
+
     /// `DELETE /v3/{project}/volumes/{id}`.
     pub fn delete_volume(&self, id: &str) -> Result<(), CloudError> {
         let answer = delete_volume(&mut self.shared.lock().storage, id);
@@ -344,6 +406,24 @@ mod tests {
             .expect_err("no such zone");
         assert!(err.body.contains("Availability zone 'az9' is invalid."));
 
+        h.attach_volume(&v.id, "worker-0").expect("attached");
+        h.attach_volume(&v.id, "worker-0").expect("again: no-op");
+        assert_eq!(h.storage().volumes[0].status, "in-use");
+        assert_eq!(
+            h.attach_volume(&v.id, "worker-1")
+                .expect_err("not multi-attach")
+                .status,
+            400
+        );
+        assert_eq!(h.delete_volume(&v.id).expect_err("attached").status, 400);
+        h.detach_volume(&v.id, "worker-0").expect("detached");
+        assert_eq!(
+            h.detach_volume(&v.id, "worker-0")
+                .expect_err("not attached")
+                .status,
+            404
+        );
+        assert_eq!(h.storage().volumes[0].status, "available");
         h.extend_volume(&v.id, 3).expect("extended");
         assert_eq!(h.storage().volumes[0].size, 3);
         let err = h.extend_volume(&v.id, 3).expect_err("not larger");
