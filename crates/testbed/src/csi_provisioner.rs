@@ -33,7 +33,9 @@
 //! With Cinder's topology on, Nodes also get the driver's zone label, as the kubelet gives it
 //! when the node plugin registers (here: once the first volume with zone affinity exists).
 //!
-//! Not emulated: VolumeAttachments and node staging (nothing mounts anything), the file system
+//! The external-attacher's part is `csi_attacher.rs`.
+//!
+//! Not emulated: node staging and publishing (nothing mounts anything), the file system
 //! expansion step on the node, snapshots and clones, retry back-off (every pass retries),
 //! Event counts (each distinct Event is written once), CSI secrets.
 //!
@@ -65,13 +67,13 @@ const GIB: i128 = 1 << 30;
 
 /// A driver this stand-in can play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Driver {
+pub(crate) enum Driver {
     Cinder,
     Manila,
 }
 
 impl Driver {
-    fn of(provisioner: &str) -> Option<Self> {
+    pub(crate) fn of(provisioner: &str) -> Option<Self> {
         match provisioner {
             CINDER_DRIVER => Some(Self::Cinder),
             MANILA_DRIVER => Some(Self::Manila),
@@ -79,7 +81,7 @@ impl Driver {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Cinder => CINDER_DRIVER,
             Self::Manila => MANILA_DRIVER,
@@ -102,12 +104,12 @@ impl Driver {
 /// What the stand-in acts on: kube-sim in process and openstack-sim's handle.
 #[derive(Clone)]
 pub struct CsiProvisioner {
-    kube: ClusterHandle,
-    openstack: SimHandle,
+    pub(crate) kube: ClusterHandle,
+    pub(crate) openstack: SimHandle,
 }
 
 /// How a driver is installed, as far as provisioning cares.
-struct Installed {
+pub(crate) struct Installed {
     topology: bool,
 }
 
@@ -125,6 +127,7 @@ impl CsiProvisioner {
             loop {
                 self.sync_once();
                 crate::scheduler::sync_once(&self.kube);
+                self.sync_attachments();
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { return },
                     r = shutdown.changed() => if r.is_err() || *shutdown.borrow() { return },
@@ -156,7 +159,7 @@ impl CsiProvisioner {
         acted
     }
 
-    fn installed(&self, driver: Driver) -> Option<Installed> {
+    pub(crate) fn installed(&self, driver: Driver) -> Option<Installed> {
         in_process::get(
             &self.kube,
             "storage.k8s.io",
@@ -221,7 +224,14 @@ impl CsiProvisioner {
         acted
     }
 
-    fn event(&self, obj: &Value, type_: &str, reason: &str, message: &str, component: &str) {
+    pub(crate) fn event(
+        &self,
+        obj: &Value,
+        type_: &str,
+        reason: &str,
+        message: &str,
+        component: &str,
+    ) {
         // An Event that cannot be written is not worth failing the pass for.
         let _ = in_process::event(&self.kube, obj, type_, reason, message, component);
     }
@@ -734,6 +744,13 @@ impl CsiProvisioner {
             || !ours
             || self.installed(driver).is_none()
         {
+            return wrote;
+        }
+        // The attach-detach controller detaches first; deleting an attached volume would fail.
+        let attached = in_process::list(&self.kube, "storage.k8s.io", "volumeattachments", None)
+            .iter()
+            .any(|va| text(va, "/spec/source/persistentVolumeName") == pv_name);
+        if attached {
             return wrote;
         }
         let handle = text(pv, "/spec/csi/volumeHandle");

@@ -12,6 +12,7 @@
 //! product crates never depend on it.
 
 pub mod cco;
+pub mod csi_attacher;
 pub mod csi_provisioner;
 pub mod cvo;
 mod in_process;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass, VolumeAttachment};
 use k8s_openapi::serde::de::DeserializeOwned;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -501,4 +501,83 @@ async fn a_bound_claim_grows_when_its_class_allows_it() {
     assert!(sizes.contains(&3) && sizes.contains(&1), "{sizes:?}");
     let (_, _, message) = event_with(&bed, "grows", "VolumeResizeSuccessful").await;
     assert!(message.starts_with("Resize volume succeeded"), "{message}");
+}
+
+#[tokio::test]
+async fn a_used_volume_is_attached_and_its_claim_held_until_the_pod_goes() {
+    let bed = bed().await;
+    install_cinder(&bed).await;
+    class(
+        &bed,
+        cinder_class("standard-csi", "Immediate", "Delete", false),
+    )
+    .await;
+    claim(&bed, "db", Some("standard-csi"), "ReadWriteOnce", "1Gi").await;
+    let pvc = bound(&bed, "db").await;
+    let pv_name = pvc.spec.and_then(|s| s.volume_name).expect("bound");
+    let pods: Api<Pod> = Api::namespaced(bed.client.clone(), NS);
+    pods.create(
+        &PostParams::default(),
+        &typed(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db"},
+            "spec": {"containers": [{"name": "db", "image": "quay.io/example/db:v1"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "db"}}]}}),
+        ),
+    )
+    .await
+    .expect("pod");
+    let attachments: Api<VolumeAttachment> = Api::all(bed.client.clone());
+    let va = wait_for(DEADLINE, || async {
+        attachments
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .into_iter()
+            .find(|va| va.status.as_ref().is_some_and(|s| s.attached))
+    })
+    .await
+    .expect("the volume is attached");
+    assert_eq!(va.spec.attacher, "cinder.csi.openstack.org");
+    assert_eq!(
+        va.spec.source.persistent_volume_name.as_deref(),
+        Some(pv_name.as_str())
+    );
+    let node = va.spec.node_name.clone();
+    let os = bed.openstack.handle();
+    assert_eq!(os.storage().volumes[0].attachments, vec![node]);
+    assert_eq!(os.storage().volumes[0].status, "in-use");
+
+    // The claim's deletion waits for the Pod (pvc-protection).
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(bed.client.clone(), NS);
+    claims
+        .delete("db", &DeleteParams::default())
+        .await
+        .expect("delete claim");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held = get_claim(&bed, "db").await.expect("still there");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert_eq!(os.storage().volumes.len(), 1);
+
+    pods.delete("db", &DeleteParams::default())
+        .await
+        .expect("delete pod");
+    wait_for(DEADLINE, || async {
+        (os.storage().volumes.is_empty()
+            && get_claim(&bed, "db").await.is_none()
+            && attachments
+                .list(&ListParams::default())
+                .await
+                .expect("list")
+                .items
+                .is_empty())
+        .then_some(())
+    })
+    .await
+    .expect("detached, then the claim, its PV and the volume are gone");
+    let events = events(&bed, &pv_name).await;
+    assert!(
+        events.iter().all(|(kind, _, _)| kind != "Warning"),
+        "{events:?}"
+    );
 }
