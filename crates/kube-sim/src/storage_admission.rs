@@ -154,3 +154,108 @@ pub fn on_update(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::WriteOptions;
+
+    fn create(c: &mut Cluster, plural: &str, group: &str, ns: &str, body: Value) -> Value {
+        let rt = c.resource(group, "v1", plural).expect("served");
+        c.create(&rt, ns, body, &WriteOptions::default())
+            .unwrap_or_else(|e| panic!("{}: {}", e.code, e.message))
+            .body
+    }
+
+    fn class(c: &mut Cluster, name: &str, default: bool, created: &str) {
+        let rt = c
+            .resource("storage.k8s.io", "v1", "storageclasses")
+            .expect("served");
+        let mut sc = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": name}, "provisioner": "example.com/disk"});
+        if default {
+            sc["metadata"]["annotations"] = json!({DEFAULT_CLASS_ANNOTATION: "true"});
+        }
+        create(c, "storageclasses", "storage.k8s.io", "", sc);
+        // Creation times have one-second resolution; set them apart by hand.
+        let mut stored = (*c.store.get(&rt.group_resource(), "", name).expect("stored")).clone();
+        stored["metadata"]["creationTimestamp"] = json!(created);
+        c.controller_put(&rt, stored);
+    }
+
+    fn claim(c: &mut Cluster, name: &str, class: Option<&str>) -> Value {
+        let mut spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
+        if let Some(class) = class {
+            spec["storageClassName"] = json!(class);
+        }
+        create(
+            c,
+            "persistentvolumeclaims",
+            "",
+            "default",
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name}, "spec": spec}),
+        )
+    }
+
+    #[test]
+    fn the_newest_default_class_is_given_to_claims_without_one() {
+        let mut c = Cluster::new(100, 100);
+        create(
+            &mut c,
+            "namespaces",
+            "",
+            "",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+        );
+        let none = claim(&mut c, "before", None);
+        assert!(
+            none["spec"].get("storageClassName").is_none(),
+            "no default yet"
+        );
+        class(&mut c, "old", true, "2026-01-01T00:00:00Z");
+        class(&mut c, "plain", false, "2026-03-01T00:00:00Z");
+        class(&mut c, "new", true, "2026-02-01T00:00:00Z");
+        assert_eq!(default_class(&c).as_deref(), Some("new"));
+        let got = claim(&mut c, "after", None);
+        assert_eq!(got["spec"]["storageClassName"], "new");
+        assert_eq!(
+            got["metadata"]["finalizers"],
+            json!([PVC_PROTECTION_FINALIZER])
+        );
+        assert_eq!(got["status"]["phase"], "Pending");
+        // An explicit class, even "", is left alone.
+        assert_eq!(
+            claim(&mut c, "explicit", Some("plain"))["spec"]["storageClassName"],
+            "plain"
+        );
+        assert_eq!(
+            claim(&mut c, "none", Some(""))["spec"]["storageClassName"],
+            ""
+        );
+    }
+
+    #[test]
+    fn volumes_get_their_protection_finalizer() {
+        let mut c = Cluster::new(100, 100);
+        let pv = create(
+            &mut c,
+            "persistentvolumes",
+            "",
+            "",
+            json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "hostPath": {"path": "/data"}},
+                "status": {"phase": "Bound"}}),
+        );
+        assert_eq!(
+            pv["metadata"]["finalizers"],
+            json!([PV_PROTECTION_FINALIZER])
+        );
+        assert_eq!(
+            pv["status"]["phase"], "Pending",
+            "status is not settable on create"
+        );
+        assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
+    }
+}
