@@ -475,8 +475,18 @@ impl CsiProvisioner {
             },
         };
         if existing.is_none() {
-            let pv = self.volume_object(
-                pvc, class, driver, &pv_name, &handle, size_gib, &modes, zone, attributes,
+            let pv = volume_object(
+                pvc,
+                class,
+                driver,
+                &Provisioned {
+                    name: &pv_name,
+                    handle: &handle,
+                    size_gib,
+                    modes: &modes,
+                    zone,
+                    attributes,
+                },
             );
             in_process::create(
                 &self.kube,
@@ -489,69 +499,6 @@ impl CsiProvisioner {
         }
         self.bind(pvc, &pv_name, size_gib, &modes)?;
         Ok(pv_name)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn volume_object(
-        &self,
-        pvc: &Value,
-        class: &Value,
-        driver: Driver,
-        pv_name: &str,
-        handle: &str,
-        size_gib: u64,
-        modes: &[String],
-        zone: Option<String>,
-        attributes: Option<Value>,
-    ) -> Value {
-        let mut csi = json!({"driver": driver.name(), "volumeHandle": handle});
-        if driver == Driver::Cinder {
-            let fs = class
-                .pointer("/parameters/csi.storage.k8s.io~1fstype")
-                .and_then(Value::as_str)
-                .unwrap_or("ext4");
-            if text(pvc, "/spec/volumeMode") != "Block" {
-                csi["fsType"] = json!(fs);
-            }
-        }
-        if let Some(a) = attributes {
-            csi["volumeAttributes"] = a;
-        }
-        let reclaim = class
-            .get("reclaimPolicy")
-            .and_then(Value::as_str)
-            .unwrap_or("Delete");
-        let mut spec = json!({
-            "capacity": {"storage": format!("{size_gib}Gi")},
-            "accessModes": modes,
-            "claimRef": {
-                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                "namespace": text(pvc, "/metadata/namespace"), "name": text(pvc, "/metadata/name"),
-                "uid": text(pvc, "/metadata/uid"), "resourceVersion": text(pvc, "/metadata/resourceVersion"),
-            },
-            "persistentVolumeReclaimPolicy": reclaim,
-            "storageClassName": text(pvc, "/spec/storageClassName"),
-            "volumeMode": text(pvc, "/spec/volumeMode"),
-            "csi": csi,
-        });
-        if let Some(options) = class.get("mountOptions") {
-            spec["mountOptions"] = options.clone();
-        }
-        if let Some(zone) = zone {
-            spec["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": CINDER_ZONE_KEY, "operator": "In", "values": [zone]}]}]}});
-        }
-        json!({
-            "apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {
-                "name": pv_name,
-                "annotations": {PROVISIONED_BY: driver.name(),
-                    "volume.kubernetes.io/provisioner-deletion-secret-name": "",
-                    "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""},
-                "finalizers": [PROVISIONER_FINALIZER],
-            },
-            "spec": spec,
-        })
     }
 
     /// The PV controller's binding: the claim names the volume (with its annotations), then
@@ -822,6 +769,77 @@ impl CsiProvisioner {
             .and_then(Value::as_str)?;
         Some(zone.to_owned())
     }
+}
+
+/// What the PV records of a volume just provisioned.
+struct Provisioned<'a> {
+    name: &'a str,
+    handle: &'a str,
+    size_gib: u64,
+    modes: &'a [String],
+    /// Cinder's zone, under topology.
+    zone: Option<String>,
+    attributes: Option<Value>,
+}
+
+/// The PV of a provisioned volume.
+fn volume_object(pvc: &Value, class: &Value, driver: Driver, v: &Provisioned<'_>) -> Value {
+    let Provisioned {
+        name: pv_name,
+        handle,
+        size_gib,
+        modes,
+        ..
+    } = *v;
+    let (zone, attributes) = (v.zone.clone(), v.attributes.clone());
+    let mut csi = json!({"driver": driver.name(), "volumeHandle": handle});
+    if driver == Driver::Cinder {
+        let fs = class
+            .pointer("/parameters/csi.storage.k8s.io~1fstype")
+            .and_then(Value::as_str)
+            .unwrap_or("ext4");
+        if text(pvc, "/spec/volumeMode") != "Block" {
+            csi["fsType"] = json!(fs);
+        }
+    }
+    if let Some(a) = attributes {
+        csi["volumeAttributes"] = a;
+    }
+    let reclaim = class
+        .get("reclaimPolicy")
+        .and_then(Value::as_str)
+        .unwrap_or("Delete");
+    let mut spec = json!({
+        "capacity": {"storage": format!("{size_gib}Gi")},
+        "accessModes": modes,
+        "claimRef": {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "namespace": text(pvc, "/metadata/namespace"), "name": text(pvc, "/metadata/name"),
+            "uid": text(pvc, "/metadata/uid"), "resourceVersion": text(pvc, "/metadata/resourceVersion"),
+        },
+        "persistentVolumeReclaimPolicy": reclaim,
+        "storageClassName": text(pvc, "/spec/storageClassName"),
+        "volumeMode": text(pvc, "/spec/volumeMode"),
+        "csi": csi,
+    });
+    if let Some(options) = class.get("mountOptions") {
+        spec["mountOptions"] = options.clone();
+    }
+    if let Some(zone) = zone {
+        spec["nodeAffinity"] = json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": CINDER_ZONE_KEY, "operator": "In", "values": [zone]}]}]}});
+    }
+    json!({
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {
+            "name": pv_name,
+            "annotations": {PROVISIONED_BY: driver.name(),
+                "volume.kubernetes.io/provisioner-deletion-secret-name": "",
+                "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""},
+            "finalizers": [PROVISIONER_FINALIZER],
+        },
+        "spec": spec,
+    })
 }
 
 /// Whole bytes of a quantity (`"1Gi"`, `"500M"`, `1024`), `None` if it does not parse.
