@@ -27,6 +27,7 @@
 //!   both are bound, and `ProvisioningSucceeded` is recorded;
 //! - a bound claim whose request grows, in a class with `allowVolumeExpansion: true`, has its
 //!   volume extended and the new size written to the PV and the claim's status at once;
+//! - an unclaimed volume (one an administrator created) becomes `Available`;
 //! - a volume whose claim is gone is `Released`; with the `Delete` policy its OpenStack
 //!   volume or share is deleted and then the PV (a refusal is a `VolumeFailedDelete` Event).
 //!
@@ -647,16 +648,28 @@ impl CsiProvisioner {
 
     /// Releases and reclaims a volume whose claim is gone; returns whether it wrote anything.
     fn sync_volume(&self, pv: &Arc<Value>) -> bool {
-        let Some(driver) = Driver::of(text(pv, "/spec/csi/driver")) else {
-            return false;
-        };
         let pv_name = text(pv, "/metadata/name");
         let phase = text(pv, "/status/phase");
         let claim_ns = text(pv, "/spec/claimRef/namespace");
         let claim_name = text(pv, "/spec/claimRef/name");
         if claim_name.is_empty() {
-            return false;
+            // The PV controller makes any new unclaimed volume Available (static ones too).
+            return pv.pointer("/metadata/deletionTimestamp").is_none()
+                && (phase.is_empty() || phase == "Pending")
+                && in_process::merge(
+                    &self.kube,
+                    ("", "persistentvolumes"),
+                    "",
+                    pv_name,
+                    true,
+                    &json!({"status": {"phase": "Available"}}),
+                    PV_CONTROLLER,
+                )
+                .is_ok();
         }
+        let Some(driver) = Driver::of(text(pv, "/spec/csi/driver")) else {
+            return false;
+        };
         let claim = in_process::get(
             &self.kube,
             "",

@@ -435,6 +435,25 @@ async fn deleting_a_claim_reclaims_its_volume_as_the_class_says() {
     })
     .await
     .expect("the Delete volume's PV is gone");
+    // A volume an administrator creates by hand is Available.
+    pvs.create(
+        &PostParams::default(),
+        &typed(
+            json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "manual"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                "nfs": {"server": "192.0.2.1", "path": "/exports/manual"}}}),
+        ),
+    )
+    .await
+    .expect("static PV");
+    wait_for(DEADLINE, || async {
+        pvs.get_opt("manual")
+            .await
+            .expect("get pv")
+            .filter(|pv| pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available"))
+    })
+    .await
+    .expect("a static volume is Available");
     let released = wait_for(DEADLINE, || async {
         pvs.get_opt(&precious_pv)
             .await
