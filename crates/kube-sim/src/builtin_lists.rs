@@ -546,6 +546,26 @@ static STORAGE_CSI_DRIVER_SPEC: [Field; 1] = [Field::list(
     &[],
 )];
 
+/// `PersistentVolume` (core).
+static CORE_PERSISTENT_VOLUME: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
+
+/// `PersistentVolumeClaim` (core).
+static CORE_PERSISTENT_VOLUME_CLAIM: [Field; 2] = [
+    Field::object("metadata", &META_OBJECT_META),
+    Field::object("status", &CORE_PERSISTENT_VOLUME_CLAIM_STATUS),
+];
+
+/// `PersistentVolumeClaimStatus` (core).
+static CORE_PERSISTENT_VOLUME_CLAIM_STATUS: [Field; 1] = [Field::list(
+    "conditions",
+    Strategy::Map(&["type"]),
+    Strategy::Map(&["type"]),
+    &[],
+)];
+
+/// `VolumeAttachment` (storage).
+static STORAGE_VOLUME_ATTACHMENT: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
+
 /// `StorageClass` (storage).
 static STORAGE_STORAGE_CLASS: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
 
@@ -651,7 +671,7 @@ static APIEXT_CUSTOM_RESOURCE_DEFINITION_STATUS: [Field; 1] = [Field::list(
 static NETWORKING_NETWORK_POLICY: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
 
 /// The root field table of each kind.
-static ROOTS: [(&str, &str, &[Field]); 22] = [
+static ROOTS: [(&str, &str, &[Field]); 25] = [
     ("", "Namespace", &CORE_NAMESPACE),
     ("", "Node", &CORE_NODE),
     ("", "Secret", &CORE_SECRET),
@@ -660,6 +680,8 @@ static ROOTS: [(&str, &str, &[Field]); 22] = [
     ("", "Service", &CORE_SERVICE),
     ("", "Event", &CORE_EVENT),
     ("", "Pod", &CORE_POD),
+    ("", "PersistentVolume", &CORE_PERSISTENT_VOLUME),
+    ("", "PersistentVolumeClaim", &CORE_PERSISTENT_VOLUME_CLAIM),
     ("events.k8s.io", "Event", &EVENTS_EVENT),
     ("apps", "Deployment", &APPS_DEPLOYMENT),
     ("apps", "DaemonSet", &APPS_DAEMON_SET),
@@ -682,6 +704,11 @@ static ROOTS: [(&str, &str, &[Field]); 22] = [
     ("storage.k8s.io", "CSIDriver", &STORAGE_CSI_DRIVER),
     ("storage.k8s.io", "StorageClass", &STORAGE_STORAGE_CLASS),
     ("storage.k8s.io", "CSINode", &STORAGE_CSI_NODE),
+    (
+        "storage.k8s.io",
+        "VolumeAttachment",
+        &STORAGE_VOLUME_ATTACHMENT,
+    ),
     (
         "policy",
         "PodDisruptionBudget",

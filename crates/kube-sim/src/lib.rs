@@ -39,6 +39,7 @@ pub mod scc;
 pub(crate) mod selector;
 mod server;
 pub(crate) mod ssa;
+pub mod storage_admission;
 pub(crate) mod store;
 mod table;
 pub mod validation;
@@ -151,6 +152,37 @@ impl Shared {
 
     pub(crate) fn address(&self) -> String {
         self.address.get().cloned().unwrap_or_default()
+    }
+}
+
+/// A cloneable handle on a running kube-sim's state, for controllers that run beside it in the
+/// same process (the testbed's stand-ins): they read and write through the same `Cluster`
+/// verbs as kube-sim's own controllers, without HTTP (so they add nothing to the request log),
+/// and wake on every committed write.
+#[derive(Clone)]
+pub struct ClusterHandle {
+    shared: Arc<Shared>,
+}
+
+impl ClusterHandle {
+    /// The state, locked for reading (or a write that should not wake the controllers).
+    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
+        self.shared.lock()
+    }
+
+    /// Runs a write and wakes the controllers (and every `changes` receiver).
+    pub fn write<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        self.shared.write(f)
+    }
+
+    /// Changes on every committed write.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.shared.changed.subscribe()
+    }
+
+    /// Becomes `true` when the simulator shuts down.
+    pub fn shutdown(&self) -> watch::Receiver<bool> {
+        self.shared.shutdown.subscribe()
     }
 }
 
@@ -280,6 +312,13 @@ impl KubeSim {
         self.shared.lock().store.drop_watches();
         let ms = downtime.as_millis() as u64;
         self.shared.restart.send_modify(|v| *v = ms);
+    }
+
+    /// A handle for in-process controllers that outlive this borrow.
+    pub fn handle(&self) -> ClusterHandle {
+        ClusterHandle {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Direct access to the cluster state, for assertions and seeding.

@@ -1,5 +1,6 @@
 //! The server's table printers for the built-in kinds operators and administrators look at
-//! most, so `kubectl get deploy,ds` shows READY / AVAILABLE as on a cluster.
+//! most, so `kubectl get deploy,ds` shows READY / AVAILABLE and `kubectl get pvc,pv` STATUS,
+//! CAPACITY and ACCESS MODES as on a cluster.
 //!
 //! Column names and cell formats follow kube-apiserver's printers (pkg/printers/internalversion);
 //! the Age cell is a human duration computed by the server, as there.
@@ -119,6 +120,55 @@ fn node_selector(obj: &Value) -> Value {
         })
         .unwrap_or_default(),
     )
+}
+
+/// `GetAccessModesAsString`: the abbreviations in a fixed order, whatever the object's.
+fn access_modes(obj: &Value, pointer: &str) -> Value {
+    let modes: Vec<&str> = obj
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let out: Vec<&str> = [
+        ("ReadWriteOnce", "RWO"),
+        ("ReadOnlyMany", "ROX"),
+        ("ReadWriteMany", "RWX"),
+        ("ReadWriteOncePod", "RWOP"),
+    ]
+    .iter()
+    .filter(|(mode, _)| modes.contains(mode))
+    .map(|(_, short)| *short)
+    .collect();
+    json!(out.join(","))
+}
+
+/// A PVC's STATUS: `Terminating` while being deleted, else its phase.
+fn claim_status(o: &Value) -> Value {
+    if o.pointer("/metadata/deletionTimestamp").is_some() {
+        return json!("Terminating");
+    }
+    json!(str_at(o, "/status/phase"))
+}
+
+/// A PV's CLAIM: `namespace/name` of its claimRef, or empty.
+fn claim_ref(o: &Value) -> Value {
+    let name = str_at(o, "/spec/claimRef/name");
+    if name.is_empty() {
+        return json!("");
+    }
+    json!(format!("{}/{name}", str_at(o, "/spec/claimRef/namespace")))
+}
+
+/// VOLUMEATTRIBUTESCLASS: the class name or `<unset>`.
+fn attributes_class(o: &Value) -> Value {
+    let c = str_at(o, "/spec/volumeAttributesClassName");
+    json!(if c.is_empty() {
+        "<unset>".to_string()
+    } else {
+        c
+    })
 }
 
 const AGE: Column = Column {
@@ -292,6 +342,124 @@ pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
                 cell: |o| json!(str_at(o, "/status/nodeInfo/kubeletVersion")),
             },
         ],
+        ("", "PersistentVolumeClaim") => vec![
+            Column {
+                name: "Status",
+                kind: "string",
+                cell: claim_status,
+            },
+            Column {
+                name: "Volume",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/volumeName")),
+            },
+            Column {
+                name: "Capacity",
+                kind: "string",
+                // As kubectl: a claim's capacity only once it names its volume.
+                cell: |o| {
+                    if str_at(o, "/spec/volumeName").is_empty() {
+                        json!("")
+                    } else {
+                        json!(str_at(o, "/status/capacity/storage"))
+                    }
+                },
+            },
+            Column {
+                name: "Access Modes",
+                kind: "string",
+                cell: |o| {
+                    if str_at(o, "/spec/volumeName").is_empty() {
+                        json!("")
+                    } else {
+                        access_modes(o, "/status/accessModes")
+                    }
+                },
+            },
+            Column {
+                name: "StorageClass",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/storageClassName")),
+            },
+            Column {
+                name: "VolumeAttributesClass",
+                kind: "string",
+                cell: attributes_class,
+            },
+            AGE,
+        ],
+        ("", "PersistentVolume") => vec![
+            Column {
+                name: "Capacity",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/capacity/storage")),
+            },
+            Column {
+                name: "Access Modes",
+                kind: "string",
+                cell: |o| access_modes(o, "/spec/accessModes"),
+            },
+            Column {
+                name: "Reclaim Policy",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/persistentVolumeReclaimPolicy")),
+            },
+            Column {
+                name: "Status",
+                kind: "string",
+                cell: claim_status,
+            },
+            Column {
+                name: "Claim",
+                kind: "string",
+                cell: claim_ref,
+            },
+            Column {
+                name: "StorageClass",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/storageClassName")),
+            },
+            Column {
+                name: "VolumeAttributesClass",
+                kind: "string",
+                cell: attributes_class,
+            },
+            Column {
+                name: "Reason",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/status/reason")),
+            },
+            AGE,
+        ],
+        ("storage.k8s.io", "VolumeAttachment") => vec![
+            Column {
+                name: "Attacher",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/attacher")),
+            },
+            Column {
+                name: "PV",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/source/persistentVolumeName")),
+            },
+            Column {
+                name: "Node",
+                kind: "string",
+                cell: |o| json!(str_at(o, "/spec/nodeName")),
+            },
+            Column {
+                name: "Attached",
+                kind: "boolean",
+                cell: |o| {
+                    json!(
+                        o.pointer("/status/attached")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false)
+                    )
+                },
+            },
+            AGE,
+        ],
         ("storage.k8s.io", "StorageClass") => {
             vec![
                 Column {
@@ -430,5 +598,58 @@ mod tests {
         let cells: Vec<Value> = cols.iter().take(3).map(|c| (c.cell)(&d)).collect();
         assert_eq!(cells, vec![json!("1/2"), json!(2), json!(1)]);
         assert!(for_kind("", "Pod").is_none());
+    }
+
+    fn cells(group: &str, kind: &str, obj: &Value) -> Vec<(&'static str, Value)> {
+        for_kind(group, kind)
+            .expect("printer")
+            .iter()
+            .filter(|c| c.name != "Age")
+            .map(|c| (c.name, (c.cell)(obj)))
+            .collect()
+    }
+
+    #[test]
+    fn claim_and_volume_cells_read_like_kubectl() {
+        let pvc = json!({"spec": {"volumeName": "pvc-1", "storageClassName": "standard-csi", "volumeMode": "Filesystem"},
+            "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce", "ReadWriteOncePod"]}});
+        assert_eq!(
+            cells("", "PersistentVolumeClaim", &pvc),
+            vec![
+                ("Status", json!("Bound")),
+                ("Volume", json!("pvc-1")),
+                ("Capacity", json!("1Gi")),
+                ("Access Modes", json!("RWO,RWOP")),
+                ("StorageClass", json!("standard-csi")),
+                ("VolumeAttributesClass", json!("<unset>")),
+            ]
+        );
+        let pending = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {}, "status": {"phase": "Pending"}});
+        assert_eq!(
+            cells("", "PersistentVolumeClaim", &pending)[..4],
+            [
+                ("Status", json!("Terminating")),
+                ("Volume", json!("")),
+                ("Capacity", json!("")),
+                ("Access Modes", json!("")),
+            ]
+        );
+        let pv = json!({"spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteMany", "ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Delete", "claimRef": {"namespace": "ns", "name": "data"},
+            "storageClassName": "csi-manila-default", "volumeMode": "Filesystem"},
+            "status": {"phase": "Released", "reason": ""}});
+        assert_eq!(
+            cells("", "PersistentVolume", &pv),
+            vec![
+                ("Capacity", json!("2Gi")),
+                ("Access Modes", json!("ROX,RWX")),
+                ("Reclaim Policy", json!("Delete")),
+                ("Status", json!("Released")),
+                ("Claim", json!("ns/data")),
+                ("StorageClass", json!("csi-manila-default")),
+                ("VolumeAttributesClass", json!("<unset>")),
+                ("Reason", json!("")),
+            ]
+        );
     }
 }

@@ -234,6 +234,22 @@ const BUILTINS: &[Builtin] = &[
     ))),
     b("", "v1", "Event", "events", true, &["ev"]),
     all(with_status(b("", "v1", "Pod", "pods", true, &["po"]))),
+    with_status(b(
+        "",
+        "v1",
+        "PersistentVolume",
+        "persistentvolumes",
+        false,
+        &["pv"],
+    )),
+    with_status(b(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+        &["pvc"],
+    )),
     all(with_scale(with_generation(with_status(b(
         "apps",
         "v1",
@@ -299,6 +315,14 @@ const BUILTINS: &[Builtin] = &[
         &["sc"],
     ),
     b("storage.k8s.io", "v1", "CSINode", "csinodes", false, &[]),
+    with_status(b(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        "volumeattachments",
+        false,
+        &[],
+    )),
     with_generation(with_status(b(
         "policy",
         "v1",
@@ -493,6 +517,17 @@ mod tests {
         );
         assert!(!c.get("", "v1", "namespaces").expect("ns").namespaced);
         assert!(c.get("apps", "v1", "replicasets").is_none());
+        let pvc = c
+            .get("", "v1", "persistentvolumeclaims")
+            .expect("pvcs served");
+        assert!(pvc.namespaced && pvc.status_subresource && !pvc.tracks_generation);
+        assert_eq!(pvc.short_names, vec!["pvc".to_string()]);
+        let pv = c.get("", "v1", "persistentvolumes").expect("pvs served");
+        assert!(!pv.namespaced && pv.status_subresource);
+        let va = c
+            .get("storage.k8s.io", "v1", "volumeattachments")
+            .expect("volume attachments served");
+        assert!(!va.namespaced && va.status_subresource);
         assert_eq!(
             c.by_kind("storage.k8s.io/v1", "CSIDriver")
                 .map(|r| r.plural.clone()),

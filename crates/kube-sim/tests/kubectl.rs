@@ -406,6 +406,32 @@ impl Harness {
             .unwrap_or_else(|e| panic!("status write failed: {e}"));
     }
 
+    /// Writes a core object's status as its controller would.
+    fn write_status(&self, plural: &str, namespace: &str, name: &str, status: Value) {
+        let body = serde_json::to_vec(&json!({ "status": status })).expect("json");
+        let opts = WriteOptions {
+            manager: "kube-controller-manager".into(),
+            ..Default::default()
+        };
+        self.sim
+            .write(|c| {
+                let rt = c
+                    .resource("", "v1", plural)
+                    .ok_or_else(|| format!("{plural} not served"))?;
+                c.patch(
+                    &rt,
+                    namespace,
+                    name,
+                    Some("status"),
+                    PatchType::Merge,
+                    &body,
+                    &opts,
+                )
+                .map_err(|e| format!("{e:?}"))
+            })
+            .unwrap_or_else(|e| panic!("status write failed: {e}"));
+    }
+
     /// Installs the Widget CRD and waits for it to be served, as a user would.
     fn install_widgets(&self) {
         let out = self.ok(&["apply", "-f", &fixture("widgets-crd.yaml")]);
@@ -1334,5 +1360,161 @@ fn over_http_a_current_kubectl_is_anonymous() {
                 "{out}"
             );
         }
+    });
+}
+
+/// Claims and volumes as an administrator meets them: the default class filled in, the
+/// protection finalizer added, the PVC and PV tables, a malformed claim refused with the
+/// field that is wrong, and a claim in use by a scheduled Pod kept until the Pod goes.
+#[test]
+fn claims_volumes_and_their_protection() {
+    each_kubectl(|k| {
+        let sc = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: standard\n  annotations:\n    storageclass.kubernetes.io/is-default-class: \"true\"\nprovisioner: example.com/disk\n";
+        k.ok(&["apply", "-f", &k.file("sc.yaml", sc)]);
+        let pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n";
+        let out = k.ok(&["apply", "-f", &k.file("pvc.yaml", pvc)]);
+        assert!(out.contains("persistentvolumeclaim/data created"), "{out}");
+        let claim = k
+            .object("", "v1", "persistentvolumeclaims", "default", "data")
+            .expect("created");
+        assert_eq!(claim["spec"]["storageClassName"], "standard");
+        assert_eq!(
+            claim["metadata"]["finalizers"],
+            json!(["kubernetes.io/pvc-protection"])
+        );
+        let table = k.ok(&["get", "pvc"]);
+        let header: Vec<&str> = table
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        assert_eq!(
+            header,
+            [
+                "NAME",
+                "STATUS",
+                "VOLUME",
+                "CAPACITY",
+                "ACCESS MODES",
+                "STORAGECLASS",
+                "VOLUMEATTRIBUTESCLASS",
+                "AGE"
+            ],
+            "{table}"
+        );
+        assert_eq!(
+            table_row(&table, "data")[..4],
+            ["data", "Pending", "standard", "<unset>"]
+        );
+
+        let pv = "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv-data\nspec:\n  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Delete\n  storageClassName: standard\n  claimRef:\n    namespace: default\n    name: data\n  csi:\n    driver: example.com\n    volumeHandle: vol-1\n";
+        k.ok(&["apply", "-f", &k.file("pv.yaml", pv)]);
+        k.write_status(
+            "persistentvolumes",
+            "",
+            "pv-data",
+            json!({"phase": "Bound"}),
+        );
+        k.ok(&[
+            "patch",
+            "pvc",
+            "data",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"volumeName":"pv-data"}}"#,
+        ]);
+        k.write_status(
+            "persistentvolumeclaims",
+            "default",
+            "data",
+            json!({"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}),
+        );
+        let table = k.ok(&["get", "pvc"]);
+        assert_eq!(
+            table_row(&table, "data")[..7],
+            [
+                "data", "Bound", "pv-data", "1Gi", "RWO", "standard", "<unset>"
+            ],
+            "{table}"
+        );
+        let table = k.ok(&["get", "pv"]);
+        let header = table.lines().next().unwrap_or_default();
+        assert!(
+            header.starts_with("NAME")
+                && header.contains("CAPACITY   ACCESS MODES   RECLAIM POLICY   STATUS   CLAIM")
+                && header.contains("STORAGECLASS   VOLUMEATTRIBUTESCLASS   REASON   AGE"),
+            "{table}"
+        );
+        assert_eq!(
+            table_row(&table, "pv-data")[..8],
+            [
+                "pv-data",
+                "1Gi",
+                "RWO",
+                "Delete",
+                "Bound",
+                "default/data",
+                "standard",
+                "<unset>"
+            ],
+            "{table}"
+        );
+
+        // The server says which field is wrong.
+        let bad = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: bad\nspec:\n  resources:\n    requests:\n      storage: 1Gi\n";
+        let out = k.fails(&["apply", "-f", &k.file("bad.yaml", bad)]);
+        assert!(
+            out.stderr
+                .contains("spec.accessModes: Required value: at least 1 access mode is required"),
+            "{out}"
+        );
+        let out = k.fails(&[
+            "patch",
+            "pvc",
+            "data",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#,
+        ]);
+        assert!(
+            out.stderr
+                .contains("the storageclass that provisions the pvc must support resize"),
+            "{out}"
+        );
+
+        // A scheduled Pod using the claim holds its deletion.
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: user\nspec:\n  nodeName: worker-0\n  containers:\n  - name: c\n    image: busybox:1\n    volumeMounts:\n    - {name: d, mountPath: /data}\n  volumes:\n  - name: d\n    persistentVolumeClaim:\n      claimName: data\n";
+        k.ok(&["apply", "-f", &k.file("pod.yaml", pod)]);
+        k.ok(&["delete", "pvc", "data", "--wait=false"]);
+        let table = k.ok(&["get", "pvc"]);
+        assert_eq!(table_row(&table, "data")[1], "Terminating", "{table}");
+        k.ok(&["delete", "pod", "user", "--wait=false"]);
+        eventually("the claim is gone once its Pod is", || {
+            k.object("", "v1", "persistentvolumeclaims", "default", "data")
+                .is_none()
+                .then_some(())
+        });
+        // The volume is still Bound, so its protection holds it.
+        k.ok(&["delete", "pv", "pv-data", "--wait=false"]);
+        assert!(
+            k.object("", "v1", "persistentvolumes", "", "pv-data")
+                .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_some())
+        );
+        k.write_status(
+            "persistentvolumes",
+            "",
+            "pv-data",
+            json!({"phase": "Released"}),
+        );
+        eventually("the volume is gone once it is not Bound", || {
+            k.object("", "v1", "persistentvolumes", "", "pv-data")
+                .is_none()
+                .then_some(())
+        });
     });
 }

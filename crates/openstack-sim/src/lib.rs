@@ -10,7 +10,9 @@
 //! - Cinder `GET /{interface}/volume/v3/{project_id}/os-availability-zone`;
 //! - Manila `GET /{interface}/share/v2[/{project_id}]/types` (absent when Manila is off);
 //! - the volume, snapshot, share and access-rule calls of `csi-operator cleanup` (see
-//!   `storage.rs`), on a store tests seed with [`SimHandle::set_storage`];
+//!   `storage.rs`), on a store tests seed with [`SimHandle::set_storage`], and the volume and
+//!   share creation, extension and deletion a CSI controller asks for, as Rust calls on
+//!   [`SimHandle`] (see `provisioning.rs`);
 //! - the filtered share listing, export locations and share networks with subnets that the
 //!   Manila operator's export-network diagnostic reads (see `share_networks.rs`), seeded with
 //!   [`SimHandle::set_storage`] and [`SimHandle::set_share_networks`].
@@ -21,10 +23,12 @@
 //! It is a test substrate: it must not be used as a security boundary (tokens are predictable
 //! and secrets are kept in memory in clear), and it must not depend on the client crate.
 
+mod provisioning;
 mod server;
 mod share_networks;
 mod storage;
 
+pub use provisioning::{CloudError, ShareRequest, VolumeRequest};
 pub use share_networks::{SimExportLocation, SimShareNetwork, SimShareNetworkSubnet};
 pub use storage::{
     SimAccessRule, SimShare, SimShareSnapshot, SimStorage, SimVolume, SimVolumeSnapshot,

@@ -27,6 +27,10 @@ pub struct SimVolume {
     pub metadata: BTreeMap<String, String>,
     /// Server ids it is attached to.
     pub attachments: Vec<String>,
+    /// `nova` unless created elsewhere.
+    pub availability_zone: String,
+    /// The volume type's name; `None` for the cloud's default type.
+    pub volume_type: Option<String>,
 }
 
 impl SimVolume {
@@ -39,6 +43,8 @@ impl SimVolume {
             size: 1,
             metadata: BTreeMap::new(),
             attachments: Vec::new(),
+            availability_zone: "nova".into(),
+            volume_type: None,
         }
     }
 
@@ -97,6 +103,8 @@ pub struct SimShare {
     pub share_network_id: Option<String>,
     /// Served by `GET …/shares/{id}/export_locations` (see `share_networks.rs`).
     pub export_locations: Vec<crate::SimExportLocation>,
+    /// `NFS` unless created with another protocol.
+    pub share_proto: String,
 }
 
 impl SimShare {
@@ -111,6 +119,7 @@ impl SimShare {
             share_type_name: "default".into(),
             share_network_id: None,
             export_locations: Vec::new(),
+            share_proto: "NFS".into(),
         }
     }
 
@@ -199,7 +208,7 @@ fn not_found(what: &str, id: &str) -> (u16, Value) {
 }
 
 /// Cinder's and Manila's error shape: one key naming the fault.
-fn error(key: &str, code: u16, message: &str) -> Value {
+pub(crate) fn error(key: &str, code: u16, message: &str) -> Value {
     json!({ key: { "code": code, "message": message } })
 }
 
@@ -219,7 +228,8 @@ fn volume_json(v: &SimVolume) -> Value {
         .collect();
     json!({"id": v.id, "name": v.name, "status": v.status, "size": v.size,
            "metadata": v.metadata, "attachments": attachments,
-           "availability_zone": "nova", "bootable": "false"})
+           "availability_zone": v.availability_zone,
+           "volume_type": v.volume_type.as_deref().unwrap_or("__DEFAULT__"), "bootable": "false"})
 }
 
 fn volume_snapshot_json(s: &SimVolumeSnapshot) -> Value {
@@ -229,7 +239,7 @@ fn volume_snapshot_json(s: &SimVolumeSnapshot) -> Value {
 
 fn share_json(s: &SimShare) -> Value {
     json!({"id": s.id, "name": s.name, "status": s.status, "size": s.size,
-           "share_proto": "NFS", "metadata": s.metadata, "share_type": s.share_type_id,
+           "share_proto": s.share_proto, "metadata": s.metadata, "share_type": s.share_type_id,
            "share_type_name": s.share_type_name, "share_network_id": s.share_network_id})
 }
 
@@ -274,35 +284,63 @@ pub(crate) fn cinder(
                 (202, Value::Null)
             }
         }
-        (&Method::DELETE, ["volumes", id]) => {
-            let Some(v) = storage.volumes.iter().find(|v| v.id == *id) else {
-                return Some(not_found("Volume", id));
-            };
-            if v.status == "in-use" || !v.attachments.is_empty() {
-                return Some(bad_request(&format!(
-                    "Invalid volume: Volume status must be available or error or \
-                     error_restoring or error_extending or error_managing and must not be \
-                     migrating, attached, belong to a group, have snapshots, awaiting a \
-                     transfer, or be disassociated from snapshots after volume transfer. \
-                     (volume {id} is {})",
-                    v.status
-                )));
-            }
-            let snapshots = storage
-                .volume_snapshots
-                .iter()
-                .filter(|s| s.volume_id == *id)
-                .count();
-            if snapshots > 0 {
-                return Some(bad_request(&format!(
-                    "Invalid volume: Volume still has {snapshots} dependent snapshots."
-                )));
-            }
-            storage.volumes.retain(|v| v.id != *id);
-            (202, Value::Null)
-        }
+        (&Method::DELETE, ["volumes", id]) => delete_volume(storage, id),
         _ => return None,
     })
+}
+
+/// `DELETE /v3/{project}/volumes/{id}`: 202, or why Cinder refuses.
+pub(crate) fn delete_volume(storage: &mut SimStorage, id: &str) -> (u16, Value) {
+    let Some(v) = storage.volumes.iter().find(|v| v.id == id) else {
+        return not_found("Volume", id);
+    };
+    if v.status == "in-use" || !v.attachments.is_empty() {
+        return bad_request(&format!(
+            "Invalid volume: Volume status must be available or error or \
+             error_restoring or error_extending or error_managing and must not be \
+             migrating, attached, belong to a group, have snapshots, awaiting a \
+             transfer, or be disassociated from snapshots after volume transfer. \
+             (volume {id} is {})",
+            v.status
+        ));
+    }
+    let snapshots = storage
+        .volume_snapshots
+        .iter()
+        .filter(|s| s.volume_id == id)
+        .count();
+    if snapshots > 0 {
+        return bad_request(&format!(
+            "Invalid volume: Volume still has {snapshots} dependent snapshots."
+        ));
+    }
+    storage.volumes.retain(|v| v.id != id);
+    (202, Value::Null)
+}
+
+/// `DELETE …/shares/{id}`: 202, or why Manila refuses.
+pub(crate) fn delete_share(storage: &mut SimStorage, id: &str) -> (u16, Value) {
+    if !storage.shares.iter().any(|s| s.id == id) {
+        return not_found("Share", id);
+    }
+    let snapshots = storage
+        .share_snapshots
+        .iter()
+        .filter(|s| s.share_id == id)
+        .count();
+    if snapshots > 0 {
+        return (
+            403,
+            error(
+                "forbidden",
+                403,
+                &format!("Invalid share: Share still has {snapshots} dependent snapshots."),
+            ),
+        );
+    }
+    storage.shares.retain(|s| s.id != id);
+    storage.access_rules.retain(|r| r.share_id != id);
+    (202, Value::Null)
 }
 
 /// Manila paths below `/v2/` (or `/v2/{project}/`). `None`: not a storage path.
@@ -342,29 +380,7 @@ pub(crate) fn manila(
                 (202, Value::Null)
             }
         }
-        (&Method::DELETE, ["shares", id]) => {
-            if !storage.shares.iter().any(|s| s.id == *id) {
-                return Some(not_found("Share", id));
-            }
-            let snapshots = storage
-                .share_snapshots
-                .iter()
-                .filter(|s| s.share_id == *id)
-                .count();
-            if snapshots > 0 {
-                return Some((
-                    403,
-                    error(
-                        "forbidden",
-                        403,
-                        &format!("Invalid share: Share still has {snapshots} dependent snapshots."),
-                    ),
-                ));
-            }
-            storage.shares.retain(|s| s.id != *id);
-            storage.access_rules.retain(|r| r.share_id != *id);
-            (202, Value::Null)
-        }
+        (&Method::DELETE, ["shares", id]) => delete_share(storage, id),
         (&Method::POST, ["shares", id, "action"]) => share_action(storage, id, body),
         _ => return None,
     })

@@ -6,12 +6,18 @@
 //! CRDs, Nodes, the `cluster` singletons (Infrastructure, Proxy, APIServer), the user cloud
 //! config, the credentials Secret pointing at openstack-sim, and the ClusterCSIDriver(s): Cinder's
 //! by default, Manila's (with its namespace and driver credentials) when asked. Whether the cloud
-//! offers Manila, and which share types, is openstack-sim's setting. This is emulator-side
-//! code: product crates never depend on it.
+//! offers Manila, and which share types, is openstack-sim's setting. Unless told otherwise it
+//! also runs the CSI provisioner and scheduler stand-ins ([`csi_provisioner`], [`scheduler`]),
+//! so claims of the installed drivers' classes get volumes. This is emulator-side code:
+//! product crates never depend on it.
 
 pub mod cco;
 pub mod cert_manager;
+pub mod csi_attacher;
+pub mod csi_provisioner;
 pub mod cvo;
+mod in_process;
+pub mod scheduler;
 pub mod service_ca;
 
 use std::collections::BTreeMap;
@@ -80,6 +86,9 @@ pub struct Settings {
     /// Run the cert-manager stand-in ([`cert_manager`]); it acts once a test installs the
     /// cert-manager CRDs.
     pub cert_manager: bool,
+    /// Run the CSI provisioner and scheduler stand-ins: claims of Cinder and Manila classes
+    /// are provisioned in openstack-sim once the driver is installed (see [`csi_provisioner`]).
+    pub csi_provisioner: bool,
 }
 
 impl Default for Settings {
@@ -99,6 +108,7 @@ impl Default for Settings {
             openshift_admission: false,
             openshift_apis: true,
             cert_manager: false,
+            csi_provisioner: true,
         }
     }
 }
@@ -168,6 +178,17 @@ pub struct Testbed {
     pub kube: KubeSim,
     pub openstack: OpenStackSim,
     pub client: Client,
+    /// The stand-in controllers' task, stopped with the testbed.
+    _stand_ins: Option<AbortOnDrop>,
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn seed_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> TestbedError {
@@ -209,10 +230,16 @@ impl Testbed {
                 source,
             })?;
         let client = client_for(&kube, "admin").await?;
+        let stand_ins = settings.csi_provisioner.then(|| {
+            AbortOnDrop(
+                csi_provisioner::CsiProvisioner::new(kube.handle(), openstack.handle()).spawn(),
+            )
+        });
         let bed = Self {
             kube,
             openstack,
             client,
+            _stand_ins: stand_ins,
         };
         bed.seed(&settings).await?;
         if settings.cert_manager {

@@ -78,6 +78,7 @@ impl Cluster {
         let now = now();
         record_creator(rt, &mut obj, &opts.manager, &now);
         admission::prepare(rt, &mut obj, None);
+        crate::storage_admission::on_create(self, rt, &mut obj);
         if rt.group.is_empty()
             && rt.kind == "Service"
             && crate::defaults::allocate_cluster_ip(&mut obj, self.next_cluster_ip)

@@ -164,6 +164,7 @@ impl Cluster {
         if !errors.is_empty() {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
+        crate::storage_admission::on_update(self, rt, old, &obj, subresource)?;
         warnings.extend(admission_policy::on_update(
             self,
             rt,

@@ -42,6 +42,9 @@ pub fn validate_create(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> 
             );
         }
         ("", "Event") => event(root, e),
+        ("", "PersistentVolumeClaim") => persistent_volume_claim(root, e),
+        ("", "PersistentVolume") => persistent_volume(root, e),
+        ("storage.k8s.io", "VolumeAttachment") => volume_attachment(root, e),
         ("storage.k8s.io", "StorageClass") => storage_class(root, e),
         ("storage.k8s.io", "CSIDriver") => csi_driver(root, e),
         ("policy", "PodDisruptionBudget") => pod_disruption_budget(root, e),

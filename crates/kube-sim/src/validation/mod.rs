@@ -18,8 +18,8 @@
 //!
 //! Where things are: `names` has apimachinery's string rules and the metadata checks,
 //! `access` the typed JSON readers that report wrong types, `selectors` label selectors,
-//! `create` the per-kind dispatch into `apps`, `pods`, `core_group` and `other_groups`, and
-//! `update` the immutability rules.
+//! `create` the per-kind dispatch into `apps`, `pods`, `core_group`, `volumes` and
+//! `other_groups`, and `update` the immutability rules.
 
 mod access;
 mod apps;
@@ -32,6 +32,9 @@ mod selectors;
 #[cfg(test)]
 mod tests;
 mod update;
+#[cfg(test)]
+mod volume_tests;
+mod volumes;
 
 use crate::defaults::VOLUME_SOURCES;
 use std::collections::BTreeSet;
@@ -63,6 +66,8 @@ use pods::*;
 use selectors::*;
 #[allow(unused_imports)]
 use update::*;
+#[allow(unused_imports)]
+use volumes::*;
 
 pub use create::validate_create;
 pub use names::{

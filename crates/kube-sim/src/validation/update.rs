@@ -51,6 +51,9 @@ pub fn validate_update(group: &str, kind: &str, old: &Value, new: &Value) -> Vec
             immutable_data(old, new, &["data"], e);
         }
         ("", "ConfigMap") => immutable_data(old, new, &["data", "binaryData"], e),
+        ("", "PersistentVolumeClaim") => persistent_volume_claim_update(old, new, e),
+        ("", "PersistentVolume") => persistent_volume_update(old, new, e),
+        ("storage.k8s.io", "VolumeAttachment") => volume_attachment_update(old, new, e),
         ("storage.k8s.io", "StorageClass") => {
             for field in ["parameters", "provisioner", "reclaimPolicy"] {
                 if !semantic_eq(old.get(field), new.get(field)) {

@@ -1,7 +1,8 @@
 //! The control-plane controllers a real cluster runs next to the API server and that operators
 //! rely on: the garbage collector (owner references, orphan and foreground deletion), the
-//! namespace controller (deleting a namespace's contents before the namespace), and CRD
-//! instance cleanup. They act through the same `Cluster` verbs as clients, without HTTP.
+//! namespace controller (deleting a namespace's contents before the namespace), CRD
+//! instance cleanup, and the pvc- and pv-protection controllers (`protection`). They act
+//! through the same `Cluster` verbs as clients, without HTTP.
 
 use std::sync::Arc;
 
@@ -146,6 +147,10 @@ fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str)
     }
     if rt.group.is_empty() && rt.kind == "Namespace" {
         return finish_namespace(c, name);
+    }
+    if let Some(finalizer) = super::protection::releasable(c, &rt, &obj) {
+        c.controller_remove_finalizer(&rt, ns, name, finalizer);
+        return true;
     }
     if rt.group == "apiextensions.k8s.io"
         && rt.kind == "CustomResourceDefinition"
