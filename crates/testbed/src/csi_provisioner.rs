@@ -129,6 +129,7 @@ impl CsiProvisioner {
                 self.sync_once();
                 crate::scheduler::sync_once(&self.kube);
                 self.sync_attachments();
+                crate::kubelet::sync_once(&self.kube);
                 tokio::select! {
                     r = changes.changed() => if r.is_err() { return },
                     r = shutdown.changed() => if r.is_err() || *shutdown.borrow() { return },

@@ -17,6 +17,7 @@ pub mod csi_attacher;
 pub mod csi_provisioner;
 pub mod cvo;
 mod in_process;
+pub mod kubelet;
 pub mod scheduler;
 pub mod service_ca;
 

@@ -11,7 +11,8 @@
 //!   `FailedScheduling` Event.
 //!
 //! Pods that use no claim are left alone (kube-sim's workload simulator keeps Deployment and
-//! DaemonSet pods virtual); nothing sets a Pod's status or runs its containers.
+//! DaemonSet pods virtual). Once placed, the kubelet stand-in ([`crate::kubelet`]) reports the
+//! Pod Running when its volumes are ready; no container runs.
 
 use std::sync::Arc;
 

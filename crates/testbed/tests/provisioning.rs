@@ -567,6 +567,24 @@ async fn a_used_volume_is_attached_and_its_claim_held_until_the_pod_goes() {
     assert_eq!(os.storage().volumes[0].attachments, vec![node]);
     assert_eq!(os.storage().volumes[0].status, "in-use");
 
+    // With its volume attached the kubelet reports the Pod Running and Ready, on that node.
+    let running = wait_for(DEADLINE, || async {
+        let p = pods.get("db").await.expect("pod");
+        let status = p.status.clone()?;
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        (status.phase.as_deref() == Some("Running") && ready).then_some(p)
+    })
+    .await
+    .expect("the pod runs once its volume is attached");
+    assert_eq!(
+        running.spec.and_then(|s| s.node_name).as_deref(),
+        Some(va.spec.node_name.as_str())
+    );
+
     // The claim's deletion waits for the Pod (pvc-protection).
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(bed.client.clone(), NS);
     claims
