@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::cluster::working_writes;
 use crate::measure::{self, Memory};
-use crate::sim_process::locate_binary;
+use crate::sim_process::product_binary;
 
 /// Bounds on waiting, so a stuck operator fails the run instead of hanging it.
 const READY_LIMIT: Duration = Duration::from_secs(60);
@@ -58,7 +58,7 @@ pub(crate) struct OperatorProcess {
 
 impl OperatorProcess {
     pub(crate) fn start(bed: &Testbed, command: OperatorCommand) -> anyhow::Result<Self> {
-        let bin = locate_binary()?;
+        let bin = product_binary()?;
         let tmp = std::env::temp_dir();
         let tag = format!(
             "bench-{}-{}-{}",

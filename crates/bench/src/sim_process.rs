@@ -15,6 +15,8 @@ use crate::measure::{self, Memory};
 
 /// Overrides where the `csi-operator` binary is found.
 const BIN_ENV: &str = "CSI_OPERATOR_BIN";
+/// Names a product binary to measure instead of building one.
+const PRODUCT_BIN_ENV: &str = "CSI_OPERATOR_PRODUCT_BIN";
 const SERVING: &str = "kube-sim serving at ";
 
 pub struct SimProcess {
@@ -117,6 +119,35 @@ impl Drop for SimProcess {
 /// `$CSI_OPERATOR_BIN`, else `csi-operator` next to this binary in the target directory. Under
 /// `cargo run`, it is (re)built first with the same profile, so the figures always describe the
 /// current source (of the emulator or of an operator) rather than a stale binary.
+/// The product binary, as the image ships it: built once per run by `hack/build-product.sh`
+/// (the Containerfile's build stage: release profile, no emulators linked), unless
+/// [`PRODUCT_BIN_ENV`] names one. The operator scenarios measure it, since their budgets are
+/// about what runs on a cluster; the lab binary's emulator code would add mapped pages.
+pub(crate) fn product_binary() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os(PRODUCT_BIN_ENV) {
+        return Ok(PathBuf::from(path));
+    }
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(bin) = BUILT.get() {
+        return Ok(bin.clone());
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .context("the bench crate is not inside the workspace")?
+        .to_path_buf();
+    let out = root.join("target").join("image-root");
+    eprintln!("building the product binary (hack/build-product.sh)");
+    let status = Command::new(root.join("hack").join("build-product.sh"))
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("cannot run hack/build-product.sh")?;
+    anyhow::ensure!(status.success(), "hack/build-product.sh failed ({status})");
+    let bin = out.join("csi-operator");
+    Ok(BUILT.get_or_init(|| bin).clone())
+}
+
 pub(crate) fn locate_binary() -> anyhow::Result<PathBuf> {
     if let Some(path) = std::env::var_os(BIN_ENV) {
         return Ok(PathBuf::from(path));

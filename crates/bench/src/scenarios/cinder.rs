@@ -842,7 +842,7 @@ fn section(f: &Figures, bare: &Bare) -> Section {
         "The cluster is `testbed` (kube-sim with its workload simulator, and openstack-sim) inside \
          the `bench` process: an OpenShift-on-OpenStack cluster with {} Nodes (3 control-plane), \
          plus {} Secrets and {} ConfigMaps (about 1 KiB each) in {} unrelated namespaces, all \
-         created before the operator starts. The operator runs as its own process, `csi-operator \
+         created before the operator starts. The operator runs as its own process, the product binary the image ships (built by `hack/build-product.sh`), `csi-operator \
          openstack-cinder start --kubeconfig F --namespace openshift-cluster-csi-drivers \
          --metrics-listen ADDR --resync {}s` with the image variables of \
          `testbed::example_images`, authenticated as its service account so kube-sim's request \

@@ -1159,7 +1159,7 @@ fn section(f: &Figures) -> Section {
          the CSO (no ClusterCSIDriver): {} Nodes (3 control-plane), plus {} Secrets and {} \
          ConfigMaps (about 1 KiB each) in {} unrelated namespaces. `manifests/openshift/` is applied \
          as the cluster version operator applies it, except `Storage/cluster`, held back. The CSO \
-         runs as its own process, `csi-operator cluster-storage start --kubeconfig F --namespace \
+         runs as its own process, the product binary the image ships (built by `hack/build-product.sh`), `csi-operator cluster-storage start --kubeconfig F --namespace \
          {CSO_NAMESPACE} --metrics-listen ADDR --resync {}s` with the environment of its Deployment \
          manifest, authenticated as its service account so kube-sim's request log tells its \
          requests apart. The driver operators do not run: their Deployments get simulated pods. \

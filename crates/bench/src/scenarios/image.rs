@@ -6,7 +6,7 @@
 //! The image itself is the binary plus the distroless `cc` base and the manifests; with no
 //! container engine on the benchmark machine only the binary is measured.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use testbed::{Settings, Testbed};
 use super::Options;
 use crate::measure::{ms, percentile};
 use crate::report::{Section, Table};
-use crate::sim_process::locate_binary;
+use crate::sim_process::{locate_binary, product_binary};
 
 pub const NAME: &str = "image";
 
@@ -24,28 +24,6 @@ pub const NAME: &str = "image";
 const USER: &str =
     "system:serviceaccount:openshift-cluster-csi-drivers:openstack-cinder-csi-driver-operator";
 const START_LIMIT: Duration = Duration::from_secs(60);
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
-/// Builds the product binary with the image's build script; its path.
-fn product_binary() -> anyhow::Result<PathBuf> {
-    let root = workspace_root();
-    let out = root.join("target").join("image-root");
-    eprintln!("  building the product binary (hack/build-product.sh)");
-    let status = Command::new(root.join("hack").join("build-product.sh"))
-        .arg(&out)
-        .stdout(Stdio::null())
-        .status()
-        .context("cannot run hack/build-product.sh")?;
-    anyhow::ensure!(status.success(), "hack/build-product.sh failed ({status})");
-    Ok(out.join("csi-operator"))
-}
 
 fn size_mib(path: &Path) -> anyhow::Result<f64> {
     let bytes = std::fs::metadata(path)
@@ -170,7 +148,7 @@ pub async fn run(options: Options) -> anyhow::Result<Section> {
         title: "The image: product binary size and start-up".into(),
         setup: "The product binary is built by `hack/build-product.sh` (the Containerfile's build \
                 stage: release profile, `--no-default-features`, checked for emulator symbols). \
-                The lab binary is `target/release/csi-operator` as the other scenarios run it. \
+                The lab binary is `target/release/csi-operator`, which runs the emulators of the other scenarios (their operators are the product binary). \
                 Start-up runs `csi-operator openstack-cinder start` against an in-process testbed \
                 (kube-sim with OpenShift's API) with the default leader timings."
             .into(),

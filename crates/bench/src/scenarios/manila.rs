@@ -1084,7 +1084,7 @@ fn section(f: &Figures) -> Section {
          offering Manila with the share types {}) inside the `bench` process, with {} Nodes \
          (3 control-plane) and {} Secrets and {} ConfigMaps in {} unrelated namespaces, plus \
          the driver namespace `{DRIVER_NAMESPACE}` with its `{DRIVER_CREDENTIALS_SECRET}` \
-         Secret, all created before the operator starts. The operator runs as its own process, \
+         Secret, all created before the operator starts. The operator runs as its own process, the product binary the image ships (built by `hack/build-product.sh`), \
          `csi-operator openstack-manila start --kubeconfig F --metrics-listen ADDR --resync {}s \
          --share-type-refresh D`, authenticated as its service account. With the default \
          refresh ({}) and hour-long tokens: once its caches are synced the ClusterCSIDriver \
