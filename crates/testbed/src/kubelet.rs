@@ -29,7 +29,7 @@ pub fn sync_once(kube: &ClusterHandle) -> usize {
         {
             continue;
         }
-        let claims = claim_names(&pod);
+        let claims = crate::scheduler::claims(&pod);
         if claims.is_empty() || !volumes_ready(kube, &pod, &claims, node) {
             continue;
         }
@@ -38,20 +38,8 @@ pub fn sync_once(kube: &ClusterHandle) -> usize {
     started
 }
 
-fn claim_names(pod: &Value) -> Vec<&str> {
-    pod.pointer("/spec/volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| {
-            v.pointer("/persistentVolumeClaim/claimName")
-                .and_then(Value::as_str)
-        })
-        .collect()
-}
-
 /// Every claim Bound and each of its volumes attached to `node` when its driver needs that.
-fn volumes_ready(kube: &ClusterHandle, pod: &Value, claims: &[&str], node: &str) -> bool {
+fn volumes_ready(kube: &ClusterHandle, pod: &Value, claims: &[String], node: &str) -> bool {
     let ns = text(pod, "/metadata/namespace");
     let attachments = in_process::list(kube, "storage.k8s.io", "volumeattachments", None);
     claims.iter().all(|name| {

@@ -26,7 +26,7 @@ use crate::in_process::{self, text};
 const SCHEDULER: &str = "default-scheduler";
 
 /// The claim names a Pod's volumes reference.
-fn claims(pod: &Value) -> Vec<String> {
+pub(crate) fn claims(pod: &Value) -> Vec<String> {
     pod.pointer("/spec/volumes")
         .and_then(Value::as_array)
         .into_iter()
