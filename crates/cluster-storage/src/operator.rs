@@ -266,14 +266,16 @@ impl Operator {
     /// One reconcile of `Storage/cluster`.
     pub async fn reconcile(&mut self) -> Outcome {
         let began = Instant::now();
-        let outcome = self.reconcile_inner().await;
+        // Events are written beside the steps, never between an object and the next.
+        let events = self.recorder.clone();
+        let outcome = events.alongside(self.reconcile_inner()).await;
         self.metrics
             .reconciled(began.elapsed(), matches!(outcome, Outcome::Done { .. }));
         outcome
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let Some(storage_obj) = self.cache.get_object::<Storage>(None, STORAGE_NAME) else {
+        let Some(cached) = self.cache.get_object::<Storage>(None, STORAGE_NAME) else {
             // The cluster version operator creates it; without it there is nothing to report
             // on (Go's status syncer would delete the ClusterOperator; we leave it alone).
             debug!("Storage/{STORAGE_NAME} does not exist; waiting for it");
@@ -281,6 +283,9 @@ impl Operator {
                 requeue_after: None,
             };
         };
+        // Our own last write when the watch has not shown it yet: its generations keep the
+        // operator Deployments from being written again.
+        let storage_obj = self.storage_status.newest(&cached);
         let storage: Storage = match serde_json::to_value(&*storage_obj)
             .map_err(|e| e.to_string())
             .and_then(|v| openshift_api::decode::from_value(v).map_err(|e| e.to_string()))
@@ -349,6 +354,7 @@ impl Operator {
                 if let Some(written) = observed.written {
                     self.metrics.write("Storage", WriteVerb::Update);
                     storage_obj = Arc::new(written);
+                    self.storage_status.remember(storage_obj.clone());
                 }
                 board.set_condition(conditions::degraded("ConfigObservation", None));
             }

@@ -30,9 +30,17 @@
 //! Events are best-effort: a failed Event write is logged and never fails the caller. A message
 //! names the object (kind, name, namespace) and never carries object content, so a Secret's
 //! values can never end up in an Event.
+//!
+//! Inside [`EventRecorder::alongside`] (a reconcile), Events are queued and written beside the
+//! work rather than before the caller's next step, as client-go's broadcaster writes them from
+//! its own goroutine: an Event never delays an operand write. Unlike a goroutine, the writer is
+//! part of the reconcile's future, so whatever cancels a reconcile (a lost lease, SIGTERM, the
+//! deadline) cancels its Events too, and a replica that may no longer write writes none. The
+//! queue holds at most client-go's 1,000 Events; beyond that an Event is dropped with a warning.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use jiff::{SignedDuration, Timestamp};
@@ -42,6 +50,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use serde_json::json;
+use tokio::sync::Notify;
 
 /// Normal or Warning, as the Event `type` field spells them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +77,88 @@ pub struct EventRecorder {
     component: String,
     instance: String,
     correlator: Arc<Mutex<Correlator>>,
+    deferred: Arc<Deferred>,
+}
+
+/// client-go's `maxQueuedEvents`: how many Events may wait for the writer.
+const MAX_QUEUED: usize = 1000;
+
+/// One Event waiting to be written, with the time it happened.
+struct Pending {
+    type_: EventType,
+    reason: String,
+    message: String,
+    at: Timestamp,
+}
+
+/// The queue of [`EventRecorder::alongside`], shared by the recorder's clones.
+#[derive(Default)]
+struct Deferred {
+    state: Mutex<Queue>,
+    /// Wakes the writer: an Event was queued, or the work is done.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// How many `alongside` scopes are open (the outermost one writes).
+    scopes: usize,
+    events: VecDeque<Pending>,
+}
+
+impl Deferred {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues the Event when a scope is open; gives it back otherwise.
+    fn push(&self, pending: Pending) -> Option<Pending> {
+        let mut queue = self.lock();
+        if queue.scopes == 0 {
+            return Some(pending);
+        }
+        if queue.events.len() >= MAX_QUEUED {
+            tracing::warn!(reason = %pending.reason, "too many Events waiting to be written; dropping one");
+            return None;
+        }
+        queue.events.push_back(pending);
+        drop(queue);
+        self.wake.notify_one();
+        None
+    }
+
+    fn pop(&self) -> Option<Pending> {
+        self.lock().events.pop_front()
+    }
+}
+
+/// An open [`EventRecorder::alongside`] scope; closing the outermost one (also when the work
+/// is cancelled) drops what is still queued: a cancelled reconcile writes no more.
+struct Scope<'a>(&'a Deferred);
+
+impl<'a> Scope<'a> {
+    /// Opens a scope; `true` when it is the outermost one.
+    fn open(deferred: &'a Deferred) -> (Self, bool) {
+        let mut queue = deferred.lock();
+        queue.scopes += 1;
+        let outermost = queue.scopes == 1;
+        drop(queue);
+        (Self(deferred), outermost)
+    }
+}
+
+impl Drop for Scope<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock();
+        queue.scopes = queue.scopes.saturating_sub(1);
+        if queue.scopes == 0 && !queue.events.is_empty() {
+            tracing::debug!(
+                dropped = queue.events.len(),
+                "the work was cancelled; its Events are not written"
+            );
+            queue.events.clear();
+        }
+    }
 }
 
 /// Disambiguates Events created within the same nanosecond by one process.
@@ -90,14 +181,57 @@ impl EventRecorder {
             component: component.to_string(),
             instance: instance.to_string(),
             correlator: Arc::new(Mutex::new(Correlator::new(CACHE_ENTRIES))),
+            deferred: Arc::default(),
         }
     }
 
+    /// Runs `work` while writing, one at a time and in order, the Events it records (through
+    /// this recorder or a clone); returns once `work` is done and every Event is written. See
+    /// the module docs.
+    pub async fn alongside<F: Future>(&self, work: F) -> F::Output {
+        let (_scope, outermost) = Scope::open(&self.deferred);
+        if !outermost {
+            return work.await;
+        }
+        let done = AtomicBool::new(false);
+        let work = async {
+            let output = work.await;
+            done.store(true, Ordering::SeqCst);
+            self.deferred.wake.notify_one();
+            output
+        };
+        let writer = async {
+            loop {
+                if let Some(p) = self.deferred.pop() {
+                    self.write(p).await;
+                } else if done.load(Ordering::SeqCst) {
+                    return;
+                } else {
+                    // A wake-up sent since the last check is kept by `Notify` as a permit.
+                    self.deferred.wake.notified().await;
+                }
+            }
+        };
+        let (output, ()) = futures::join!(work, writer);
+        output
+    }
+
     /// Records one Event (or counts a repeat of one); a failure is logged at warning level and
-    /// swallowed.
+    /// swallowed. Inside [`Self::alongside`] it is only queued.
     pub async fn record(&self, type_: EventType, reason: &str, message: &str) {
-        self.record_at(type_, reason, message, Timestamp::now())
-            .await;
+        let pending = Pending {
+            type_,
+            reason: reason.to_string(),
+            message: message.to_string(),
+            at: Timestamp::now(),
+        };
+        if let Some(now) = self.deferred.push(pending) {
+            self.write(now).await;
+        }
+    }
+
+    async fn write(&self, p: Pending) {
+        self.record_at(p.type_, &p.reason, &p.message, p.at).await;
     }
 
     async fn record_at(&self, type_: EventType, reason: &str, message: &str, now: Timestamp) {

@@ -346,10 +346,21 @@ impl StatusWriter {
         })
     }
 
+    /// Remembers a write of the CR made elsewhere (the config observer's `spec` update), so
+    /// [`Self::newest`] knows it before the watch delivers it.
+    pub fn remember(&self, written: Arc<DynamicObject>) {
+        *self.lock() = Some(written);
+    }
+
     /// The caller's copy, unless our own last write is newer (the watch has not delivered it
     /// yet, or the caller holds an older copy). The memo is one object per writer, kept until
     /// the CR is replaced by another with a different uid.
-    fn newest(&self, live_cr: &DynamicObject) -> Arc<DynamicObject> {
+    ///
+    /// A reconcile reads its CR through this: a reconcile that starts before the watch shows
+    /// the last status write would otherwise miss the generations recorded there and write
+    /// the Deployment and DaemonSets once more (library-go forces a write when no generation
+    /// is recorded).
+    pub fn newest(&self, live_cr: &DynamicObject) -> Arc<DynamicObject> {
         let mut memo = self.lock();
         if let Some(written) = memo.as_ref() {
             if written.metadata.uid != live_cr.metadata.uid {

@@ -178,10 +178,13 @@ pub fn management_state(
     }
 }
 
-/// The operator's ClusterCSIDriver from the cache: `Ok(None)` while it does not exist (the
-/// Cluster Storage Operator creates it), `Err` with a message when it cannot be decoded.
+/// The operator's ClusterCSIDriver from the cache, or as this operator last wrote it when the
+/// watch has not shown that write yet ([`crate::status::StatusWriter::newest`]): `Ok(None)`
+/// while it does not exist (the Cluster Storage Operator creates it), `Err` with a message when
+/// it cannot be decoded.
 pub fn read_cluster_csi_driver(
     cache: &crate::cache::Cache,
+    status: &crate::status::StatusWriter,
     name: &str,
 ) -> Result<
     Option<(
@@ -190,10 +193,11 @@ pub fn read_cluster_csi_driver(
     )>,
     String,
 > {
-    let Some(obj) = cache.get_object::<openshift_api::operator::ClusterCSIDriver>(None, name)
+    let Some(cached) = cache.get_object::<openshift_api::operator::ClusterCSIDriver>(None, name)
     else {
         return Ok(None);
     };
+    let obj = status.newest(&cached);
     let value = serde_json::to_value(&*obj).map_err(|e| e.to_string())?;
     let cr = openshift_api::decode::from_value(value).map_err(|e| e.to_string())?;
     Ok(Some((obj, cr)))

@@ -885,6 +885,98 @@ async fn writes_record_events_without_secret_values() -> TestResult {
     Ok(())
 }
 
+/// Inside `alongside` (a reconcile) an Event never stands between one write and the next:
+/// with every Event write taking 400 ms, all three objects are created before the second
+/// Event arrives, and every Event is still written by the time `alongside` returns. A
+/// cancelled scope (a lost lease) writes none of what it queued.
+#[tokio::test]
+async fn events_are_written_beside_the_work_and_not_after_it_is_cancelled() -> TestResult {
+    let (sim, client) = start().await;
+    create_namespace(&client).await;
+    let cache = cache_for(&client, &[]).await;
+    let events = recorder(&client);
+    let applier = Applier::new(client.clone(), cache.clone(), events.clone());
+    sim.inject(Fault {
+        matches: RequestMatch {
+            verb: "create".into(),
+            resource: "events".into(),
+            ..Default::default()
+        },
+        code: 0,
+        times: 0,
+        latency_ms: 400,
+    });
+    sim.clear_requests();
+    events
+        .alongside(async {
+            applier.apply(&deployment_ar(), &deployment(), None).await?;
+            applier.apply(&secret_ar(), &secret(), None).await?;
+            applier.apply(&sa_ar(), &service_account(), None).await?;
+            Ok::<_, ApplyError>(())
+        })
+        .await?;
+    let creates: Vec<bool> = sim
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "create")
+        .map(|r| r.resource.ends_with("events"))
+        .collect();
+    let last_object = creates.iter().rposition(|is_event| !is_event);
+    let events_before = creates[..last_object.unwrap_or(0)]
+        .iter()
+        .filter(|is_event| **is_event)
+        .count();
+    assert!(
+        events_before <= 1,
+        "an Event write held up the next object: {creates:?} (true = Event)"
+    );
+    assert_eq!(
+        creates.iter().filter(|is_event| **is_event).count(),
+        3,
+        "every Event is written before `alongside` returns: {creates:?}"
+    );
+
+    // Cancelled while its first Event is in flight: that one may land, the rest never do.
+    sim.clear_requests();
+    let scope = events.alongside(async {
+        applier
+            .delete(&deployment_ar(), Some(NS), "controller")
+            .await?;
+        applier.delete(&sa_ar(), Some(NS), "controller-sa").await?;
+        std::future::pending::<()>().await;
+        Ok::<_, ApplyError>(())
+    });
+    let cancelled = tokio::time::timeout(Duration::from_millis(200), scope).await;
+    assert!(cancelled.is_err(), "the work never ends by itself");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let written = sim
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "create" && r.resource.ends_with("events"))
+        .count();
+    assert!(
+        written <= 1,
+        "{written} Events written after the scope was cancelled"
+    );
+
+    // Outside a scope, an Event is written before `record` returns, as before (a repeat of
+    // the first DeploymentCreated, so a patch of its count).
+    sim.clear_faults();
+    sim.clear_requests();
+    applier.apply(&deployment_ar(), &deployment(), None).await?;
+    let writes: Vec<(String, bool)> = sim
+        .requests()
+        .iter()
+        .filter(|r| r.is_write())
+        .map(|r| (r.verb.clone(), r.resource.ends_with("events")))
+        .collect();
+    assert_eq!(
+        writes,
+        [("create".to_string(), false), ("patch".to_string(), true)]
+    );
+    Ok(())
+}
+
 #[tokio::test]
 async fn user_deleting_an_object_gets_it_recreated() -> TestResult {
     let (sim, client) = start().await;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use kube_sim::{KubeSim, SimConfig};
+use kube_sim::{Fault, KubeSim, RequestMatch, SimConfig};
 use operator_kit::cache::CacheBuilder;
 use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Driver, Group, Hold, Kit, Pass, Settings, Workload,
@@ -349,5 +349,34 @@ async fn a_driver_can_hold_its_workloads_back_and_say_why() {
     op.reconcile().await;
     let mut writes = workload_writes(&sim);
     writes.sort();
+    assert_eq!(writes, ["create fake-controller", "create fake-node"]);
+}
+
+/// A reconcile that starts before the watch has shown the previous reconcile's status write
+/// reads the generations from that write (the status writer's memo), so it does not write the
+/// Deployment and DaemonSet again. The CR's watch is held back (dropped, and its re-watch
+/// delayed) so the second reconcile surely reads a cache without the first one's status.
+#[tokio::test]
+async fn back_to_back_reconciles_write_each_workload_once() {
+    let (sim, _client, mut op) = start(Fake::default()).await;
+    sim.inject(Fault {
+        matches: RequestMatch {
+            verb: "watch".into(),
+            resource: "clustercsidrivers".into(),
+            ..Default::default()
+        },
+        code: 0,
+        times: 0,
+        latency_ms: 3_000,
+    });
+    sim.drop_watches();
+    op.reconcile().await;
+    op.reconcile().await;
+    let writes: Vec<String> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_write() && r.resource.starts_with("apps/") && r.subresource.is_empty())
+        .map(|r| format!("{} {}", r.verb, r.name))
+        .collect();
     assert_eq!(writes, ["create fake-controller", "create fake-node"]);
 }

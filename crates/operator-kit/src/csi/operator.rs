@@ -177,24 +177,27 @@ impl<D: Driver> CsiOperator<D> {
     /// One reconcile of the driver's ClusterCSIDriver.
     pub async fn reconcile(&mut self) -> Outcome {
         let started = Instant::now();
-        let outcome = self.reconcile_inner().await;
+        // Events are written beside the steps, never between an object and the next.
+        let events = self.kit.recorder.clone();
+        let outcome = events.alongside(self.reconcile_inner()).await;
         let ok = matches!(outcome, Outcome::Done { .. });
         self.kit.metrics.reconciled(started.elapsed(), ok);
         outcome
     }
 
     async fn reconcile_inner(&mut self) -> Outcome {
-        let (cr_obj, cr) = match steps::read_cluster_csi_driver(&self.kit.cache, D::CR_NAME) {
-            Ok(Some(found)) => found,
-            Ok(None) => return self.missing_cluster_csi_driver().await,
-            Err(e) => {
-                warn!(error = %e, "the ClusterCSIDriver cannot be read");
-                self.kit.metrics.error("config");
-                return Outcome::Failed {
-                    requeue_after: None,
-                };
-            }
-        };
+        let (cr_obj, cr) =
+            match steps::read_cluster_csi_driver(&self.kit.cache, &self.status, D::CR_NAME) {
+                Ok(Some(found)) => found,
+                Ok(None) => return self.missing_cluster_csi_driver().await,
+                Err(e) => {
+                    warn!(error = %e, "the ClusterCSIDriver cannot be read");
+                    self.kit.metrics.error("config");
+                    return Outcome::Failed {
+                        requeue_after: None,
+                    };
+                }
+            };
         self.operator_log_level
             .sync(&self.log, &steps::operator_log_level_of(&cr));
         let mut pass = Pass {
@@ -515,6 +518,7 @@ impl<D: Driver> CsiOperator<D> {
                 if let Some(written) = observed.written {
                     kit.metrics.write("ClusterCSIDriver", WriteVerb::Update);
                     pass.cr_obj = Arc::new(written);
+                    self.status.remember(pass.cr_obj.clone());
                 }
                 pass.board.set_condition(conditions::degraded(
                     conditions::types::CONFIG_OBSERVATION_DEGRADED.trim_end_matches("Degraded"),
