@@ -574,6 +574,44 @@ fn daemonset_status_counts_the_nodes_it_runs_on() {
     );
 }
 
+/// Placement is worked out again only when a Node or the template changed: a pass after an
+/// unrelated write reuses it, and a replaced Node (a new object) or a new template does not.
+#[test]
+fn daemonset_placement_is_reused_until_a_node_or_the_template_changes() {
+    let mut nodes = vec![worker("w1"), worker("w2")];
+    let cfg = config(1_000);
+    let mut ds = daemonset(json!([]));
+    let mut track = DaemonSetTrack::default();
+    let placed = |t: &DaemonSetTrack| t.placed.0.clone().expect("placements kept");
+    daemonset_status(&ds, &nodes, &mut track, at(0), &cfg);
+    let first = placed(&track);
+    daemonset_status(&ds, &nodes, &mut track, at(1), &cfg);
+    assert!(
+        Arc::ptr_eq(&first, &placed(&track)),
+        "nothing changed: reused"
+    );
+
+    nodes[1] = node(
+        "w2",
+        json!({}),
+        json!([{"key": "maintenance", "effect": "NoExecute"}]),
+        true,
+    );
+    let (status, _) = daemonset_status(&ds, &nodes, &mut track, at(2), &cfg);
+    assert!(!Arc::ptr_eq(&first, &placed(&track)), "a Node changed");
+    assert_eq!(status["desiredNumberScheduled"], 1);
+
+    let second = placed(&track);
+    ds["spec"]["template"]["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
+    let (status, _) = daemonset_status(&ds, &nodes, &mut track, at(3), &cfg);
+    assert!(
+        !Arc::ptr_eq(&second, &placed(&track)),
+        "the template changed"
+    );
+    assert_ne!(second.hash, placed(&track).hash);
+    assert_eq!(status["desiredNumberScheduled"], 2);
+}
+
 #[test]
 fn a_rolled_out_daemonset_found_on_switch_on_stays_available() {
     let nodes = vec![worker("w1"), worker("w2")];
