@@ -601,13 +601,13 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
 
 fn build_http(config: &CloudConfig, options: &ClientOptions) -> Result<reqwest::Client, Error> {
     // reqwest panics when no provider is installed; say so instead.
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
+    let Some(provider) = rustls::crypto::CryptoProvider::get_default().cloned() else {
         return Err(Error::HttpClient(
             "no rustls crypto provider is installed in this process (call \
              rustls::crypto::ring::default_provider().install_default() at start)"
                 .into(),
         ));
-    }
+    };
     let mut builder = reqwest::Client::builder()
         .connect_timeout(options.connect_timeout)
         .timeout(options.request_timeout)
@@ -624,17 +624,13 @@ fn build_http(config: &CloudConfig, options: &ClientOptions) -> Result<reqwest::
             builder = builder.proxy(proxy);
         }
     }
-    if let Some(pem) = &options.ca_bundle {
-        let certs = reqwest::Certificate::from_pem_bundle(pem)
-            .map_err(|e| Error::CaBundle(format!("it is not a PEM certificate bundle: {e}")))?;
-        if certs.is_empty() {
-            return Err(Error::CaBundle(
-                "it holds no PEM certificate (expected -----BEGIN CERTIFICATE----- blocks)".into(),
-            ));
-        }
-        builder = builder.tls_certs_merge(certs);
-    }
-    if !config.verify {
+    let extra = match &options.ca_bundle {
+        Some(pem) => crate::tls::parse_bundle(pem)?,
+        None => Vec::new(),
+    };
+    if config.verify {
+        builder = builder.use_preconfigured_tls(crate::tls::client_config(provider, &extra)?);
+    } else {
         tracing::warn!(cloud = %config.cloud_name, "clouds.yaml sets verify: false; TLS certificates are not checked");
         builder = builder.tls_danger_accept_invalid_certs(true);
     }

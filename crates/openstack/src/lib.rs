@@ -10,7 +10,8 @@
 //! keeps one [`Client`] per set of credentials and drops its token when they change.
 //!
 //! It must not: read Kubernetes objects (callers pass clouds.yaml text and CA bytes), read
-//! files on its own, or put a password, application-credential secret or token into a log,
+//! files on its own (the system's trusted CA certificates aside, once per process, as every
+//! TLS client does), or put a password, application-credential secret or token into a log,
 //! an error or a `Debug` string. The process must install a rustls crypto provider
 //! (`rustls::crypto::ring::default_provider().install_default()`) before building a client.
 
@@ -24,6 +25,7 @@ mod secret;
 mod services;
 mod share_networks;
 mod shares;
+mod tls;
 mod volumes;
 mod yaml;
 
