@@ -68,11 +68,11 @@ impl PlacementCache {
         {
             return placed.clone();
         }
-        let pod_spec = template.get("spec").unwrap_or(&Value::Null);
+        let fit = DaemonPodFit::new(template.get("spec").unwrap_or(&Value::Null));
         let placements = nodes
             .iter()
             .map(|node| {
-                let (should_run, should_continue) = node_should_run(node, pod_spec);
+                let (should_run, should_continue) = fit.on(node);
                 Placement {
                     node: text(node, "/metadata/name").to_string(),
                     should_run,

@@ -17,58 +17,77 @@ pub(super) const DAEMON_TOLERATIONS: [(&str, &str); 6] = [
 /// should_continue_running)`. A pod that may not start on a node (an untolerated NoSchedule
 /// taint) may still keep running there unless a NoExecute taint is untolerated.
 pub fn node_should_run(node: &Value, pod_spec: &Value) -> (bool, bool) {
-    let node_name = text(node, "/metadata/name");
-    let wanted = pod_spec
-        .get("nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !wanted.is_empty() && wanted != node_name {
-        return (false, false);
-    }
-    if !fits_node_affinity(node, pod_spec) {
-        return (false, false);
-    }
-    let mut tolerations: Vec<Value> = pod_spec
-        .get("tolerations")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut automatic: Vec<(&str, &str)> = DAEMON_TOLERATIONS.to_vec();
-    if pod_spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
-        automatic.push(("node.kubernetes.io/network-unavailable", "NoSchedule"));
-    }
-    tolerations.extend(
-        automatic
-            .into_iter()
-            .map(|(key, effect)| json!({"key": key, "operator": "Exists", "effect": effect})),
-    );
+    DaemonPodFit::new(pod_spec).on(node)
+}
 
-    let mut taints: Vec<Value> = node
-        .pointer("/spec/taints")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    // The node lifecycle controller taints cordoned nodes; mirror it for nodes created bare.
-    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
-        && !taints.iter().any(|t| {
-            t.get("key").and_then(Value::as_str) == Some("node.kubernetes.io/unschedulable")
-        })
-    {
-        taints.push(json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}));
+/// A daemon pod's spec read once for placing it on many Nodes: its tolerations, with those
+/// the DaemonSet controller adds, are built here rather than for every Node.
+pub(super) struct DaemonPodFit<'a> {
+    pod_spec: &'a Value,
+    wanted: &'a str,
+    tolerations: Vec<Value>,
+}
+
+impl<'a> DaemonPodFit<'a> {
+    pub(super) fn new(pod_spec: &'a Value) -> Self {
+        let wanted = pod_spec
+            .get("nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut tolerations: Vec<Value> = pod_spec
+            .get("tolerations")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut automatic: Vec<(&str, &str)> = DAEMON_TOLERATIONS.to_vec();
+        if pod_spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+            automatic.push(("node.kubernetes.io/network-unavailable", "NoSchedule"));
+        }
+        tolerations.extend(
+            automatic
+                .into_iter()
+                .map(|(key, effect)| json!({"key": key, "operator": "Exists", "effect": effect})),
+        );
+        Self {
+            pod_spec,
+            wanted,
+            tolerations,
+        }
     }
-    let untolerated = |effects: &[&str]| {
-        taints.iter().any(|taint| {
-            let effect = taint
-                .get("effect")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            effects.contains(&effect) && !tolerations.iter().any(|t| tolerates(t, taint))
-        })
-    };
-    if untolerated(&["NoSchedule", "NoExecute"]) {
-        return (false, !untolerated(&["NoExecute"]));
+
+    /// `(should_run, should_continue_running)` on `node`.
+    pub(super) fn on(&self, node: &Value) -> (bool, bool) {
+        if !self.wanted.is_empty() && self.wanted != text(node, "/metadata/name") {
+            return (false, false);
+        }
+        if !fits_node_affinity(node, self.pod_spec) {
+            return (false, false);
+        }
+        let taints = node
+            .pointer("/spec/taints")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        // The node lifecycle controller taints cordoned nodes; mirror it for nodes created bare.
+        let cordon = (node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true)
+            && !taints.iter().any(|t| {
+                t.get("key").and_then(Value::as_str) == Some("node.kubernetes.io/unschedulable")
+            }))
+        .then(|| json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}));
+        let untolerated = |effects: &[&str]| {
+            taints.iter().chain(cordon.as_ref()).any(|taint| {
+                let effect = taint
+                    .get("effect")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                effects.contains(&effect) && !self.tolerations.iter().any(|t| tolerates(t, taint))
+            })
+        };
+        if untolerated(&["NoSchedule", "NoExecute"]) {
+            return (false, !untolerated(&["NoExecute"]));
+        }
+        (true, true)
     }
-    (true, true)
 }
 
 /// Toleration.ToleratesTaint: an empty effect matches every effect, an empty key (only valid
@@ -96,7 +115,7 @@ pub fn tolerates(toleration: &Value, taint: &Value) -> bool {
 }
 
 /// `nodeSelector` and required node affinity.
-pub(super) fn fits_node_affinity(node: &Value, pod_spec: &Value) -> bool {
+pub(super) fn fits_node_affinity<'a>(node: &Value, pod_spec: &'a Value) -> bool {
     let labels = node.pointer("/metadata/labels").and_then(Value::as_object);
     let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
     if let Some(selector) = pod_spec.get("nodeSelector").and_then(Value::as_object)
@@ -109,23 +128,17 @@ pub(super) fn fits_node_affinity(node: &Value, pod_spec: &Value) -> bool {
     else {
         return true;
     };
-    let terms = required
-        .get("nodeSelectorTerms")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let list = |v: &'a Value, field: &str| -> &'a [Value] {
+        v.get(field)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let terms = list(required, "nodeSelectorTerms");
     let name = text(node, "/metadata/name");
     terms.iter().any(|term| {
-        let exprs = term
-            .get("matchExpressions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let fields = term
-            .get("matchFields")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
+        let exprs = list(term, "matchExpressions");
+        let fields = list(term, "matchFields");
         // An empty term matches no node.
         (!exprs.is_empty() || !fields.is_empty())
             && exprs
