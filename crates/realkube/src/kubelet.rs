@@ -60,6 +60,8 @@ pub struct Config {
     pub nodes: Vec<NodeSpec>,
     /// Image → program; every other image's pods only turn Running.
     pub images: BTreeMap<String, LocalProgram>,
+    /// Labels every Node gets (a zone, say) beside its role labels.
+    pub node_labels: BTreeMap<String, String>,
 }
 
 impl Config {
@@ -78,6 +80,7 @@ impl Config {
         Self {
             nodes,
             images: BTreeMap::new(),
+            node_labels: BTreeMap::new(),
         }
     }
 
@@ -124,7 +127,7 @@ impl Kubelet {
             .ok_or_else(|| PlaneError::Client("no kubelet token".into()))?
             .to_owned();
         let client = plane.client_for_token(&token).await?;
-        register_nodes(&client, &config.nodes)
+        register_nodes(&client, &config.nodes, &config.node_labels)
             .await
             .map_err(|e| PlaneError::Seed(format!("registering Nodes: {e}")))?;
         let dir = plane.dir().join("pods");
@@ -194,7 +197,11 @@ impl Drop for Kubelet {
     }
 }
 
-async fn register_nodes(client: &Client, nodes: &[NodeSpec]) -> Result<(), kube::Error> {
+async fn register_nodes(
+    client: &Client,
+    nodes: &[NodeSpec],
+    extra_labels: &BTreeMap<String, String>,
+) -> Result<(), kube::Error> {
     let api: Api<Node> = Api::all(client.clone());
     for spec in nodes {
         let mut labels = BTreeMap::from([
@@ -202,6 +209,7 @@ async fn register_nodes(client: &Client, nodes: &[NodeSpec]) -> Result<(), kube:
             ("kubernetes.io/os".to_owned(), "linux".to_owned()),
             ("kubernetes.io/arch".to_owned(), "amd64".to_owned()),
         ]);
+        labels.extend(extra_labels.clone());
         let taints = if spec.control_plane {
             labels.insert("node-role.kubernetes.io/master".into(), String::new());
             labels.insert(

@@ -23,6 +23,7 @@ pub mod apply;
 pub mod audit;
 mod binaries;
 mod certs;
+pub mod cvo;
 pub mod kubelet;
 mod openshift;
 mod plane;

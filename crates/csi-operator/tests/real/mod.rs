@@ -1,0 +1,384 @@
+//! The release on the real control plane (`realkube`): OpenShift's kube-apiserver with its
+//! admission chain, the real controller-manager and scheduler, the real cluster version
+//! operator applying `manifests/openshift` as its payload, and the kubelet stand-in running
+//! every pod whose image is our operator image as a process of this crate's binary under its
+//! ServiceAccount's TokenRequest token. The cloud is openstack-sim; the cloud credential
+//! operator and service-ca are the testbed's stand-ins, run against the real API.
+//!
+//! Tests here observe only, through the admin client and the API server's audit log. On a
+//! failing wait the message carries the pods' output, the CVO's progress and the refusals.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube_sim::RequestRecord;
+use openstack_sim::OpenStackSim;
+use realkube::cvo::{self, Cvo, Payload};
+use realkube::kubelet::{self, Kubelet, LocalProgram};
+use realkube::{ControlPlane, Mode, Options};
+use serde_json::{Value, json};
+
+/// The operator image in `manifests/openshift` (CSO and both driver operators).
+pub const MANIFEST_OPERATOR_IMAGE: &str = "quay.io/example/csi-operator:v4.20";
+/// How long any state of the release may take (the CVO retries a failed attempt after 20-90 s).
+pub const DEADLINE: Duration = Duration::from_secs(240);
+
+/// The release payload of `version`: the operator image replaced by its release pull spec, and
+/// every other image by `quay.io/example/<name>:<version>`.
+pub fn payload(version: &str) -> Payload {
+    let manifests = manifest_dir();
+    let refs =
+        std::fs::read_to_string(manifests.join("image-references")).expect("image-references");
+    let stream = realkube::apply::parse(&refs).expect("image-references parses");
+    let images = stream[0]["spec"]["tags"]
+        .as_array()
+        .expect("tags")
+        .iter()
+        .filter_map(|t| t["from"]["name"].as_str())
+        .map(|from| {
+            let to = if from == MANIFEST_OPERATOR_IMAGE {
+                release_operator_image(version)
+            } else {
+                format!(
+                    "{}:{version}",
+                    from.rsplit_once(':').map(|(r, _)| r).unwrap_or(from)
+                )
+            };
+            (from.to_owned(), to)
+        })
+        .collect();
+    Payload {
+        manifests,
+        version: version.to_owned(),
+        images,
+        rename: BTreeMap::new(),
+    }
+}
+
+/// The release pull spec of the operator image of `version`.
+pub fn release_operator_image(version: &str) -> String {
+    let digest: String = version
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>();
+    format!("registry.realkube.invalid/csi-operator@sha256:{digest:0<64}")
+}
+
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../manifests/openshift")
+}
+
+/// This crate's binary standing for the operator image: metrics on any free port (three
+/// operators share loopback), the serving certificate where the kubelet mounted it.
+pub fn csi_operator() -> LocalProgram {
+    LocalProgram {
+        program: env!("CARGO_BIN_EXE_csi-operator").into(),
+        drop_leading: 1,
+        extra_args: vec![
+            "--metrics-listen=127.0.0.1:0".into(),
+            format!(
+                "--metrics-cert-dir=$({})/var/run/secrets/serving-cert",
+                kubelet::POD_ROOT_VAR
+            ),
+        ],
+        env: BTreeMap::new(),
+    }
+}
+
+/// An OpenShift-on-OpenStack cluster on the real control plane, before the release.
+pub struct RealCluster {
+    pub plane: ControlPlane,
+    pub kubelet: Kubelet,
+    pub openstack: OpenStackSim,
+    pub client: Client,
+    pub cvo: Option<Cvo>,
+    stand_ins: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for RealCluster {
+    fn drop(&mut self) {
+        for t in &self.stand_ins {
+            t.abort();
+        }
+        if std::thread::panicking() {
+            eprintln!("{}", self.report());
+        }
+    }
+}
+
+impl RealCluster {
+    /// Starts the plane (OpenShift mode), openstack-sim, 3 control-plane and 2 worker Nodes,
+    /// and seeds what the installer and earlier run levels leave; the kubelet runs every
+    /// version's operator image in `versions` as this crate's binary.
+    pub async fn openshift(openstack: openstack_sim::SimConfig, versions: &[&str]) -> Self {
+        let monitoring = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../openshift-api/crds");
+        let mut options = Options::full(Mode::OpenShift);
+        options.crds = vec![
+            monitoring.join("servicemonitors.monitoring.coreos.com.yaml"),
+            monitoring.join("prometheusrules.monitoring.coreos.com.yaml"),
+        ];
+        let plane = ControlPlane::start(options)
+            .await
+            .expect("the real control plane starts");
+        let openstack = OpenStackSim::start(openstack, "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("openstack-sim starts");
+        let mut config = kubelet::Config::cluster(3, 2);
+        config
+            .node_labels
+            .insert("topology.kubernetes.io/zone".into(), "nova".into());
+        for v in versions {
+            config = config.with_image(release_operator_image(v), csi_operator());
+        }
+        let kubelet = Kubelet::start(&plane, config)
+            .await
+            .expect("the kubelet stand-in starts");
+        let client = plane.admin_client().await.expect("admin client");
+        let cluster = Self {
+            plane,
+            kubelet,
+            openstack,
+            client,
+            cvo: None,
+            stand_ins: Vec::new(),
+        };
+        cluster.seed().await;
+        cvo::prepare(&cluster.client, versions)
+            .await
+            .expect("the CVO's prerequisites");
+        let mut cluster = cluster;
+        testbed::cco::create_namespace(&cluster.client)
+            .await
+            .expect("the CCO namespace");
+        cluster.stand_ins.push(testbed::cco::spawn(
+            cluster.client.clone(),
+            Duration::from_millis(500),
+        ));
+        let service_ca = testbed::service_ca::ServiceCa::new().expect("service CA");
+        cluster
+            .stand_ins
+            .push(service_ca.spawn(cluster.client.clone(), Duration::from_millis(500)));
+        cluster
+    }
+
+    /// Infrastructure, Proxy and APIServer `cluster`, the user cloud config and the root
+    /// credentials, as the installer leaves them.
+    async fn seed(&self) {
+        let apply = async |obj: Value| {
+            realkube::apply::object(&self.client, &obj)
+                .await
+                .expect("seed object");
+        };
+        for ns in [
+            "openshift-config",
+            "openshift-config-managed",
+            "openshift-monitoring",
+        ] {
+            apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})).await;
+        }
+        apply(json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+            "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}, "platformSpec": {"type": "OpenStack"}}}))
+        .await;
+        self.patch_status("Infrastructure", "infrastructures", json!({
+            "infrastructureName": "ostest-r3al1", "platform": "OpenStack",
+            "platformStatus": {"type": "OpenStack", "openstack": {"cloudName": "openstack"}},
+            "controlPlaneTopology": "HighlyAvailable", "infrastructureTopology": "HighlyAvailable",
+            "apiServerURL": "https://api.ostest.example:6443", "apiServerInternalURI": "https://api-int.ostest.example:6443",
+            "etcdDiscoveryDomain": "",
+        }))
+        .await;
+        apply(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": {}})).await;
+        apply(json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer", "metadata": {"name": "cluster"}, "spec": {}})).await;
+        let ini = "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n\n[BlockStorage]\nignore-volume-az = yes\n";
+        apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
+            "data": {"config": ini}}))
+        .await;
+        self.put_root_credentials(&self.openstack.clouds_yaml("openstack"))
+            .await;
+    }
+
+    async fn patch_status(&self, kind: &str, plural: &str, status: Value) {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("config.openshift.io", "v1", kind),
+            plural,
+        );
+        Api::<DynamicObject>::all_with(self.client.clone(), &ar)
+            .patch_status(
+                "cluster",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": status})),
+            )
+            .await
+            .expect("seed status");
+    }
+
+    /// Creates or replaces `kube-system/openstack-credentials` (a rotation when it exists): the
+    /// cloud credential operator stand-in copies it into each CredentialsRequest's Secret.
+    pub async fn put_root_credentials(&self, clouds_yaml: &str) {
+        let mut data = BTreeMap::from([(
+            "clouds.yaml".to_owned(),
+            ByteString(clouds_yaml.as_bytes().to_vec()),
+        )]);
+        if let Some(ca) = self.openstack.ca_pem() {
+            data.insert("cacert".into(), ByteString(ca.as_bytes().to_vec()));
+        }
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": testbed::cco::ROOT_SECRET, "namespace": testbed::cco::ROOT_NAMESPACE},
+            "data": data});
+        realkube::apply::object(&self.client, &secret)
+            .await
+            .expect("root credentials");
+    }
+
+    /// Builds the payload of `payload.version` and starts (or replaces) the CVO with it.
+    pub async fn run_cvo(&mut self, payload: &Payload) {
+        if let Some(old) = self.cvo.take() {
+            old.stop().await;
+        }
+        let dir = self
+            .plane
+            .dir()
+            .join(format!("payload-{}", payload.version));
+        payload.write(&dir).expect("the payload is written");
+        self.cvo = Some(Cvo::start(&self.plane, &dir, &payload.version).expect("the CVO starts"));
+    }
+
+    /// Polls `check` until it returns `Ok`, failing with its last error and the report.
+    pub async fn wait<T>(
+        &mut self,
+        what: &str,
+        mut check: impl AsyncFnMut(&Self) -> Result<T, String>,
+    ) -> T {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            match check(self).await {
+                Ok(v) => return v,
+                Err(last) => {
+                    if let Err(e) = self.plane.check_alive() {
+                        panic!("the control plane died while waiting for {what}: {e}");
+                    }
+                    if Instant::now() > deadline {
+                        panic!("timed out waiting for {what}: {last}");
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// What every operator pod did, the CVO's progress and the refusals.
+    pub fn report(&self) -> String {
+        format!(
+            "== operator pods\n{}\n== CVO\n{}\n== refused requests\n{}",
+            self.kubelet.report(),
+            self.cvo.as_ref().map(|c| c.progress()).unwrap_or_default(),
+            self.refusals().join("\n"),
+        )
+    }
+
+    /// Requests by a ServiceAccount that the API server refused with 403, deduplicated.
+    pub fn refusals(&self) -> Vec<String> {
+        let set: BTreeSet<String> = self
+            .plane
+            .requests()
+            .into_iter()
+            .filter(|r| r.code == 403 && r.user.starts_with("system:serviceaccount:"))
+            .map(|r| {
+                format!(
+                    "{} {} {} {}/{} {}",
+                    r.user, r.verb, r.resource, r.namespace, r.name, r.subresource
+                )
+            })
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// The audit log.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.plane.requests()
+    }
+
+    /// A cluster-scoped object as JSON (`None` when absent).
+    pub async fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        plural: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let obj = Api::<DynamicObject>::all_with(self.client.clone(), &ar)
+            .get(name)
+            .await
+            .ok()?;
+        serde_json::to_value(obj).ok()
+    }
+
+    /// An object's conditions: type → (status, reason, message).
+    pub fn conditions(obj: &Value) -> BTreeMap<String, (String, String, String)> {
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+        obj["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    text(&c["type"]),
+                    (text(&c["status"]), text(&c["reason"]), text(&c["message"])),
+                )
+            })
+            .collect()
+    }
+
+    /// Every `FailedCreate` Event (a pod refused by admission) in the cluster.
+    pub async fn failed_creates(&self) -> Vec<String> {
+        let events: Api<Event> = Api::all(self.client.clone());
+        events
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("FailedCreate"))
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.involved_object.name.unwrap_or_default(),
+                    e.message.unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    /// A ConfigMap's data, for checks.
+    pub async fn config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<BTreeMap<String, String>> {
+        Api::<ConfigMap>::namespaced(self.client.clone(), namespace)
+            .get(name)
+            .await
+            .ok()?
+            .data
+    }
+
+    /// A Secret's keys.
+    pub async fn secret_keys(&self, namespace: &str, name: &str) -> Option<Vec<String>> {
+        let s = Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .get(name)
+            .await
+            .ok()?;
+        Some(s.data.unwrap_or_default().into_keys().collect())
+    }
+}

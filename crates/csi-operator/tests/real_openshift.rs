@@ -1,0 +1,520 @@
+//! The whole release on the real control plane in OpenShift mode, installed and upgraded by
+//! OpenShift's own cluster version operator with `manifests/openshift` as its payload (see
+//! `real/mod.rs`): real SCC admission and restricted Pod Security by default, real RBAC for
+//! every operator (TokenRequest tokens of their ServiceAccounts), the real controller-manager
+//! creating every pod and the real scheduler placing them. Nothing here plays an operator.
+
+mod real;
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use real::*;
+use serde_json::Value;
+
+const V1: &str = "0.0.1-snapshot";
+const V2: &str = "0.0.2-snapshot";
+const CSO_NS: &str = "openshift-cluster-storage-operator";
+const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
+const MANILA_NS: &str = "openshift-manila-csi-driver";
+
+/// A ClusterVersion that applied `version` completely.
+async fn cluster_version_done(c: &RealCluster, version: &str) -> Result<(), String> {
+    let conditions = realkube::cvo::conditions(&c.client).await;
+    let available = conditions.get("Available").cloned().unwrap_or_default();
+    let failing = conditions.get("Failing").cloned().unwrap_or_default();
+    let progressing = conditions.get("Progressing").cloned().unwrap_or_default();
+    if available.0 == "True"
+        && failing.0 != "True"
+        && progressing.0 == "False"
+        && progressing.2.contains(version)
+    {
+        Ok(())
+    } else {
+        Err(format!("{conditions:#?}"))
+    }
+}
+
+/// `ClusterOperator/storage` Available, not Progressing, not Degraded, at `version`.
+async fn storage_healthy(c: &RealCluster, version: &str) -> Result<Value, String> {
+    let co = c
+        .get(
+            "config.openshift.io/v1",
+            "ClusterOperator",
+            "clusteroperators",
+            "storage",
+        )
+        .await
+        .ok_or("no ClusterOperator/storage")?;
+    let conditions = RealCluster::conditions(&co);
+    let is = |t: &str, s: &str| conditions.get(t).is_some_and(|c| c.0 == s);
+    let at_version = co["status"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|v| v["name"] == "operator" && v["version"] == version);
+    if is("Available", "True")
+        && is("Progressing", "False")
+        && is("Degraded", "False")
+        && at_version
+    {
+        Ok(co)
+    } else {
+        Err(format!(
+            "{:#?} versions {}",
+            conditions, co["status"]["versions"]
+        ))
+    }
+}
+
+/// A ClusterCSIDriver's Available conditions all True.
+async fn driver_available(c: &RealCluster, name: &str, available: &[&str]) -> Result<(), String> {
+    let cr = c
+        .get(
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            "clustercsidrivers",
+            name,
+        )
+        .await
+        .ok_or(format!("no ClusterCSIDriver {name}"))?;
+    let conditions = RealCluster::conditions(&cr);
+    let missing: Vec<&&str> = available
+        .iter()
+        .filter(|t| conditions.get(**t).is_none_or(|c| c.0 != "True"))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{name}: {missing:?} not True in {conditions:#?}"))
+    }
+}
+
+/// The Nodes the pods of a workload run on (pods selected by `labels`).
+async fn nodes_of(c: &RealCluster, namespace: &str, labels: &str) -> Vec<String> {
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), namespace);
+    let mut nodes: Vec<String> = pods
+        .list(&ListParams::default().labels(labels))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| p.spec?.node_name)
+        .collect();
+    nodes.sort();
+    nodes
+}
+
+/// Every Deployment and DaemonSet of `namespaces` has all its pods (none refused, all ready).
+async fn workloads_complete(c: &RealCluster, namespaces: &[&str]) -> Result<usize, String> {
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for ns in namespaces {
+        for d in Api::<Deployment>::namespaced(c.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+        {
+            count += 1;
+            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let status = d.status.clone().unwrap_or_default();
+            if status.ready_replicas.unwrap_or(0) != want
+                || status.updated_replicas.unwrap_or(0) != want
+            {
+                problems.push(format!(
+                    "Deployment {ns}/{}: {status:?}",
+                    d.metadata.name.unwrap_or_default()
+                ));
+            }
+        }
+        for d in Api::<DaemonSet>::namespaced(c.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+        {
+            count += 1;
+            let status = d.status.clone().unwrap_or_default();
+            if status.desired_number_scheduled == 0
+                || status.number_ready != status.desired_number_scheduled
+            {
+                problems.push(format!(
+                    "DaemonSet {ns}/{}: {status:?}",
+                    d.metadata.name.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(count)
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+const CINDER_AVAILABLE: [&str; 2] = [
+    "OpenStackCinderDriverControllerServiceControllerAvailable",
+    "OpenStackCinderDriverNodeServiceControllerAvailable",
+];
+const MANILA_AVAILABLE: [&str; 3] = [
+    "OpenStackManilaDriverControllerServiceControllerAvailable",
+    "OpenStackManilaDriverNodeServiceControllerAvailable",
+    "NFSDriverNodeServiceControllerAvailable",
+];
+
+/// Writes by our operators' ServiceAccounts in `requests`, leases aside.
+fn operator_writes(requests: &[kube_sim::RequestRecord]) -> Vec<String> {
+    requests
+        .iter()
+        .filter(|r| r.is_write() && r.user.starts_with("system:serviceaccount:openshift-"))
+        .filter(|r| r.resource != "coordination.k8s.io/leases")
+        .map(|r| {
+            format!(
+                "{} {} {} {}/{} {} -> {}",
+                r.user, r.verb, r.resource, r.namespace, r.name, r.subresource, r.code
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_cvo_installs_and_upgrades_the_release_under_real_admission_and_rbac() {
+    let mut c = RealCluster::openshift(openstack_sim::SimConfig::default(), &[V1, V2]).await;
+    c.run_cvo(&payload(V1)).await;
+
+    // The CVO applies the whole payload: the ClusterOperator barrier passes once our CSO, started
+    // from the Deployment before it, reports Available.
+    c.wait("ClusterVersion to finish applying 0.0.1", async |c| {
+        cluster_version_done(c, V1).await
+    })
+    .await;
+    let co = c
+        .wait("ClusterOperator/storage healthy", async |c| {
+            storage_healthy(c, V1).await
+        })
+        .await;
+    assert!(
+        co["status"]["relatedObjects"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "{co:#}"
+    );
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    c.wait("Manila available", async |c| {
+        driver_available(c, "manila.csi.openstack.org", &MANILA_AVAILABLE).await
+    })
+    .await;
+    let workloads = c
+        .wait("every workload's pods ready", async |c| {
+            workloads_complete(c, &[CSO_NS, DRIVERS_NS, MANILA_NS]).await
+        })
+        .await;
+    assert!(
+        workloads >= 7,
+        "only {workloads} Deployments and DaemonSets"
+    );
+
+    // Placement by the real scheduler: the drivers' controllers on two different control-plane
+    // Nodes (their anti-affinity), the node plugins on every Node.
+    for (ns, labels) in [
+        (DRIVERS_NS, "app=openstack-cinder-csi-driver-controller"),
+        (
+            MANILA_NS,
+            "app=openstack-manila-csi,component=controllerplugin",
+        ),
+    ] {
+        let nodes = nodes_of(&c, ns, labels).await;
+        assert_eq!(nodes.len(), 2, "{ns} {labels}: {nodes:?}");
+        assert!(
+            nodes.iter().all(|n| n.starts_with("master-")),
+            "{labels}: {nodes:?}"
+        );
+        assert_ne!(
+            nodes[0], nodes[1],
+            "{labels}: anti-affinity keeps replicas apart"
+        );
+    }
+    let node_plugins = nodes_of(&c, DRIVERS_NS, "app=openstack-cinder-csi-driver-node").await;
+    assert_eq!(
+        node_plugins.len(),
+        5,
+        "the Cinder node plugin on every Node: {node_plugins:?}"
+    );
+
+    // Every pod admitted, no request refused, every operator one process that never restarted.
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+    let processes = c.kubelet.processes();
+    assert_eq!(
+        processes.len(),
+        3,
+        "the CSO and both driver operators:\n{}",
+        c.kubelet.report()
+    );
+    for p in &processes {
+        assert_eq!(p.restarts, 0, "{p:?}\n{}", c.kubelet.report());
+    }
+
+    // Idle: no write (leases aside) by any operator for 20 s.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = c.requests().len();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let idle = c.requests().split_off(before);
+    assert_eq!(
+        operator_writes(&idle),
+        Vec::<String>::new(),
+        "writes while idle"
+    );
+
+    // A version-changing upgrade with new images: the next release's CVO updates the CSO
+    // Deployment (before the ClusterOperator barrier), the CSO reports the new version, and
+    // the driver operators and drivers roll to the new images.
+    realkube::cvo::feature_gates(&c.client, &[V1, V2])
+        .await
+        .expect("feature gates for 0.0.2");
+    c.run_cvo(&payload(V2)).await;
+    c.wait("ClusterVersion to finish applying 0.0.2", async |c| {
+        cluster_version_done(c, V2).await
+    })
+    .await;
+    c.wait("ClusterOperator/storage healthy at 0.0.2", async |c| {
+        storage_healthy(c, V2).await
+    })
+    .await;
+    let new_image = release_operator_image(V2);
+    c.wait("the driver operators on the new image", async |c| {
+        let images: Vec<String> = Api::<Deployment>::namespaced(c.client.clone(), DRIVERS_NS)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter(|d| {
+                d.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.ends_with("-operator"))
+            })
+            .filter_map(|d| d.spec?.template.spec?.containers.first()?.image.clone())
+            .collect();
+        if images.len() == 2 && images.iter().all(|i| *i == new_image) {
+            Ok(())
+        } else {
+            Err(format!("{images:?}"))
+        }
+    })
+    .await;
+    c.wait("every workload's pods ready after the upgrade", async |c| {
+        workloads_complete(c, &[CSO_NS, DRIVERS_NS, MANILA_NS]).await
+    })
+    .await;
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+}
+
+/// The check above can fail: with the ClusterOperator manifest back before the Deployment (the
+/// order this project shipped), the real CVO stops at the ClusterOperator barrier and never
+/// creates the CSO Deployment, so nothing can ever make `storage` Available.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cvo_never_starts_the_cso_when_the_cluster_operator_sorts_before_its_deployment() {
+    let mut c = RealCluster::openshift(openstack_sim::SimConfig::default(), &[V1]).await;
+    let mut old_order = payload(V1);
+    let current = std::fs::read_dir(manifest_dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|n| n.ends_with("_cluster_operator.yaml"))
+        .expect("the ClusterOperator manifest");
+    old_order.rename.insert(
+        current,
+        "0000_50_cluster-storage-operator_05_cluster_operator.yaml".into(),
+    );
+    c.run_cvo(&old_order).await;
+    c.wait("the CVO to report the barrier", async |c| {
+        let conditions = realkube::cvo::conditions(&c.client).await;
+        match conditions.get("Failing") {
+            Some((s, _, m)) if s == "True" && m.contains("storage") => Ok(()),
+            _ => Err(format!("{conditions:#?}")),
+        }
+    })
+    .await;
+    let cso = Api::<Deployment>::namespaced(c.client.clone(), CSO_NS)
+        .get_opt("cluster-storage-operator")
+        .await
+        .unwrap();
+    assert!(
+        cso.is_none(),
+        "the Deployment sorts after the barrier and is never applied"
+    );
+}
+
+/// The credentials hash annotation of the Cinder workloads (anchors §1.6).
+const CREDENTIALS_HASH_KEY: &str =
+    "operator.openshift.io/dep-4b51488ec5b742a098d092dfe49449df0986e";
+
+/// The credentials hash on the Cinder controller's and node plugin's pod templates.
+async fn cinder_credential_hashes(c: &RealCluster) -> Result<(String, String), String> {
+    let annotation = |t: Option<&k8s_openapi::api::core::v1::PodTemplateSpec>| {
+        t.and_then(|t| {
+            t.metadata
+                .as_ref()?
+                .annotations
+                .as_ref()?
+                .get(CREDENTIALS_HASH_KEY)
+                .cloned()
+        })
+    };
+    let d = Api::<Deployment>::namespaced(c.client.clone(), DRIVERS_NS)
+        .get_opt("openstack-cinder-csi-driver-controller")
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no controller Deployment")?;
+    let ds = Api::<DaemonSet>::namespaced(c.client.clone(), DRIVERS_NS)
+        .get_opt("openstack-cinder-csi-driver-node")
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no node DaemonSet")?;
+    match (
+        annotation(d.spec.as_ref().map(|s| &s.template)),
+        annotation(ds.spec.as_ref().map(|s| &s.template)),
+    ) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        other => Err(format!("{other:?}")),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_manila_cinder_converges_and_a_credential_rotation_rolls_the_driver() {
+    let mut openstack = openstack_sim::SimConfig::default();
+    openstack.share_types = None;
+    let mut c = RealCluster::openshift(openstack, &[V1]).await;
+    c.run_cvo(&payload(V1)).await;
+    c.wait("ClusterVersion to finish applying", async |c| {
+        cluster_version_done(c, V1).await
+    })
+    .await;
+    c.wait("ClusterOperator/storage healthy", async |c| {
+        storage_healthy(c, V1).await
+    })
+    .await;
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    let (reason, message) = c
+        .wait("Manila to report CSIControllerDisabled", async |c| {
+            let cr = c
+                .get(
+                    "operator.openshift.io/v1",
+                    "ClusterCSIDriver",
+                    "clustercsidrivers",
+                    "manila.csi.openstack.org",
+                )
+                .await
+                .ok_or("no Manila ClusterCSIDriver")?;
+            match RealCluster::conditions(&cr).get("CSIControllerDisabled") {
+                Some((s, r, m)) if s == "True" => Ok((r.clone(), m.clone())),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    assert_eq!(reason, "PreConditionNotSatisfied");
+    assert!(message.contains("sharev2"), "{message}");
+    let manila = Api::<Deployment>::namespaced(c.client.clone(), MANILA_NS)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(
+        manila.items.is_empty(),
+        "Manila deploys nothing without Manila"
+    );
+    c.wait("every workload's pods ready", async |c| {
+        workloads_complete(c, &[CSO_NS, DRIVERS_NS]).await
+    })
+    .await;
+    let (controller_before, node_before) = c
+        .wait("credential hashes", async |c| {
+            cinder_credential_hashes(c).await
+        })
+        .await;
+
+    // The cloud credential operator mints a new user; the driver rolls, on the real
+    // controller-manager, to pods with the new hash.
+    let domain = openstack_sim::SimDomain::default();
+    c.openstack.add_user(openstack_sim::SimUser {
+        id: "u-rotated".into(),
+        name: "rotated".into(),
+        domain: domain.clone(),
+        password: "rotated-password-7f3a".into(),
+        project: openstack_sim::SimProject {
+            id: "p-demo".into(),
+            name: openstack_sim::DEFAULT_PROJECT.into(),
+            domain,
+        },
+    });
+    let rotated = c
+        .openstack
+        .clouds_yaml_password("openstack", "rotated", "rotated-password-7f3a");
+    c.put_root_credentials(&rotated).await;
+    let (controller_after, node_after) = c
+        .wait("new credential hashes on both pod templates", async |c| {
+            let (a, b) = cinder_credential_hashes(c).await?;
+            if a != controller_before && b != node_before {
+                Ok((a, b))
+            } else {
+                Err(format!("unchanged: {a} {b}"))
+            }
+        })
+        .await;
+    assert_eq!(controller_after, node_after);
+    c.wait(
+        "every workload's pods ready after the rotation",
+        async |c| workloads_complete(c, &[CSO_NS, DRIVERS_NS]).await,
+    )
+    .await;
+    c.wait("the operator to use the new user", async |c| {
+        let used = c
+            .openstack
+            .requests()
+            .iter()
+            .any(|r| r.user_id.as_deref() == Some("u-rotated") && r.status == 200);
+        if used {
+            Ok(())
+        } else {
+            Err("no request as u-rotated yet".to_owned())
+        }
+    })
+    .await;
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+}
