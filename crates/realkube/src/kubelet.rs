@@ -62,6 +62,9 @@ pub struct Config {
     pub images: BTreeMap<String, LocalProgram>,
     /// Labels every Node gets (a zone, say) beside its role labels.
     pub node_labels: BTreeMap<String, String>,
+    /// Control-plane Nodes labelled and tainted `node-role.kubernetes.io/master` as OpenShift
+    /// still does (beside `control-plane`); plain Kubernetes dropped both in 1.24.
+    pub openshift_roles: bool,
 }
 
 impl Config {
@@ -81,6 +84,16 @@ impl Config {
             nodes,
             images: BTreeMap::new(),
             node_labels: BTreeMap::new(),
+            openshift_roles: true,
+        }
+    }
+
+    /// Like [`Config::cluster`], with control-plane Nodes as Kubernetes 1.24+ labels and
+    /// taints them (`node-role.kubernetes.io/control-plane` only).
+    pub fn kubernetes_cluster(control_planes: usize, workers: usize) -> Self {
+        Self {
+            openshift_roles: false,
+            ..Self::cluster(control_planes, workers)
         }
     }
 
@@ -127,7 +140,7 @@ impl Kubelet {
             .ok_or_else(|| PlaneError::Client("no kubelet token".into()))?
             .to_owned();
         let client = plane.client_for_token(&token).await?;
-        register_nodes(&client, &config.nodes, &config.node_labels)
+        register_nodes(&client, &config)
             .await
             .map_err(|e| PlaneError::Seed(format!("registering Nodes: {e}")))?;
         let dir = plane.dir().join("pods");
@@ -197,26 +210,27 @@ impl Drop for Kubelet {
     }
 }
 
-async fn register_nodes(
-    client: &Client,
-    nodes: &[NodeSpec],
-    extra_labels: &BTreeMap<String, String>,
-) -> Result<(), kube::Error> {
+async fn register_nodes(client: &Client, config: &Config) -> Result<(), kube::Error> {
     let api: Api<Node> = Api::all(client.clone());
-    for spec in nodes {
+    for spec in &config.nodes {
         let mut labels = BTreeMap::from([
             ("kubernetes.io/hostname".to_owned(), spec.name.clone()),
             ("kubernetes.io/os".to_owned(), "linux".to_owned()),
             ("kubernetes.io/arch".to_owned(), "amd64".to_owned()),
         ]);
-        labels.extend(extra_labels.clone());
+        labels.extend(config.node_labels.clone());
         let taints = if spec.control_plane {
-            labels.insert("node-role.kubernetes.io/master".into(), String::new());
             labels.insert(
                 "node-role.kubernetes.io/control-plane".into(),
                 String::new(),
             );
-            json!([{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}])
+            let role = if config.openshift_roles {
+                labels.insert("node-role.kubernetes.io/master".into(), String::new());
+                "node-role.kubernetes.io/master"
+            } else {
+                "node-role.kubernetes.io/control-plane"
+            };
+            json!([{"key": role, "effect": "NoSchedule"}])
         } else {
             labels.insert("node-role.kubernetes.io/worker".into(), String::new());
             json!([])
@@ -459,15 +473,15 @@ impl PodLoop {
             let Some(run) = self.runs.get_mut(&uid) else {
                 return;
             };
-            if let Some(child) = run.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    run.child = None;
-                    run.pid = None;
-                    run.restarts += 1;
-                    run.waiting = Some(format!("exited: {status}"));
-                    run.next_start = Instant::now() + run.backoff;
-                    run.backoff = (run.backoff * 2).min(BACKOFF_MAX);
-                }
+            if let Some(child) = run.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                run.child = None;
+                run.pid = None;
+                run.restarts += 1;
+                run.waiting = Some(format!("exited: {status}"));
+                run.next_start = Instant::now() + run.backoff;
+                run.backoff = (run.backoff * 2).min(BACKOFF_MAX);
             }
             (
                 run.program.is_some() && run.child.is_none() && Instant::now() >= run.next_start,

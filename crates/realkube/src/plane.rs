@@ -199,7 +199,11 @@ impl ControlPlane {
                     "-v=1".into(),
                 ]
             }
-            Mode::Kubernetes => kubernetes_flags(&dir, &etcd_url, port),
+            Mode::Kubernetes => {
+                std::fs::write(dir.join("admission.yaml"), POD_SECURITY_RESTRICTED)
+                    .map_err(|e| prepare(e.to_string()))?;
+                kubernetes_flags(&dir, &etcd_url, port)
+            }
         };
         plane.spawn("kube-apiserver", &binaries.kube_apiserver, &args)?;
         plane.wait_ready().await?;
@@ -517,6 +521,27 @@ rules:
   omitStages: ["RequestReceived", "ResponseStarted"]
 "#;
 
+/// Pod Security enforced `restricted` by default, as a hardened cluster runs it (and as
+/// OpenShift does): a namespace that needs more must say so with its labels, so a manifest that
+/// forgets them is refused here.
+const POD_SECURITY_RESTRICTED: &str = r#"apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: restricted
+      enforce-version: latest
+      warn: restricted
+      warn-version: latest
+      audit: restricted
+      audit-version: latest
+    exemptions:
+      namespaces: [kube-system]
+"#;
+
 /// The API server's flags on plain Kubernetes.
 fn kubernetes_flags(dir: &Path, etcd_url: &str, port: u16) -> Vec<String> {
     let d = dir.display();
@@ -537,6 +562,7 @@ fn kubernetes_flags(dir: &Path, etcd_url: &str, port: u16) -> Vec<String> {
         "--allow-privileged=true".into(),
         "--endpoint-reconciler-type=none".into(),
         "--shutdown-delay-duration=0s".into(),
+        format!("--admission-control-config-file={d}/admission.yaml"),
         "-v=1".into(),
     ];
     flags.extend(

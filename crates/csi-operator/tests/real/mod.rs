@@ -115,6 +115,60 @@ impl Drop for RealCluster {
 }
 
 impl RealCluster {
+    /// A plain Kubernetes cluster (no OpenShift API, Pod Security `restricted` unless a
+    /// namespace's labels say otherwise): 3 control-plane and 2 worker Nodes as Kubernetes
+    /// labels them, openstack-sim, and the kubelet running `images` as this crate's binary.
+    pub async fn kubernetes(openstack: openstack_sim::SimConfig, images: &[&str]) -> Self {
+        let plane = ControlPlane::start(Options::full(Mode::Kubernetes))
+            .await
+            .expect("the real control plane starts");
+        let openstack = OpenStackSim::start(openstack, "127.0.0.1:0".parse().unwrap())
+            .await
+            .expect("openstack-sim starts");
+        let mut config = kubelet::Config::kubernetes_cluster(3, 2);
+        config
+            .node_labels
+            .insert("topology.kubernetes.io/zone".into(), "nova".into());
+        for image in images {
+            config = config.with_image(*image, csi_operator());
+        }
+        let kubelet = Kubelet::start(&plane, config)
+            .await
+            .expect("the kubelet stand-in starts");
+        let client = plane.admin_client().await.expect("admin client");
+        Self {
+            plane,
+            kubelet,
+            openstack,
+            client,
+            cvo: None,
+            stand_ins: Vec::new(),
+        }
+    }
+
+    /// Runs the real `kubectl` (from PATH, or `$KUBECTL`) as the admin; its output, or why it
+    /// failed.
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
+        let kubectl = kubectl.split(':').next().unwrap_or("kubectl").to_owned();
+        let out = std::process::Command::new(&kubectl)
+            .args(args)
+            .env("KUBECONFIG", self.plane.admin_kubeconfig_path())
+            .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .output()
+            .map_err(|e| format!("{kubectl}: {e} (kubectl must be on PATH)"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "kubectl {}: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
     /// Starts the plane (OpenShift mode), openstack-sim, 3 control-plane and 2 worker Nodes,
     /// and seeds what the installer and earlier run levels leave; the kubelet runs every
     /// version's operator image in `versions` as this crate's binary.
@@ -284,13 +338,16 @@ impl RealCluster {
         )
     }
 
-    /// Requests by a ServiceAccount that the API server refused with 403, deduplicated.
+    /// Requests by a ServiceAccount that the API server refused (403: RBAC or an admission
+    /// policy; 422: a policy's Invalid), deduplicated.
     pub fn refusals(&self) -> Vec<String> {
         let set: BTreeSet<String> = self
             .plane
             .requests()
             .into_iter()
-            .filter(|r| r.code == 403 && r.user.starts_with("system:serviceaccount:"))
+            .filter(|r| {
+                (r.code == 403 || r.code == 422) && r.user.starts_with("system:serviceaccount:")
+            })
             .map(|r| {
                 format!(
                     "{} {} {} {}/{} {}",
@@ -382,3 +439,104 @@ impl RealCluster {
         Some(s.data.unwrap_or_default().into_keys().collect())
     }
 }
+
+/// A ClusterCSIDriver's Available conditions all True.
+pub async fn driver_available(
+    c: &RealCluster,
+    name: &str,
+    available: &[&str],
+) -> Result<(), String> {
+    let cr = c
+        .get(
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            "clustercsidrivers",
+            name,
+        )
+        .await
+        .ok_or(format!("no ClusterCSIDriver {name}"))?;
+    let conditions = RealCluster::conditions(&cr);
+    let missing: Vec<&&str> = available
+        .iter()
+        .filter(|t| conditions.get(**t).is_none_or(|c| c.0 != "True"))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{name}: {missing:?} not True in {conditions:#?}"))
+    }
+}
+
+/// Every Deployment and DaemonSet of `namespaces` has all its pods (none refused, all ready);
+/// how many there are.
+pub async fn workloads_complete(c: &RealCluster, namespaces: &[&str]) -> Result<usize, String> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for ns in namespaces {
+        let deployments = Api::<Deployment>::namespaced(c.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        for d in deployments.items {
+            count += 1;
+            let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let status = d.status.clone().unwrap_or_default();
+            if status.ready_replicas.unwrap_or(0) != want
+                || status.updated_replicas.unwrap_or(0) != want
+            {
+                problems.push(format!(
+                    "Deployment {ns}/{}: {status:?}",
+                    d.metadata.name.unwrap_or_default()
+                ));
+            }
+        }
+        let daemonsets = Api::<DaemonSet>::namespaced(c.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        for d in daemonsets.items {
+            count += 1;
+            let status = d.status.clone().unwrap_or_default();
+            if status.desired_number_scheduled == 0
+                || status.number_ready != status.desired_number_scheduled
+            {
+                problems.push(format!(
+                    "DaemonSet {ns}/{}: {status:?}",
+                    d.metadata.name.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(count)
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+/// Writes by ServiceAccounts of `openshift-*` namespaces (our operators) in `requests`, leases
+/// aside.
+pub fn operator_writes(requests: &[RequestRecord]) -> Vec<String> {
+    requests
+        .iter()
+        .filter(|r| r.is_write() && r.user.starts_with("system:serviceaccount:openshift-"))
+        .filter(|r| r.resource != "coordination.k8s.io/leases")
+        .map(|r| {
+            format!(
+                "{} {} {} {}/{} {} -> {}",
+                r.user, r.verb, r.resource, r.namespace, r.name, r.subresource, r.code
+            )
+        })
+        .collect()
+}
+
+pub const CINDER_AVAILABLE: [&str; 2] = [
+    "OpenStackCinderDriverControllerServiceControllerAvailable",
+    "OpenStackCinderDriverNodeServiceControllerAvailable",
+];
+pub const MANILA_AVAILABLE: [&str; 3] = [
+    "OpenStackManilaDriverControllerServiceControllerAvailable",
+    "OpenStackManilaDriverNodeServiceControllerAvailable",
+    "NFSDriverNodeServiceControllerAvailable",
+];

@@ -111,6 +111,7 @@ impl Cluster {
         if rt.tracks_generation {
             meta.insert("generation".into(), json!(1));
         }
+        daemonset_template_generation(rt, None, &mut obj);
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut obj);
         }

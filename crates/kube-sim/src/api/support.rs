@@ -390,3 +390,47 @@ pub fn parse_propagation(p: &str) -> Result<Propagation, ApiError> {
 pub fn storage_type(cluster: &Cluster, gr: &GroupResource) -> Option<Arc<ResourceType>> {
     cluster.catalogue.storage_type(gr)
 }
+
+/// The annotation the DaemonSet strategy keeps equal to `spec.templateGeneration`.
+const DAEMONSET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// A DaemonSet's `deprecated.daemonset.template.generation`, as the real strategy keeps it: 1 at
+/// create, one more each time the pod template changes (measured on the real API server by
+/// `csi-operator/tests/real_vs_sim.rs`). Other kinds are left alone.
+pub(super) fn daemonset_template_generation(
+    rt: &ResourceType,
+    old: Option<&Value>,
+    obj: &mut Value,
+) {
+    if rt.kind != "DaemonSet" || rt.group != "apps" {
+        return;
+    }
+    let generation = match old {
+        None => 1,
+        Some(old) => {
+            let before = old
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(DAEMONSET_TEMPLATE_GENERATION))
+                .and_then(Value::as_str)
+                .and_then(|g| g.parse::<i64>().ok())
+                .unwrap_or(0);
+            if old.pointer("/spec/template") == obj.pointer("/spec/template") {
+                if before == 0 {
+                    return;
+                }
+                before
+            } else {
+                before + 1
+            }
+        }
+    };
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(
+                DAEMONSET_TEMPLATE_GENERATION.into(),
+                json!(generation.to_string()),
+            );
+        }
+    }
+}

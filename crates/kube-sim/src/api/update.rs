@@ -179,6 +179,7 @@ impl Cluster {
                 .unwrap_or(0);
             obj_meta_mut(&mut obj)?.insert("generation".into(), json!(g + 1));
         }
+        daemonset_template_generation(rt, Some(old), &mut obj);
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             crd_status(&mut obj);
         }

@@ -58,8 +58,9 @@ pub(super) fn role_binding(root: &mut Map<String, Value>) {
             return;
         }
         match str_at(s, "kind") {
+            // Go defaults it to "", which `omitempty` leaves out of every answer.
             "ServiceAccount" => {
-                s.insert("apiGroup".into(), json!(""));
+                s.remove("apiGroup");
             }
             "User" | "Group" => {
                 s.insert("apiGroup".into(), json!("rbac.authorization.k8s.io"));

@@ -1,0 +1,187 @@
+//! The plain-Kubernetes install on the real control plane in Kubernetes mode (no OpenShift API
+//! at all; Pod Security `restricted` by default, so each namespace gets only what its labels
+//! ask for; real RBAC for both operators). The test installs as docs/install-kubernetes.md
+//! says, with the real `kubectl apply -k manifests/kubernetes` and the two credentials Secrets;
+//! from there the real controller-manager creates the operator pods, the kubelet stand-in runs
+//! them as processes of this crate's binary under their ServiceAccounts' tokens, and they
+//! install both drivers. The test only watches.
+
+mod real;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, ListParams, PostParams};
+use real::*;
+use serde_json::json;
+
+const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
+const MANILA_NS: &str = "openshift-manila-csi-driver";
+/// The operator image of `manifests/kubernetes`.
+const IMAGE: &str = "quay.io/example/csi-operator:v0.1.0";
+
+fn credentials(name: &str, clouds_yaml: &str, ca: Option<&str>) -> Secret {
+    let mut data = BTreeMap::from([(
+        "clouds.yaml".to_owned(),
+        ByteString(clouds_yaml.as_bytes().to_vec()),
+    )]);
+    if let Some(ca) = ca {
+        data.insert("cacert".to_owned(), ByteString(ca.as_bytes().to_vec()));
+    }
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).expect("a Secret")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_control_plane() {
+    let openstack = openstack_sim::SimConfig {
+        share_types: Some(vec![openstack_sim::SimShareType::new("default")]),
+        ..Default::default()
+    };
+    let mut c = RealCluster::kubernetes(openstack, &[IMAGE]).await;
+
+    // The image the base names is the one the kubelet runs: a renamed image must fail here,
+    // not silently run nothing.
+    let rendered = c
+        .kubectl(&["kustomize", "manifests/kubernetes"])
+        .expect("kubectl kustomize");
+    assert!(
+        rendered.contains(&format!("image: {IMAGE}")),
+        "the base's operator image changed"
+    );
+
+    // `kubectl apply -k manifests/kubernetes`, accepted whole by the real API server.
+    c.kubectl(&["apply", "-k", "manifests/kubernetes"])
+        .expect("kubectl apply -k");
+
+    // Pod Security is the server's: our namespaces carry their level, and an unlabelled
+    // namespace gets the restricted default (a privileged pod there is refused).
+    for ns in [DRIVERS_NS, MANILA_NS] {
+        let labels = Api::<Namespace>::all(c.client.clone())
+            .get(ns)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap_or_default();
+        assert_eq!(
+            labels
+                .get("pod-security.kubernetes.io/enforce")
+                .map(String::as_str),
+            Some("privileged"),
+            "{ns}"
+        );
+    }
+
+    let clouds = c.openstack.clouds_yaml("openstack");
+    let ca = c.openstack.ca_pem().map(str::to_owned);
+    Api::<Secret>::namespaced(c.client.clone(), DRIVERS_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("openstack-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("openstack-cloud-credentials");
+    Api::<Secret>::namespaced(c.client.clone(), MANILA_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("manila-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("manila-cloud-credentials");
+
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    c.wait("Manila available", async |c| {
+        driver_available(c, "manila.csi.openstack.org", &MANILA_AVAILABLE).await
+    })
+    .await;
+    let workloads = c
+        .wait("every workload's pods ready", async |c| {
+            workloads_complete(c, &[DRIVERS_NS, MANILA_NS]).await
+        })
+        .await;
+    assert!(workloads >= 6, "{workloads} workloads");
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+
+    // Each operator created its own ClusterCSIDriver (no CSO on plain Kubernetes), as its
+    // ServiceAccount.
+    let requests = c.requests();
+    for (cr, operator) in [
+        (
+            "cinder.csi.openstack.org",
+            "openstack-cinder-csi-driver-operator",
+        ),
+        ("manila.csi.openstack.org", "manila-csi-driver-operator"),
+    ] {
+        let creators: Vec<&str> = requests
+            .iter()
+            .filter(|r| {
+                r.verb == "create"
+                    && r.resource == "operator.openshift.io/clustercsidrivers"
+                    && r.name == cr
+                    && r.code == 201
+            })
+            .map(|r| r.user.as_str())
+            .collect();
+        assert_eq!(
+            creators,
+            [format!("system:serviceaccount:{DRIVERS_NS}:{operator}")],
+            "{cr}"
+        );
+    }
+    // Controllers placed as Kubernetes labels nodes: on control-plane Nodes (preferred), apart.
+    let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(c.client.clone(), DRIVERS_NS)
+        .list(&ListParams::default().labels("app=openstack-cinder-csi-driver-controller"))
+        .await
+        .unwrap();
+    let mut nodes: Vec<String> = pods
+        .items
+        .into_iter()
+        .filter_map(|p| p.spec?.node_name)
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(
+        nodes.len(),
+        2,
+        "two controller replicas on two Nodes: {nodes:?}"
+    );
+
+    // Idle: no write by either operator for 20 s (leases aside).
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = c.requests().len();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let idle = c.requests().split_off(before);
+    assert_eq!(
+        operator_writes(&idle),
+        Vec::<String>::new(),
+        "writes while idle"
+    );
+
+    // Nothing OpenShift appeared.
+    let groups = c.client.list_api_groups().await.unwrap();
+    let openshift: Vec<&str> = groups
+        .groups
+        .iter()
+        .map(|g| g.name.as_str())
+        .filter(|n| n.ends_with("openshift.io"))
+        .collect();
+    assert_eq!(
+        openshift,
+        ["operator.openshift.io"],
+        "only the ClusterCSIDriver CRD's group"
+    );
+}
