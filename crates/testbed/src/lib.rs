@@ -286,7 +286,7 @@ impl Testbed {
                 .map_err(seed_err(format!("namespace {ns}")))?;
         }
         self.seed_nodes(s).await?;
-        self.seed_singletons(s).await?;
+        seed_singletons(&self.client, s).await?;
         if let Some(ini) = &s.cloud_provider_config {
             let cms: Api<ConfigMap> = Api::namespaced(self.client.clone(), CONFIG_NAMESPACE);
             let cm = ConfigMap {
@@ -395,100 +395,20 @@ impl Testbed {
         Ok(())
     }
 
-    async fn seed_singletons(&self, s: &Settings) -> Result<(), TestbedError> {
-        let infra = json!({
-            "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
-            "metadata": {"name": "cluster"},
-            "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}, "platformSpec": {"type": "OpenStack"}},
-        });
-        let infra_status = json!({
-            "infrastructureName": s.infrastructure_name,
-            "platform": "OpenStack",
-            "platformStatus": {"type": "OpenStack", "openstack": {"cloudName": "openstack"}},
-            "controlPlaneTopology": s.control_plane_topology,
-            "infrastructureTopology": "HighlyAvailable",
-            "apiServerURL": "https://api.ostest.example:6443",
-            "apiServerInternalURI": "https://api-int.ostest.example:6443",
-            "etcdDiscoveryDomain": "",
-        });
-        self.create_with_status(
-            "config.openshift.io",
-            "Infrastructure",
-            "infrastructures",
-            infra,
-            infra_status,
-        )
-        .await?;
-        let proxy_status: serde_json::Map<String, Value> = s
-            .proxy
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect();
-        let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": {}});
-        self.create_with_status(
-            "config.openshift.io",
-            "Proxy",
-            "proxies",
-            proxy,
-            Value::Object(proxy_status),
-        )
-        .await?;
-        let apiserver = json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer", "metadata": {"name": "cluster"}, "spec": {}});
-        self.create_with_status(
-            "config.openshift.io",
-            "APIServer",
-            "apiservers",
-            apiserver,
-            json!({}),
-        )
-        .await?;
-        Ok(())
-    }
-
-    async fn create_with_status(
-        &self,
-        group: &str,
-        kind: &str,
-        plural: &str,
-        obj: Value,
-        status: Value,
-    ) -> Result<(), TestbedError> {
-        let ar =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-        let obj: DynamicObject =
-            serde_json::from_value(obj).map_err(|e| TestbedError::Crds(e.to_string()))?;
-        let name = obj.metadata.name.clone().unwrap_or_default();
-        api.create(&PostParams::default(), &obj)
-            .await
-            .map_err(seed_err(format!("{kind} {name}")))?;
-        if status.as_object().is_some_and(|s| !s.is_empty()) {
-            api.patch_status(
-                &name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": status})),
-            )
-            .await
-            .map_err(seed_err(format!("{kind} {name} status")))?;
-        }
-        Ok(())
-    }
-
     /// Creates or replaces the credentials Secret (a rotation when it exists).
     pub async fn put_credentials(
         &self,
         clouds_yaml: &str,
         cacert: Option<&str>,
     ) -> Result<(), TestbedError> {
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), DRIVER_NAMESPACE);
-        let mut data = BTreeMap::from([(
-            "clouds.yaml".to_string(),
-            ByteString(clouds_yaml.as_bytes().to_vec()),
-        )]);
-        if let Some(ca) = cacert {
-            data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
-        }
-        put_secret(&api, CREDENTIALS_SECRET, data).await
+        put_clouds_secret(
+            &self.client,
+            DRIVER_NAMESPACE,
+            CREDENTIALS_SECRET,
+            clouds_yaml,
+            cacert,
+        )
+        .await
     }
 
     /// Creates or replaces the installer's root credentials `kube-system/openstack-credentials`,
@@ -499,15 +419,14 @@ impl Testbed {
         clouds_yaml: &str,
         cacert: Option<&str>,
     ) -> Result<(), TestbedError> {
-        let api: Api<Secret> = Api::namespaced(self.client.clone(), cco::ROOT_NAMESPACE);
-        let mut data = BTreeMap::from([(
-            "clouds.yaml".to_string(),
-            ByteString(clouds_yaml.as_bytes().to_vec()),
-        )]);
-        if let Some(ca) = cacert {
-            data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
-        }
-        put_secret(&api, cco::ROOT_SECRET, data).await
+        put_clouds_secret(
+            &self.client,
+            cco::ROOT_NAMESPACE,
+            cco::ROOT_SECRET,
+            clouds_yaml,
+            cacert,
+        )
+        .await
     }
 
     /// Creates or replaces `openshift-manila-csi-driver/manila-cloud-credentials` (a rotation
@@ -568,6 +487,109 @@ impl Testbed {
             })
             .unwrap_or_default()
     }
+}
+
+/// Infrastructure, Proxy and APIServer `cluster` as the installer leaves them (with status), on
+/// any API server that serves their CRDs: kube-sim here, the real control plane in `real`.
+pub async fn seed_singletons(client: &Client, s: &Settings) -> Result<(), TestbedError> {
+    let infra = json!({
+        "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+        "metadata": {"name": "cluster"},
+        "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}, "platformSpec": {"type": "OpenStack"}},
+    });
+    let infra_status = json!({
+        "infrastructureName": s.infrastructure_name,
+        "platform": "OpenStack",
+        "platformStatus": {"type": "OpenStack", "openstack": {"cloudName": "openstack"}},
+        "controlPlaneTopology": s.control_plane_topology,
+        "infrastructureTopology": "HighlyAvailable",
+        "apiServerURL": "https://api.ostest.example:6443",
+        "apiServerInternalURI": "https://api-int.ostest.example:6443",
+        "etcdDiscoveryDomain": "",
+    });
+    create_with_status(
+        client,
+        "config.openshift.io",
+        "Infrastructure",
+        "infrastructures",
+        infra,
+        infra_status,
+    )
+    .await?;
+    let proxy_status: serde_json::Map<String, Value> = s
+        .proxy
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    let proxy = json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": {}});
+    create_with_status(
+        client,
+        "config.openshift.io",
+        "Proxy",
+        "proxies",
+        proxy,
+        Value::Object(proxy_status),
+    )
+    .await?;
+    let apiserver = json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer", "metadata": {"name": "cluster"}, "spec": {}});
+    create_with_status(
+        client,
+        "config.openshift.io",
+        "APIServer",
+        "apiservers",
+        apiserver,
+        json!({}),
+    )
+    .await?;
+    Ok(())
+}
+
+async fn create_with_status(
+    client: &Client,
+    group: &str,
+    kind: &str,
+    plural: &str,
+    obj: Value,
+    status: Value,
+) -> Result<(), TestbedError> {
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    let obj: DynamicObject =
+        serde_json::from_value(obj).map_err(|e| TestbedError::Crds(e.to_string()))?;
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    api.create(&PostParams::default(), &obj)
+        .await
+        .map_err(seed_err(format!("{kind} {name}")))?;
+    if status.as_object().is_some_and(|s| !s.is_empty()) {
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": status})),
+        )
+        .await
+        .map_err(seed_err(format!("{kind} {name} status")))?;
+    }
+    Ok(())
+}
+
+/// Creates or updates a credentials Secret as the cloud credential operator writes one:
+/// `clouds.yaml`, and the cloud's CA as `cacert` when it has one.
+pub async fn put_clouds_secret(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    clouds_yaml: &str,
+    cacert: Option<&str>,
+) -> Result<(), TestbedError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut data = BTreeMap::from([(
+        "clouds.yaml".to_string(),
+        ByteString(clouds_yaml.as_bytes().to_vec()),
+    )]);
+    if let Some(ca) = cacert {
+        data.insert("cacert".to_string(), ByteString(ca.as_bytes().to_vec()));
+    }
+    put_secret(&api, name, data).await
 }
 
 /// Creates the Secret, or replaces its data when it exists.

@@ -14,10 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Secret};
 use kube::Client;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube_sim::RequestRecord;
 use openstack_sim::OpenStackSim;
@@ -224,72 +223,44 @@ impl RealCluster {
     }
 
     /// Infrastructure, Proxy and APIServer `cluster`, the user cloud config and the root
-    /// credentials, as the installer leaves them.
+    /// credentials, as the installer leaves them (the testbed's seeding, on the real API).
     async fn seed(&self) {
-        let apply = async |obj: Value| {
-            realkube::apply::object(&self.client, &obj)
-                .await
-                .expect("seed object");
-        };
         for ns in [
             "openshift-config",
             "openshift-config-managed",
             "openshift-monitoring",
         ] {
-            apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})).await;
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            realkube::apply::object(&self.client, &obj)
+                .await
+                .expect("seed namespace");
         }
-        apply(json!({"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
-            "spec": {"cloudConfig": {"name": "cloud-provider-config", "key": "config"}, "platformSpec": {"type": "OpenStack"}}}))
-        .await;
-        self.patch_status("Infrastructure", "infrastructures", json!({
-            "infrastructureName": "ostest-r3al1", "platform": "OpenStack",
-            "platformStatus": {"type": "OpenStack", "openstack": {"cloudName": "openstack"}},
-            "controlPlaneTopology": "HighlyAvailable", "infrastructureTopology": "HighlyAvailable",
-            "apiServerURL": "https://api.ostest.example:6443", "apiServerInternalURI": "https://api-int.ostest.example:6443",
-            "etcdDiscoveryDomain": "",
-        }))
-        .await;
-        apply(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": {}})).await;
-        apply(json!({"apiVersion": "config.openshift.io/v1", "kind": "APIServer", "metadata": {"name": "cluster"}, "spec": {}})).await;
-        let ini = "[Global]\nsecret-name = openstack-credentials\nsecret-namespace = kube-system\n\n[BlockStorage]\nignore-volume-az = yes\n";
-        apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"},
-            "data": {"config": ini}}))
-        .await;
+        let settings = testbed::Settings::default();
+        testbed::seed_singletons(&self.client, &settings)
+            .await
+            .expect("Infrastructure, Proxy, APIServer");
+        let ini = settings.cloud_provider_config.clone().unwrap_or_default();
+        let cloud_config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cloud-provider-config", "namespace": "openshift-config"}, "data": {"config": ini}});
+        realkube::apply::object(&self.client, &cloud_config)
+            .await
+            .expect("cloud-provider-config");
         self.put_root_credentials(&self.openstack.clouds_yaml("openstack"))
             .await;
-    }
-
-    async fn patch_status(&self, kind: &str, plural: &str, status: Value) {
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("config.openshift.io", "v1", kind),
-            plural,
-        );
-        Api::<DynamicObject>::all_with(self.client.clone(), &ar)
-            .patch_status(
-                "cluster",
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": status})),
-            )
-            .await
-            .expect("seed status");
     }
 
     /// Creates or replaces `kube-system/openstack-credentials` (a rotation when it exists): the
     /// cloud credential operator stand-in copies it into each CredentialsRequest's Secret.
     pub async fn put_root_credentials(&self, clouds_yaml: &str) {
-        let mut data = BTreeMap::from([(
-            "clouds.yaml".to_owned(),
-            ByteString(clouds_yaml.as_bytes().to_vec()),
-        )]);
-        if let Some(ca) = self.openstack.ca_pem() {
-            data.insert("cacert".into(), ByteString(ca.as_bytes().to_vec()));
-        }
-        let secret = json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": testbed::cco::ROOT_SECRET, "namespace": testbed::cco::ROOT_NAMESPACE},
-            "data": data});
-        realkube::apply::object(&self.client, &secret)
-            .await
-            .expect("root credentials");
+        testbed::put_clouds_secret(
+            &self.client,
+            testbed::cco::ROOT_NAMESPACE,
+            testbed::cco::ROOT_SECRET,
+            clouds_yaml,
+            self.openstack.ca_pem(),
+        )
+        .await
+        .expect("root credentials");
     }
 
     /// Builds the payload of `payload.version` and starts (or replaces) the CVO with it.
