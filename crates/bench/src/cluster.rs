@@ -135,6 +135,24 @@ impl VerbCounts {
     }
 }
 
+/// Where a scenario reads the requests an operator made: kube-sim's request log, or the real
+/// API server's audit log.
+pub(crate) trait RequestLog {
+    fn all_requests(&self) -> Vec<RequestRecord>;
+}
+
+impl RequestLog for testbed::Testbed {
+    fn all_requests(&self) -> Vec<RequestRecord> {
+        self.kube.requests()
+    }
+}
+
+impl RequestLog for realkube::ControlPlane {
+    fn all_requests(&self) -> Vec<RequestRecord> {
+        self.requests()
+    }
+}
+
 /// Writes other than leader election: what "the operator is still working" means.
 pub(crate) fn working_writes(records: &[RequestRecord]) -> usize {
     records

@@ -18,7 +18,7 @@ use kube_sim::RequestRecord;
 use testbed::Testbed;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::cluster::working_writes;
+use crate::cluster::{RequestLog, working_writes};
 use crate::measure::{self, Memory};
 use crate::sim_process::product_binary;
 
@@ -58,6 +58,16 @@ pub(crate) struct OperatorProcess {
 
 impl OperatorProcess {
     pub(crate) fn start(bed: &Testbed, command: OperatorCommand) -> anyhow::Result<Self> {
+        let kubeconfig = bed.kube.kubeconfig(command.user);
+        Self::start_with(&kubeconfig, command)
+    }
+
+    /// Starts the operator with `kubeconfig` (the real control plane's, with a TokenRequest
+    /// token of its ServiceAccount).
+    pub(crate) fn start_with(
+        kubeconfig_yaml: &str,
+        command: OperatorCommand,
+    ) -> anyhow::Result<Self> {
         let bin = product_binary()?;
         let tmp = std::env::temp_dir();
         let tag = format!(
@@ -68,7 +78,7 @@ impl OperatorProcess {
         );
         let kubeconfig = tmp.join(format!("{tag}.kubeconfig"));
         let log = tmp.join(format!("{tag}.log"));
-        std::fs::write(&kubeconfig, bed.kube.kubeconfig(command.user))
+        std::fs::write(&kubeconfig, kubeconfig_yaml)
             .with_context(|| format!("cannot write {}", kubeconfig.display()))?;
         let log_file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
@@ -157,10 +167,10 @@ impl OperatorProcess {
         }
     }
 
-    /// This operator's requests in kube-sim's log (since it was last cleared).
-    pub(crate) fn requests(&self, bed: &Testbed) -> Vec<RequestRecord> {
-        bed.kube
-            .requests()
+    /// This operator's requests in the cluster's request log (kube-sim's: since it was last
+    /// cleared; the real API server's audit log: all).
+    pub(crate) fn requests(&self, log: &impl RequestLog) -> Vec<RequestRecord> {
+        log.all_requests()
             .into_iter()
             .filter(|r| r.user == self.user)
             .collect()
@@ -173,7 +183,7 @@ impl OperatorProcess {
     /// Waits until the operator has made no write (leader election aside) for `quiet`.
     pub(crate) async fn wait_quiet(
         &mut self,
-        bed: &Testbed,
+        log: &impl RequestLog,
         quiet: Duration,
     ) -> anyhow::Result<()> {
         let deadline = Instant::now() + CONVERGE_LIMIT;
@@ -181,7 +191,7 @@ impl OperatorProcess {
         let mut since = Instant::now();
         loop {
             self.check_alive()?;
-            let writes = working_writes(&self.requests(bed));
+            let writes = working_writes(&self.requests(log));
             if writes != seen {
                 seen = writes;
                 since = Instant::now();

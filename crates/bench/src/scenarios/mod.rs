@@ -8,6 +8,7 @@ mod cluster_storage;
 mod image;
 mod kube_sim_scale;
 mod manila;
+mod substrates;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -46,6 +47,10 @@ pub const ALL: &[Scenario] = &[
     Scenario {
         name: cluster_storage::NAME,
         run: |options| Box::pin(cluster_storage::run(options)),
+    },
+    Scenario {
+        name: substrates::NAME,
+        run: |options| Box::pin(substrates::run(options)),
     },
     Scenario {
         name: image::NAME,

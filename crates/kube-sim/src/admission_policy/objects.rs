@@ -170,7 +170,7 @@ fn validate_policy_spec(spec: &Value, name: &str) -> Vec<FieldError> {
             errs.push(FieldError::invalid(
                 child(&p, "name"),
                 json!(n),
-                "name is not a valid CEL identifier",
+                "must be a valid CEL identifier",
             ));
         }
         let expression = expression_of(v, "expression");
@@ -268,12 +268,39 @@ fn validate_policy_spec(spec: &Value, name: &str) -> Vec<FieldError> {
     errs
 }
 
+/// CEL's reserved words, which the API server refuses as variable names (found by the
+/// real-control-plane tests: a variable named `namespace` is a 422 there).
+const CEL_RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 fn is_cel_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !CEL_RESERVED.contains(&s)
 }
 
 fn validate_binding_spec(spec: &Value) -> Vec<FieldError> {
@@ -495,5 +522,21 @@ fn validate_rule(rule: &Value, path: &str, errs: &mut Vec<FieldError>) {
             json!(scope),
             &["*", "Cluster", "Namespaced"],
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_cel_identifier;
+
+    #[test]
+    fn variable_names_are_cel_identifiers_and_not_reserved_words() {
+        for ok in ["provisioner", "_x", "driverNamespace", "a1"] {
+            assert!(is_cel_identifier(ok), "{ok}");
+        }
+        // `namespace` is refused by the real API server (a reserved word), as are the others.
+        for bad in ["namespace", "in", "true", "1a", "a-b", ""] {
+            assert!(!is_cel_identifier(bad), "{bad}");
+        }
     }
 }
