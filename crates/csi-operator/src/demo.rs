@@ -330,6 +330,13 @@ pub async fn run(
     testbed::cvo::apply(&bed.client, &manifests)
         .await
         .context("the release manifests do not apply")?;
+    // What waits behind the ClusterOperator barrier is applied once the CSO is Available.
+    let cvo = testbed::cvo::spawn(
+        bed.client.clone(),
+        manifests.clone(),
+        testbed::cvo::Options::default(),
+        Duration::from_millis(500),
+    );
     eprintln!(
         "demo: applied {} release manifests from {} as the cluster version operator would; \
          kube-sim runs each operator pod as a local process under its service account, with RBAC \
@@ -467,6 +474,7 @@ pub async fn run(
         }
     };
     cco.abort();
+    cvo.abort();
     stop_processes(&bed.kube).await;
     outcome
 }

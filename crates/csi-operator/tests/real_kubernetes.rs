@@ -6,6 +6,8 @@
 //! them as processes of this crate's binary under their ServiceAccounts' tokens, and they
 //! install both drivers. The test only watches.
 
+#[allow(dead_code)]
+mod common;
 mod real;
 
 use std::collections::BTreeMap;
@@ -183,5 +185,185 @@ async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_contr
         openshift,
         ["operator.openshift.io"],
         "only the ClusterCSIDriver CRD's group"
+    );
+}
+
+/// What Helm's ownership metadata left on an object.
+fn helm_metadata(meta: &kube::api::ObjectMeta) -> Vec<String> {
+    let mut left: Vec<String> = meta
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("meta.helm.sh/"))
+        .map(|(k, _)| k.clone())
+        .collect();
+    left.extend(
+        meta.labels
+            .iter()
+            .flatten()
+            .filter(|(k, v)| *k == "app.kubernetes.io/managed-by" && *v == "Helm")
+            .map(|(k, _)| k.clone()),
+    );
+    left
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_helm_adoption_overlay_takes_over_the_upstream_charts_release_on_a_real_control_plane()
+{
+    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    let mut c = RealCluster::kubernetes(openstack_sim::SimConfig::default(), &[IMAGE]).await;
+
+    // What `helm install cinder-csi -n kube-system` left: its pods made by the real
+    // controller-manager and placed by the real scheduler.
+    for o in common::kubernetes::chart_objects() {
+        realkube::apply::object(&c.client, &o)
+            .await
+            .expect("the chart's objects");
+    }
+    c.wait("the chart's pods ready", async |c| {
+        workloads_complete(c, &[common::kubernetes::RELEASE_NS]).await
+    })
+    .await;
+    let chart_driver = Api::<CSIDriver>::all(c.client.clone())
+        .get("cinder.csi.openstack.org")
+        .await
+        .unwrap();
+
+    // `kubectl apply -k manifests/adopt-helm-cinder` and the Cinder credentials.
+    c.kubectl(&["apply", "-k", "manifests/adopt-helm-cinder"])
+        .expect("kubectl apply -k the overlay");
+    let clouds = c.openstack.clouds_yaml("openstack");
+    let ca = c.openstack.ca_pem().map(str::to_owned);
+    Api::<Secret>::namespaced(c.client.clone(), DRIVERS_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("openstack-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("openstack-cloud-credentials");
+
+    // Adopted and waiting for `helm uninstall`: Helm's ownership gone, nothing of its own started
+    // beside the chart's driver.
+    let cr_conditions = async |c: &RealCluster| {
+        c.get(
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            "clustercsidrivers",
+            "cinder.csi.openstack.org",
+        )
+        .await
+        .map(|cr| RealCluster::conditions(&cr))
+        .unwrap_or_default()
+    };
+    c.wait(
+        "the adoption to wait for helm uninstall",
+        async |c| match cr_conditions(c).await.get("HelmReleaseAdoptionProgressing") {
+            Some((s, r, m))
+                if s == "True"
+                    && r == "WaitingForHelmUninstall"
+                    && m.contains("helm uninstall cinder-csi -n kube-system") =>
+            {
+                Ok(())
+            }
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    c.wait("Helm's metadata removed", async |c| {
+        let d = Api::<CSIDriver>::all(c.client.clone())
+            .get("cinder.csi.openstack.org")
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut left = helm_metadata(&d.metadata);
+        for name in ["csi-cinder-sc-delete", "csi-cinder-sc-retain"] {
+            let sc = Api::<StorageClass>::all(c.client.clone())
+                .get(name)
+                .await
+                .map_err(|e| e.to_string())?;
+            left.extend(helm_metadata(&sc.metadata));
+        }
+        if left.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{left:?}"))
+        }
+    })
+    .await;
+    let ours =
+        Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(c.client.clone(), DRIVERS_NS);
+    assert!(
+        ours.get_opt("openstack-cinder-csi-driver-node")
+            .await
+            .unwrap()
+            .is_none(),
+        "no node plugin beside the chart's"
+    );
+
+    // `helm uninstall`: every object of the release deleted; the operator brings the CSIDriver
+    // and classes back with the chart's immutable fields, and its own driver up.
+    for o in common::kubernetes::chart_objects().iter().rev() {
+        let (api, name) = {
+            let api_version = o["apiVersion"].as_str().unwrap();
+            let (group, version) = api_version.split_once('/').unwrap();
+            let ar = kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+                group,
+                version,
+                o["kind"].as_str().unwrap(),
+            ));
+            let api: Api<kube::api::DynamicObject> = match o["metadata"]["namespace"].as_str() {
+                Some(ns) => Api::namespaced_with(c.client.clone(), ns, &ar),
+                None => Api::all_with(c.client.clone(), &ar),
+            };
+            (api, o["metadata"]["name"].as_str().unwrap().to_owned())
+        };
+        api.delete(&name, &kube::api::DeleteParams::background())
+            .await
+            .expect("helm uninstall");
+    }
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    c.wait("Adopted", async |c| {
+        match cr_conditions(c).await.get("HelmReleaseAdoptionProgressing") {
+            Some((s, r, _)) if s == "False" && r == "Adopted" => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let driver = Api::<CSIDriver>::all(c.client.clone())
+        .get("cinder.csi.openstack.org")
+        .await
+        .unwrap();
+    assert_ne!(driver.metadata.uid, chart_driver.metadata.uid, "re-created");
+    assert_eq!(driver.spec, chart_driver.spec, "the chart's spec is kept");
+    for (name, reclaim) in [
+        ("csi-cinder-sc-delete", "Delete"),
+        ("csi-cinder-sc-retain", "Retain"),
+    ] {
+        let sc = Api::<StorageClass>::all(c.client.clone())
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(sc.reclaim_policy.as_deref(), Some(reclaim), "{name}");
+    }
+    c.wait("the operator's driver ready", async |c| {
+        workloads_complete(c, &[DRIVERS_NS]).await
+    })
+    .await;
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    let refused: Vec<String> = c
+        .refusals()
+        .into_iter()
+        .filter(|r| r.contains("openstack-cinder-csi-driver-operator "))
+        .collect();
+    assert_eq!(
+        refused,
+        Vec::<String>::new(),
+        "the Cinder operator's requests refused"
     );
 }

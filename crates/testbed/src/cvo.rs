@@ -25,9 +25,17 @@
 //!   never updated.
 //! - **`release.openshift.io/delete: "true"`**: the object is deleted if it exists; this is how
 //!   a release retires an object an earlier release shipped.
-//! - **ClusterOperator** manifests only make sure the object exists (its status belongs to the
-//!   operator); [`pending_cluster_operators`] is the CVO's wait for the operator to report the
-//!   release's versions.
+//! - **Order and the ClusterOperator barrier** ([`Barrier`]), as the real CVO runs a payload
+//!   (measured on the real one, `../shared/realkube/CVO.md`): manifests are grouped by run level
+//!   and component (`0000_<NN>_<component>_…`), each component's manifests run in file-name
+//!   order, and a ClusterOperator manifest writes nothing but the (empty) object and then
+//!   *fails its component* until the operator is Available (and, when updating, reports the
+//!   manifest's versions): every later manifest of that component is left unapplied
+//!   ([`Action::Blocked`]) until a later attempt ([`spawn`] retries, as the CVO's sync loop
+//!   does). Other components go on. A manifest order that puts a ClusterOperator before the
+//!   Deployment of its operator therefore never converges here either.
+//!   [`pending_cluster_operators`] is the CVO's wait for the operator to report the release's
+//!   versions.
 //! - **A refused write is reported, not fatal to the rest.** The real CVO retries a refused
 //!   manifest forever and reports it in ClusterVersion; here every other manifest is still
 //!   applied and [`CvoError::Refused`] lists each refused one with the API server's answer.
@@ -123,6 +131,18 @@ impl Manifest {
     }
 }
 
+/// When a ClusterOperator manifest lets the rest of its component through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Barrier {
+    /// A fresh install (the CVO's Initializing state): once the operator is Available.
+    Installing,
+    /// An update: once the operator is Available and reports the manifest's versions.
+    Updating,
+    /// No barrier: every manifest is applied in one pass. For tests that play the operators
+    /// themselves and only need the release's objects; never for a chain that runs the CSO.
+    None,
+}
+
 /// The cluster the CVO applies to.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -130,6 +150,7 @@ pub struct Options {
     pub profile: String,
     /// Capabilities the cluster has disabled (`capability.openshift.io/name`).
     pub disabled_capabilities: BTreeSet<String>,
+    pub barrier: Barrier,
 }
 
 impl Default for Options {
@@ -137,6 +158,7 @@ impl Default for Options {
         Self {
             profile: DEFAULT_PROFILE.to_owned(),
             disabled_capabilities: BTreeSet::new(),
+            barrier: Barrier::Installing,
         }
     }
 }
@@ -157,6 +179,9 @@ pub enum Action {
     Skipped,
     /// The API server refused the write (see [`Refusal`]).
     Refused,
+    /// Not applied in this attempt: an earlier ClusterOperator manifest of its component is
+    /// not Available (at the version, when updating) yet.
+    Blocked,
 }
 
 /// The outcome of every manifest, in order.
@@ -166,6 +191,11 @@ pub struct Report {
 }
 
 impl Report {
+    /// Whether every manifest of the payload was applied (none [`Action::Blocked`]).
+    pub fn complete(&self) -> bool {
+        !self.outcomes.iter().any(|(_, a)| *a == Action::Blocked)
+    }
+
     /// The files whose action is one of `actions`.
     pub fn files(&self, actions: &[Action]) -> Vec<String> {
         self.outcomes
@@ -217,20 +247,103 @@ pub fn load(dir: &Path) -> Result<Vec<Manifest>, CvoError> {
         .collect()
 }
 
-/// Applies `manifests` in order with the default [`Options`]; returns the files that changed
-/// something (created, updated or deleted an object).
+/// One attempt at `manifests` as a fresh install ([`Barrier::Installing`]); returns the files
+/// that changed something (created, updated or deleted an object). Manifests behind a
+/// ClusterOperator that is not Available yet are left for a later attempt ([`spawn`]).
 pub async fn apply(client: &Client, manifests: &[Manifest]) -> Result<Vec<String>, CvoError> {
     let report = apply_with(client, manifests, &Options::default()).await?;
     Ok(report.files(&[Action::Created, Action::Updated, Action::Deleted]))
 }
 
-/// Loads and applies a directory.
-pub async fn apply_dir(client: &Client, dir: &Path) -> Result<Vec<String>, CvoError> {
-    apply(client, &load(dir)?).await
+/// Every manifest in one pass, with no ClusterOperator barrier ([`Barrier::None`]): for tests
+/// that play the operators themselves.
+pub async fn apply_all(client: &Client, manifests: &[Manifest]) -> Result<Vec<String>, CvoError> {
+    let options = Options {
+        barrier: Barrier::None,
+        ..Options::default()
+    };
+    let report = apply_with(client, manifests, &options).await?;
+    Ok(report.files(&[Action::Created, Action::Updated, Action::Deleted]))
 }
 
-/// Applies `manifests` in order for the cluster `options` describes. Every manifest is tried;
-/// if the API server refused any, the error lists them all.
+/// Loads a directory and applies it with no barrier (see [`apply_all`]).
+pub async fn apply_dir(client: &Client, dir: &Path) -> Result<Vec<String>, CvoError> {
+    apply_all(client, &load(dir)?).await
+}
+
+/// The CVO's sync loop: an attempt every `period` until one applies the whole payload (no
+/// manifest blocked); refusals are retried like the rest. Abort the task to stop it earlier.
+pub fn spawn(
+    client: Client,
+    manifests: Vec<Manifest>,
+    options: Options,
+    period: std::time::Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            if let Ok(report) = apply_with(&client, &manifests, &options).await
+                && report.complete()
+            {
+                return;
+            }
+            tokio::time::sleep(period).await;
+        }
+    })
+}
+
+/// `0000_<NN>_<component>` of a payload file name: the CVO's unit of ordering.
+fn component_of(file: &str) -> &str {
+    let mut cut = 0;
+    for (i, part) in file.split('_').enumerate() {
+        if i == 3 {
+            break;
+        }
+        cut += part.len() + usize::from(i > 0);
+    }
+    &file[..cut.min(file.len())]
+}
+
+/// Whether the live ClusterOperator of `m` lets its component through under `barrier`.
+async fn cluster_operator_ready(
+    client: &Client,
+    m: &Manifest,
+    barrier: Barrier,
+) -> Result<bool, CvoError> {
+    if barrier == Barrier::None {
+        return Ok(true);
+    }
+    let (ar, _) = resource_of(client, m).await?;
+    let name = m.object["metadata"]["name"].as_str().unwrap_or_default();
+    let live = Api::<DynamicObject>::all_with(client.clone(), &ar)
+        .get_opt(name)
+        .await
+        .map_err(|source| CvoError::Apply {
+            file: m.file.clone(),
+            source,
+        })?;
+    let Some(live) = live else { return Ok(false) };
+    let available = live.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Available" && c["status"] == "True");
+    let at_version = m.object["status"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|want| {
+            live.data["status"]["versions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v["name"] == want["name"] && v["version"] == want["version"])
+        });
+    Ok(available && (barrier == Barrier::Installing || at_version))
+}
+
+/// One attempt at `manifests` for the cluster `options` describes, in order, with the
+/// ClusterOperator barrier of `options.barrier`. Every manifest not blocked is tried; if the
+/// API server refused any, the error lists them all.
 pub async fn apply_with(
     client: &Client,
     manifests: &[Manifest],
@@ -238,18 +351,28 @@ pub async fn apply_with(
 ) -> Result<Report, CvoError> {
     let mut report = Report::default();
     let mut refused = Vec::new();
+    let mut blocked: BTreeSet<String> = BTreeSet::new();
     for m in manifests {
-        let action = if included(m, options) {
-            match apply_one(client, m).await {
+        let component = component_of(&m.file).to_owned();
+        let action = if !included(m, options) {
+            Action::Skipped
+        } else if blocked.contains(&component) {
+            Action::Blocked
+        } else {
+            let action = match apply_one(client, m).await {
                 Ok(a) => a,
                 Err(Failure::Refused(r)) => {
                     refused.push(r);
                     Action::Refused
                 }
                 Err(Failure::Fatal(e)) => return Err(e),
+            };
+            if m.object["kind"] == "ClusterOperator"
+                && !cluster_operator_ready(client, m, options.barrier).await?
+            {
+                blocked.insert(component);
             }
-        } else {
-            Action::Skipped
+            action
         };
         report.outcomes.push((m.file.clone(), action));
     }
@@ -838,5 +961,24 @@ mod tests {
         assert!(c.get("args").is_none() && c.get("volumeMounts").is_none());
         // Not managed by the CVO: the live value stays.
         assert_eq!(c["imagePullPolicy"], "Always");
+    }
+}
+
+#[cfg(test)]
+mod barrier_tests {
+    use super::component_of;
+
+    #[test]
+    fn a_component_is_its_run_level_and_name() {
+        assert_eq!(
+            component_of("0000_50_cluster-storage-operator_10_deployment.yaml"),
+            "0000_50_cluster-storage-operator"
+        );
+        assert_eq!(
+            component_of("0000_90_cluster-storage-operator_01_x.yaml"),
+            "0000_90_cluster-storage-operator"
+        );
+        // A file name outside the payload convention is its own component.
+        assert_eq!(component_of("image-references"), "image-references");
     }
 }

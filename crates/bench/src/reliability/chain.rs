@@ -216,6 +216,8 @@ fn key_label(gr: &GroupResource, namespace: &str, name: &str) -> String {
 pub(crate) struct Chain {
     pub bed: Arc<Testbed>,
     cco: tokio::task::JoinHandle<()>,
+    /// The CVO stand-in's retries of what waits behind the ClusterOperator barrier.
+    cvo: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     manifests: Vec<Manifest>,
     log_dir: PathBuf,
     keep_logs: bool,
@@ -266,6 +268,7 @@ impl Chain {
         let mut chain = Chain {
             bed: Arc::new(bed),
             cco,
+            cvo: Default::default(),
             manifests,
             log_dir,
             keep_logs,
@@ -294,6 +297,15 @@ impl Chain {
         testbed::cvo::apply(&self.bed.client, &self.manifests)
             .await
             .context("cannot apply the release manifests")?;
+        let retries = testbed::cvo::spawn(
+            self.bed.client.clone(),
+            self.manifests.clone(),
+            testbed::cvo::Options::default(),
+            CCO_PERIOD,
+        );
+        if let Ok(mut tasks) = self.cvo.lock() {
+            tasks.push(retries);
+        }
         Ok(at)
     }
 
@@ -558,6 +570,9 @@ impl Chain {
 impl Drop for Chain {
     fn drop(&mut self) {
         self.cco.abort();
+        if let Ok(tasks) = self.cvo.lock() {
+            tasks.iter().for_each(|t| t.abort());
+        }
         self.bed.kube.shutdown();
         if self.keep_logs {
             eprintln!("  operator logs kept in {}", self.log_dir.display());

@@ -414,7 +414,7 @@ pub async fn run(options: Options) -> anyhow::Result<Section> {
     testbed::cco::create_namespace(&bed.client)
         .await
         .context("cannot create the cloud credential operator's namespace")?;
-    testbed::cvo::apply(&bed.client, &others)
+    testbed::cvo::apply_all(&bed.client, &others)
         .await
         .context("cannot apply the release manifests")?;
 
@@ -610,7 +610,7 @@ async fn install(
     storage_cr: &[Manifest],
 ) -> anyhow::Result<Install> {
     bed.kube.clear_requests();
-    testbed::cvo::apply(&bed.client, storage_cr)
+    testbed::cvo::apply_all(&bed.client, storage_cr)
         .await
         .context("cannot create Storage/cluster")?;
     let deadline = Instant::now() + CONVERGE_LIMIT;

@@ -144,6 +144,8 @@ async fn list_json(bed: &Testbed, ar: &kube::core::ApiResource) -> Result<Vec<Va
 pub struct Chain {
     pub bed: Testbed,
     cco: tokio::task::JoinHandle<()>,
+    /// The CVO stand-in's retries of manifests behind the ClusterOperator barrier.
+    cvo: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Chain {
@@ -173,7 +175,11 @@ impl Chain {
             .await
             .expect("the CCO namespace");
         let cco = testbed::cco::spawn(bed.client.clone(), Duration::from_millis(250));
-        let chain = Self { bed, cco };
+        let chain = Self {
+            bed,
+            cco,
+            cvo: Default::default(),
+        };
         chain.apply(manifests).await;
         chain
     }
@@ -188,14 +194,27 @@ impl Chain {
         Self {
             bed,
             cco: tokio::spawn(async {}),
+            cvo: Default::default(),
         }
     }
 
-    /// Applies `manifests` as the CVO (also for an upgrade: changed objects are updated).
+    /// Applies `manifests` as the CVO (also for an upgrade: changed objects are updated): one
+    /// attempt now, which must be refused nothing, then the CVO's retries in the background
+    /// for what waits behind the ClusterOperator barrier (the CSO's ServiceMonitor, alerts and
+    /// admission policies wait until the CSO reports Available, as on a cluster).
     pub async fn apply(&self, manifests: &[Manifest]) {
         testbed::cvo::apply(&self.bed.client, manifests)
             .await
             .expect("the release manifests apply");
+        let retries = testbed::cvo::spawn(
+            self.bed.client.clone(),
+            manifests.to_vec(),
+            testbed::cvo::Options::default(),
+            Duration::from_millis(500),
+        );
+        if let Ok(mut tasks) = self.cvo.lock() {
+            tasks.push(retries);
+        }
     }
 
     /// The process-backed pods of Deployment `namespace/name`.
@@ -434,6 +453,9 @@ impl Chain {
 impl Drop for Chain {
     fn drop(&mut self) {
         self.cco.abort();
+        if let Ok(tasks) = self.cvo.lock() {
+            tasks.iter().for_each(|t| t.abort());
+        }
         if std::thread::panicking() {
             eprintln!("=== the chain at failure ===\n{}", self.report());
         }

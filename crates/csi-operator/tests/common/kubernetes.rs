@@ -173,3 +173,90 @@ pub async fn kubectl_delete(client: &kube::Client, objects: &[Value]) -> Vec<Str
     }
     failed
 }
+
+/// The upstream chart's release this project's adoption overlay names.
+pub const RELEASE: &str = "cinder-csi";
+pub const RELEASE_NS: &str = "kube-system";
+const CHART_DRIVER: &str = "cinder.csi.openstack.org";
+
+/// Helm's ownership metadata, as Helm 3 sets it on every object of release `cinder-csi`.
+pub fn helm(name: &str, namespace: Option<&str>, labels: Value) -> Value {
+    let mut labels = labels;
+    labels["app.kubernetes.io/managed-by"] = json!("Helm");
+    let mut meta = json!({
+        "name": name,
+        "labels": labels,
+        "annotations": {
+            "meta.helm.sh/release-name": RELEASE,
+            "meta.helm.sh/release-namespace": RELEASE_NS,
+        },
+    });
+    if let Some(ns) = namespace {
+        meta["namespace"] = json!(ns);
+    }
+    meta
+}
+
+/// What the chart (v2.36, default values but `storageClass.delete.isDefault: true` and
+/// `storageClass.retain.allowVolumeExpansion: false`) installs at cluster scope and the two
+/// workloads, written from the chart's facts: names, the CSIDriver's spec, the classes' fields,
+/// the workloads' selectors and the kubelet plugin paths.
+/// What `helm install cinder-csi -n kube-system` of the upstream chart leaves: the CSIDriver,
+/// the two StorageClasses, the controller Deployment and node DaemonSet, with Helm's metadata.
+pub fn chart_objects() -> Vec<Value> {
+    let pod_labels = |component: &str| json!({"component": component, "app": "openstack-cinder-csi", "release": RELEASE});
+    let workload = |kind: &str, name: &str, component: &str| {
+        let mut spec = json!({
+            "selector": {"matchLabels": pod_labels(component)},
+            "template": {
+                "metadata": {"labels": pod_labels(component)},
+                "spec": {
+                    "containers": [{
+                        "name": "cinder-csi-plugin",
+                        "image": "registry.k8s.io/provider-os/cinder-csi-plugin:v1.36.0",
+                        "args": ["/bin/cinder-csi-plugin", "--endpoint=$(CSI_ENDPOINT)",
+                                 "--cloud-config=$(CLOUD_CONFIG)", "--cluster=kubernetes"],
+                        "volumeMounts": [{"name": "socket-dir", "mountPath": "/csi"}],
+                    }],
+                    "volumes": [{"name": "socket-dir", "hostPath": {
+                        "path": "/var/lib/kubelet/plugins/cinder.csi.openstack.org",
+                        "type": "DirectoryOrCreate"}}],
+                },
+            },
+        });
+        if kind == "Deployment" {
+            spec["replicas"] = json!(1);
+        }
+        json!({
+            "apiVersion": "apps/v1", "kind": kind,
+            "metadata": helm(name, Some(RELEASE_NS), pod_labels(component)),
+            "spec": spec,
+        })
+    };
+    let mut delete_meta = helm("csi-cinder-sc-delete", None, json!({}));
+    delete_meta["annotations"]["storageclass.kubernetes.io/is-default-class"] = json!("true");
+    vec![
+        json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+            "metadata": helm(CHART_DRIVER, None, json!({})),
+            "spec": {"attachRequired": true, "podInfoOnMount": true,
+                     "volumeLifecycleModes": ["Persistent", "Ephemeral"]},
+        }),
+        json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": delete_meta,
+            "provisioner": CHART_DRIVER, "reclaimPolicy": "Delete", "allowVolumeExpansion": true,
+        }),
+        json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": helm("csi-cinder-sc-retain", None, json!({})),
+            "provisioner": CHART_DRIVER, "reclaimPolicy": "Retain", "allowVolumeExpansion": false,
+        }),
+        workload(
+            "Deployment",
+            "openstack-cinder-csi-controllerplugin",
+            "controllerplugin",
+        ),
+        workload("DaemonSet", "openstack-cinder-csi-nodeplugin", "nodeplugin"),
+    ]
+}
