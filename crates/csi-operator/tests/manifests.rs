@@ -1140,6 +1140,225 @@ fn sidecar_roles_grant_what_the_upstream_sidecars_need() {
     }
 }
 
+/// Every `(group, resource, verb)` a list of rules grants, by expanding it.
+fn permissions(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules {
+        assert!(
+            r.resource_names.is_none() && r.non_resource_urls.is_none(),
+            "shared sidecar roles grant whole resources"
+        );
+        for g in r.api_groups.iter().flatten() {
+            for x in r.resources.iter().flatten() {
+                for v in &r.verbs {
+                    out.insert((g.clone(), x.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn expand(rights: &[(&str, &str, &[&str])]) -> BTreeSet<(String, String, String)> {
+    rights
+        .iter()
+        .flat_map(|(g, r, verbs)| {
+            verbs
+                .iter()
+                .map(move |v| (g.to_string(), r.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The shared sidecar ClusterRoles against OpenShift's (`openshift/cluster-storage-operator`
+/// `manifests/09_sidecar-main_*_role.yaml`, `09_openshift-csi-provisioner-volumesnapshot-reader-role.yaml`,
+/// `09_openshift-csi-resizer-storageclass-reader-role.yaml`, restated here as facts): each grants
+/// what OpenShift's grants less exactly the rights docs/compatibility.md C26 lists (none of which
+/// a sidecar uses, see `sidecar_rbac.rs`), plus exactly the additions C26 lists. A change on either
+/// side fails here until the row says so.
+#[test]
+fn shared_sidecar_roles_differ_from_openshifts_only_as_declared() {
+    const READ: &[&str] = &["get", "list", "watch"];
+    const EVENTS: &[&str] = &["list", "watch", "create", "update", "patch"];
+    type Rights = &'static [(&'static str, &'static str, &'static [&'static str])];
+    // (role, OpenShift's rules, removed here, added here)
+    let expected: &[(&str, Rights, Rights, Rights)] = &[
+        (
+            "openshift-csi-main-attacher-role",
+            &[
+                (
+                    "",
+                    "persistentvolumes",
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                ("", "nodes", READ),
+                ("storage.k8s.io", "csinodes", READ),
+                (
+                    "storage.k8s.io",
+                    "volumeattachments",
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                ("storage.k8s.io", "volumeattachments/status", &["patch"]),
+            ],
+            &[],
+            &[],
+        ),
+        (
+            "openshift-csi-main-provisioner-role",
+            &[
+                (
+                    "",
+                    "persistentvolumes",
+                    &["get", "list", "watch", "create", "delete", "patch"],
+                ),
+                (
+                    "",
+                    "persistentvolumeclaims",
+                    &["get", "list", "watch", "update"],
+                ),
+                ("storage.k8s.io", "storageclasses", READ),
+                ("", "events", EVENTS),
+                ("storage.k8s.io", "csinodes", READ),
+                ("", "nodes", READ),
+            ],
+            &[],
+            // OpenShift has these in openshift-csi-provisioner-volumeattachment-reader-role.
+            &[("storage.k8s.io", "volumeattachments", READ)],
+        ),
+        (
+            "openshift-csi-main-resizer-role",
+            &[
+                (
+                    "",
+                    "persistentvolumes",
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                ("", "persistentvolumeclaims", READ),
+                ("", "persistentvolumeclaims/status", &["update", "patch"]),
+                ("", "events", EVENTS),
+                ("", "pods", READ),
+            ],
+            &[],
+            &[],
+        ),
+        (
+            "openshift-csi-main-snapshotter-role",
+            &[
+                ("", "persistentvolumes", READ),
+                ("", "persistentvolumeclaims", READ),
+                ("storage.k8s.io", "storageclasses", READ),
+                ("", "events", EVENTS),
+                ("", "secrets", &["get", "list"]),
+                ("snapshot.storage.k8s.io", "volumesnapshotclasses", READ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    &[
+                        "create", "get", "list", "watch", "update", "delete", "patch",
+                    ],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents/status",
+                    &["update", "patch"],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshots",
+                    &["get", "list", "watch", "update"],
+                ),
+                (
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    &["create", "list", "watch", "delete"],
+                ),
+            ],
+            &[
+                ("", "persistentvolumes", READ),
+                ("", "persistentvolumeclaims", READ),
+                ("storage.k8s.io", "storageclasses", READ),
+                ("", "secrets", &["get", "list"]),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    &["delete"],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshots",
+                    &["get", "list", "watch", "update"],
+                ),
+                (
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    &["create", "list", "watch", "delete"],
+                ),
+            ],
+            &[],
+        ),
+        (
+            "openshift-csi-provisioner-volumesnapshot-reader-role",
+            &[
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshots",
+                    &["get", "list", "watch", "update"],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    &["get", "list"],
+                ),
+            ],
+            &[(
+                "snapshot.storage.k8s.io",
+                "volumesnapshots",
+                &["watch", "update"],
+            )],
+            &[],
+        ),
+        (
+            "openshift-csi-resizer-storageclass-reader-role",
+            &[("storage.k8s.io", "storageclasses", READ)],
+            &[],
+            &[],
+        ),
+    ];
+    let all = load();
+    let ours: BTreeMap<String, Vec<PolicyRule>> = roles(&all)
+        .into_iter()
+        .filter(|(k, ..)| k == "ClusterRole")
+        .map(|(_, _, n, r)| (n, r))
+        .collect();
+    for (name, openshift, removed, added) in expected {
+        let rules = ours
+            .get(*name)
+            .unwrap_or_else(|| panic!("{name} not shipped"));
+        let got = permissions(rules);
+        let (openshift, removed, added) = (expand(openshift), expand(removed), expand(added));
+        assert!(
+            removed.is_subset(&openshift),
+            "{name}: removes what OpenShift lacks"
+        );
+        assert!(
+            added.is_disjoint(&openshift),
+            "{name}: adds what OpenShift has"
+        );
+        let want: BTreeSet<_> = openshift
+            .difference(&removed)
+            .cloned()
+            .chain(added)
+            .collect();
+        let missing: Vec<_> = want.difference(&got).collect();
+        let extra: Vec<_> = got.difference(&want).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{name}: undeclared differences from OpenShift's role: \
+             missing {missing:?}, extra {extra:?}"
+        );
+    }
+}
+
 /// ClusterRole names bound, and cluster-scoped RBAC objects created, by the driver assets.
 fn driver_asset_rbac() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
     let mut bound = BTreeSet::new();
