@@ -804,6 +804,12 @@ fn retired_objects_are_the_renamed_and_dropped_ones() {
         ("NetworkPolicy", DRIVERS_NS, "default-deny"),
         // The Go CSO's config file, which our CSO does not read.
         ("ConfigMap", CSO_NS, "cluster-storage-operator-config"),
+        // The volume-data-source-validator the Go CSO runs and ours does not (C16); its
+        // VolumePopulator CRD stays (populators register there).
+        ("Deployment", CSO_NS, "volume-data-source-validator"),
+        ("ClusterRoleBinding", "", "volume-data-source-validator"),
+        ("ClusterRole", "", "volume-data-source-validator"),
+        ("ServiceAccount", CSO_NS, "volume-data-source-validator"),
     ]
     .into_iter()
     .map(|(k, n, x)| (k.to_owned(), n.to_owned(), x.to_owned()))
@@ -826,6 +832,17 @@ fn retired_objects_are_the_renamed_and_dropped_ones() {
         "cluster-storage-operator-role",
     );
     assert_eq!(go_binding.obj["roleRef"]["name"], "cluster-admin");
+    // Retired after the ClusterOperator manifest, which the cluster version operator passes only
+    // once our CSO reports the release's version: the Go CSO, which would recreate its
+    // validator and keeps its rights until then, is gone.
+    let cluster_operator = find(&all, "ClusterOperator", None, "storage");
+    for m in all.iter().filter(|m| {
+        m.is_delete()
+            && (m.name() == "cluster-storage-operator-role"
+                || m.name() == "volume-data-source-validator")
+    }) {
+        assert!(m.file > cluster_operator.file, "{}", m.file);
+    }
 }
 
 /// Versions are the release tooling's placeholder, replaced by the release version when a

@@ -260,6 +260,17 @@ async fn the_upgrade_from_the_go_operators_converges() {
             .any(|f| f.contains("retire_02_configmap_operator_config")),
         "{deleted:?}"
     );
+    for validator in [
+        "retire_03_deployment_volume_data_source_validator",
+        "retire_04_clusterrolebinding_volume_data_source_validator",
+        "retire_05_clusterrole_volume_data_source_validator",
+        "retire_06_serviceaccount_volume_data_source_validator",
+    ] {
+        assert!(
+            deleted.iter().any(|f| f.contains(validator)),
+            "{validator}: {deleted:?}"
+        );
+    }
     // The Storage CR is create-only: the Go one stays as it was.
     let storage_writes = chain.writers(
         None,
@@ -293,6 +304,7 @@ async fn the_upgrade_from_the_go_operators_converges() {
                     ("Available", "True"),
                     ("Progressing", "False"),
                     ("Degraded", "False"),
+                    ("Upgradeable", "True"),
                 ]
                 .iter()
                 .all(|(t, s)| c.get(*t).is_some_and(|(status, _, _)| status == s));
@@ -406,6 +418,48 @@ async fn the_upgrade_from_the_go_operators_converges() {
             assert!(!conditions.contains_key(*t), "{cr}: {t} stayed");
         }
     }
+
+    // The Go CSO's conditions of controllers ours does not run are gone from Storage (the
+    // fixtures leave one Progressing=True and one Upgradeable=False, which would otherwise hold
+    // the ClusterOperator forever).
+    let storage_conditions = conditions_of(&storage(&chain.bed).await);
+    for t in cluster_storage::operator::RETIRED_STORAGE_CONDITIONS {
+        assert!(!storage_conditions.contains_key(*t), "Storage: {t} stayed");
+    }
+    // The validator the Go CSO ran is gone with its RBAC; the VolumePopulator CRD stays.
+    let gone = [
+        ("apps/v1", "Deployment", Some(CSO_NS)),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", None),
+        ("v1", "ServiceAccount", Some(CSO_NS)),
+    ];
+    for (api_version, kind, ns) in gone {
+        let obj = json!({
+            "apiVersion": api_version, "kind": kind,
+            "metadata": {"name": "volume-data-source-validator", "namespace": ns},
+        });
+        let api = api_of(&client, &obj).await;
+        assert!(
+            api.get_opt("volume-data-source-validator")
+                .await
+                .expect("readable")
+                .is_none(),
+            "{kind} volume-data-source-validator stayed"
+        );
+    }
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "volumepopulators.populator.storage.k8s.io"},
+    });
+    assert!(
+        api_of(&client, &crd)
+            .await
+            .get_opt("volumepopulators.populator.storage.k8s.io")
+            .await
+            .expect("readable")
+            .is_some(),
+        "the VolumePopulator CRD must stay"
+    );
 
     // Retired objects are gone; the CSO's rights are ours, not cluster-admin.
     let crb = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone());
