@@ -50,6 +50,13 @@ const GUIDES: &[(&str, Guide)] = &[
         ),
     ),
     (
+        "compatibility",
+        Guide::NotRun(
+            "its rollback runbook runs `oc` against OpenShift's Go operators after a rollback; \
+             upgrade_from_go.rs checks that the condition types it removes are exactly ours",
+        ),
+    ),
+    (
         "metrics",
         Guide::NotRun(
             "`oc exec` into a pod and OpenShift monitoring's service account; kube-sim runs pods \

@@ -426,6 +426,26 @@ async fn the_upgrade_from_the_go_operators_converges() {
     for t in cluster_storage::operator::RETIRED_STORAGE_CONDITIONS {
         assert!(!storage_conditions.contains_key(*t), "Storage: {t} stayed");
     }
+    // Every condition type left on the CRs is one the Go operators write (and so rewrite after
+    // a rollback) or one docs/compatibility.md's rollback runbook removes.
+    for (what, conditions) in [
+        ("ClusterCSIDriver cinder", chain.cr_conditions(CR).await),
+        (
+            "ClusterCSIDriver manila",
+            chain.cr_conditions(MANILA_CR).await,
+        ),
+        ("Storage cluster", storage_conditions),
+    ] {
+        let go = go_condition_types(what);
+        for t in conditions.keys() {
+            assert!(
+                go.contains(t) || OURS_ONLY_CONDITIONS.contains(&t.as_str()),
+                "{what}: {t} is neither written by the Go operators nor in the rollback runbook \
+                 (OURS_ONLY_CONDITIONS and docs/compatibility.md)"
+            );
+        }
+    }
+
     // The validator the Go CSO ran is gone with its RBAC; the VolumePopulator CRD stays.
     let gone = [
         ("apps/v1", "Deployment", Some(CSO_NS)),
@@ -605,6 +625,140 @@ async fn the_upgrade_from_the_go_operators_converges() {
     }
     eprintln!("=== Driver workloads whose pod template changed (they roll once) ===\n{rolled:#?}");
     eprintln!("=== Their object metadata written at takeover ===\n{metadata_only:#?}");
+}
+
+/// Condition types only our operators write on OpenShift (on the ClusterCSIDrivers and
+/// `Storage/cluster`): no controller of the Go operators writes or removes them, so after a
+/// rollback they stay as we left them, and a `…Degraded=True`, `…Progressing=True` or
+/// `…Available=False` among them keeps `ClusterOperator/storage` so (library-go's union matches
+/// every type with that suffix). docs/compatibility.md's rollback runbook removes exactly these;
+/// [`the_rollback_runbook_removes_exactly_our_own_condition_types`] keeps the two in step.
+/// (`MetricsServingCertControllerDegraded` and `HelmReleaseAdoption*` are plain Kubernetes only.)
+const OURS_ONLY_CONDITIONS: &[&str] = &[
+    // Both driver operators.
+    "LoggingSyncerDegraded",
+    "InsecureOpenStackConnection",
+    // Cinder (opt-in volume-type classes, row 20).
+    "CinderVolumeTypeStorageClassControllerDegraded",
+    // Manila (M6, M7, M11).
+    "ManilaServiceReachable",
+    "ManilaExportNetworkReachable",
+    "ManilaStorageClassControllerDegraded",
+    "OpenStackManilaDriverCSIDriverControllerDegraded",
+    // The CSO (C2, C11; the OLM removal's two others are Go's only up to 4.17).
+    "CSIDriverStarterAvailable",
+    "ManilaOLMOperatorRemovalDegraded",
+    "ManilaOLMOperatorRemovalProgressing",
+    "ManilaOLMOperatorRemovalAvailable",
+];
+
+/// The condition types OpenShift's Go operators write on each object (and so rewrite, with
+/// server-side apply or read-modify-write, once they run again): `openshift/csi-operator`
+/// `pkg/operator/{starter.go,starter_controller.go}`, `pkg/driver/openstack-*`,
+/// `pkg/openstack-cinder/config/configsync.go`, library-go's controllers they build on
+/// (anchors §1, §4.1, §5.2), and `openshift/cluster-storage-operator` `pkg/operator` for OpenStack
+/// (anchors §3.4).
+fn go_condition_types(what: &str) -> BTreeSet<String> {
+    let workload =
+        |prefix: &str| ["Available", "Progressing", "Degraded"].map(|s| format!("{prefix}{s}"));
+    let mut types: BTreeSet<String> = ["ManagementStateDegraded", "ConfigObservationDegraded"]
+        .map(String::from)
+        .into();
+    match what {
+        "ClusterCSIDriver cinder" => {
+            types.extend(
+                [
+                    "OpenStackCinderDriverControlPlaneStaticResourcesControllerDegraded",
+                    "OpenStackCinderDriverGuestStaticResourcesControllerDegraded",
+                    "StorageClassControllerDegraded",
+                    "VolumeSnapshotClassControllerDegraded",
+                    "ConfigSyncDegraded",
+                ]
+                .map(String::from),
+            );
+            types.extend(workload("OpenStackCinderDriverControllerServiceController"));
+            types.extend(workload("OpenStackCinderDriverNodeServiceController"));
+        }
+        "ClusterCSIDriver manila" => {
+            types.extend(
+                [
+                    "OpenStackManilaDriverControlPlaneStaticResourcesControllerDegraded",
+                    "OpenStackManilaDriverGuestStaticResourcesControllerDegraded",
+                    "VolumeSnapshotClassControllerDegraded",
+                    "ResourceSyncControllerDegraded",
+                    "StarterControllerDegraded",
+                    "CSIControllerDisabled",
+                ]
+                .map(String::from),
+            );
+            types.extend(workload("OpenStackManilaDriverControllerServiceController"));
+            types.extend(workload("OpenStackManilaDriverNodeServiceController"));
+            types.extend(workload("NFSDriverNodeServiceController"));
+        }
+        "Storage cluster" => {
+            types.extend(
+                [
+                    "CSIDriverStarterDegraded",
+                    "StorageOperatorUpgradeable",
+                    "ResourceSyncControllerDegraded",
+                    "DefaultStorageClassControllerAvailable",
+                    "DefaultStorageClassControllerProgressing",
+                ]
+                .map(String::from),
+            );
+            for p in ["OpenStackCinder", "Manila"] {
+                for suffix in [
+                    "CSIDriverOperatorStaticControllerDegraded",
+                    "CSIDriverOperatorDegraded",
+                    "CSIDriverOperatorCRAvailable",
+                    "CSIDriverOperatorCRProgressing",
+                    "CSIDriverOperatorCRDegraded",
+                    "CSIDriverOperatorCRUpgradeable",
+                    "Progressing",
+                    "CSIDriverOperatorDeploymentDegraded",
+                ] {
+                    types.insert(format!("{p}{suffix}"));
+                }
+            }
+        }
+        other => panic!("{other}"),
+    }
+    types
+}
+
+/// The rollback runbook in docs/compatibility.md removes exactly [`OURS_ONLY_CONDITIONS`], and
+/// none of them is a type the Go operators write anywhere (removing it would then erase theirs).
+#[test]
+fn the_rollback_runbook_removes_exactly_our_own_condition_types() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compatibility.md"),
+    )
+    .expect("docs/compatibility.md");
+    let line = doc
+        .lines()
+        .find(|l| l.trim_start().starts_with("OURS='"))
+        .expect("the runbook's OURS='…' line");
+    let listed: BTreeSet<&str> = line
+        .trim_start()
+        .trim_start_matches("OURS='")
+        .trim_end_matches('\'')
+        .split(',')
+        .map(|t| t.trim().trim_matches('"'))
+        .collect();
+    let ours: BTreeSet<&str> = OURS_ONLY_CONDITIONS.iter().copied().collect();
+    assert_eq!(listed, ours, "docs/compatibility.md rollback runbook");
+    for what in [
+        "ClusterCSIDriver cinder",
+        "ClusterCSIDriver manila",
+        "Storage cluster",
+    ] {
+        for t in go_condition_types(what) {
+            assert!(
+                !ours.contains(t.as_str()),
+                "{t} is the Go operators' on {what}"
+            );
+        }
+    }
 }
 
 /// The pod template paths (as [`diff_paths`] names them) where our operators deliberately
