@@ -227,6 +227,11 @@ fn every_file_is_one_object_of_a_known_kind() {
             "{}: included in the standalone profile",
             m.file
         );
+        // Not in HyperShift's or IBM Cloud's managed profiles (compatibility C28).
+        for profile in ["hypershift", "ibm-cloud-managed"] {
+            let key = format!("include.release.openshift.io/{profile}");
+            assert_eq!(m.annotation(&key), None, "{}: {key}", m.file);
+        }
         // Typed parses catch misspelled structure that a JSON value would accept.
         match m.kind() {
             "Namespace" => drop(typed::<Namespace>(&m)),
