@@ -52,8 +52,9 @@ const GUIDES: &[(&str, Guide)] = &[
     (
         "compatibility",
         Guide::NotRun(
-            "its rollback runbook runs `oc` against OpenShift's Go operators after a rollback; \
-             upgrade_from_go.rs checks that the condition types it removes are exactly ours",
+            "its one block is the rollback runbook, which needs the state OpenShift's Go \
+             operators leave after a rollback: upgrade_from_go.rs runs it against that state \
+             (`oc` played by kubectl) and checks it removes exactly our condition types",
         ),
     ),
     (

@@ -761,6 +761,176 @@ fn the_rollback_runbook_removes_exactly_our_own_condition_types() {
     }
 }
 
+/// The `sh` block of docs/compatibility.md's rollback runbook (the one that sets `OURS`).
+fn rollback_runbook() -> String {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compatibility.md"),
+    )
+    .expect("docs/compatibility.md");
+    doc.split("```sh\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\n```").map(|(block, _)| block))
+        .find(|block| block.contains("OURS='"))
+        .expect("the rollback runbook's sh block")
+        .to_owned()
+}
+
+/// What library-go's union makes `ClusterOperator/storage` say of these conditions (anchors
+/// §1.15: a type counts by its suffix, and is bad when its status is not the default).
+fn go_union_bad(conditions: &Value) -> Vec<String> {
+    conditions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let (t, s) = (c["type"].as_str()?, c["status"].as_str()?);
+            let default = if t.ends_with("Degraded") || t.ends_with("Progressing") {
+                "False"
+            } else if t.ends_with("Available") {
+                "True"
+            } else {
+                s
+            };
+            let bad = s != default;
+            bad.then(|| format!("{t}={s}"))
+        })
+        .collect()
+}
+
+/// The runbook itself, run as written (bash, jq, and `oc` played by today's kubectl) against
+/// objects in the state a rollback leaves them: every condition type the Go operators write,
+/// healthy again, beside every type only ours write, one of them `Degraded=True` and one
+/// `Progressing=True`. Before it, Go's union says Degraded and Progressing; after it, only the
+/// Go operators' types are left, untouched, and the union is healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rollback_runbook_leaves_only_what_the_go_operators_write() {
+    let bed = testbed::Testbed::start(Settings::for_cluster_storage_operator())
+        .await
+        .expect("testbed starts");
+    let client = bed.client.clone();
+    let time = "2026-01-05T10:00:00Z";
+    let objects = [
+        ("ClusterCSIDriver cinder", "ClusterCSIDriver", CR),
+        ("ClusterCSIDriver manila", "ClusterCSIDriver", MANILA_CR),
+        ("Storage cluster", "Storage", "cluster"),
+    ];
+    for (what, kind, name) in objects {
+        let obj = json!({
+            "apiVersion": "operator.openshift.io/v1", "kind": kind,
+            "metadata": {"name": name},
+            "spec": {"managementState": "Managed"},
+        });
+        let api = api_of(&client, &obj).await;
+        let dynamic: DynamicObject = serde_json::from_value(obj).expect("object");
+        if api.get_opt(name).await.expect("readable").is_none() {
+            api.create(&PostParams::default(), &dynamic)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        let go = go_condition_types(what).into_iter().map(|t| {
+            let status = if t.ends_with("Available") || t.ends_with("Upgradeable") {
+                "True"
+            } else {
+                "False"
+            };
+            json!({"type": t, "status": status, "reason": "AsExpected", "lastTransitionTime": time})
+        });
+        let ours = OURS_ONLY_CONDITIONS.iter().map(|t| {
+            let status = match *t {
+                "ManilaStorageClassControllerDegraded" | "ManilaOLMOperatorRemovalProgressing" => {
+                    "True"
+                }
+                t if t.ends_with("Available") || t.ends_with("Reachable") => "True",
+                _ => "False",
+            };
+            json!({"type": t, "status": status, "reason": "Ours", "lastTransitionTime": time})
+        });
+        let conditions: Vec<Value> = go.chain(ours).collect();
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": conditions}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: status: {e}"));
+        let before = api.get(name).await.expect("readable");
+        assert_eq!(
+            go_union_bad(&before.data["status"]["conditions"]),
+            [
+                "ManilaStorageClassControllerDegraded=True",
+                "ManilaOLMOperatorRemovalProgressing=True"
+            ],
+            "{what}: a rollback leaves ours counted"
+        );
+    }
+
+    // The runbook, with `oc` played by kubectl and the testbed's administrator.
+    let dir = std::env::temp_dir().join(format!("rollback-runbook-{}", std::process::id()));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("scratch directory");
+    let kubectl = std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("kubectl"))
+                .find(|p| p.is_file())
+        })
+        .expect("kubectl on PATH (the guides need it too)");
+    std::os::unix::fs::symlink(kubectl, bin.join("oc")).expect("oc");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, bed.kube.kubeconfig("admin")).expect("kubeconfig");
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &rollback_runbook()])
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOME", &dir)
+        .output()
+        .expect("bash runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "the runbook failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    for (what, kind, name) in objects {
+        let obj = json!({"apiVersion": "operator.openshift.io/v1", "kind": kind, "metadata": {"name": name}});
+        let after = api_of(&client, &obj)
+            .await
+            .get(name)
+            .await
+            .expect("readable");
+        let conditions = &after.data["status"]["conditions"];
+        let left: BTreeSet<String> = conditions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["type"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            left,
+            go_condition_types(what),
+            "{what}: what the runbook left"
+        );
+        assert!(
+            conditions
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|c| c["reason"] == "AsExpected" && c["lastTransitionTime"] == time),
+            "{what}: the Go operators' conditions are untouched"
+        );
+        assert!(go_union_bad(conditions).is_empty(), "{what}: {conditions}");
+    }
+}
+
 /// The pod template paths (as [`diff_paths`] names them) where our operators deliberately
 /// write something else than the Go operators on this cluster, with the docs/compatibility.md
 /// entry that explains each, by workload (`kind namespace/name`). A workload with none must not
