@@ -94,6 +94,24 @@ pub fn default_storage_class_conditions() -> [OperatorCondition; 2] {
     ]
 }
 
+/// Condition types on `Storage/cluster` that only controllers of OpenShift's Go CSO write,
+/// controllers this CSO does not run: the volume-data-source-validator's starter, static
+/// resources and Deployment (`openshift/cluster-storage-operator`
+/// `pkg/operator/volumedatasourcevalidator`; the release retires the validator itself,
+/// `…_90_retire_03` to `_06`) and the SELinuxMount GA readiness check
+/// (`pkg/operator/selinuxmountreadiness`). Removed on every reconcile, as the driver operators
+/// remove theirs: after a takeover nothing would ever update them, and the ClusterOperator is
+/// the union of every `Storage/cluster` condition, so a `…Progressing=True`, `…Degraded=True`
+/// or `…Upgradeable=False` the Go CSO left would hold `ClusterOperator/storage` forever.
+pub const RETIRED_STORAGE_CONDITIONS: &[&str] = &[
+    "VolumeDataSourceValidatorStarterDegraded",
+    "VolumeDataSourceValidatorStaticControllerDegraded",
+    "VolumeDataSourceValidatorDeploymentControllerProgressing",
+    "VolumeDataSourceValidatorDeploymentControllerDegraded",
+    "SELinuxMountGAReadinessControllerDegraded",
+    "SELinuxMountGAReadinessControllerUpgradeable",
+];
+
 /// How long a driver operator may go without a status before the CR step looks again (Go's
 /// CR controller resyncs every 20 minutes; the watch on the ClusterCSIDriver does the rest).
 const RESYNC: Duration = Duration::from_secs(20 * 60);
@@ -310,6 +328,9 @@ impl Operator {
 
         let management = storage.spec.operator.management_state();
         let mut board = StatusBoard::new();
+        for retired in RETIRED_STORAGE_CONDITIONS {
+            board.remove_condition(retired);
+        }
         match steps::management_state(&mut board, &management, "Storage") {
             steps::Management::Reconcile => {}
             steps::Management::NoWrites => {
@@ -879,6 +900,45 @@ mod tests {
             ),
             ("False", "", "")
         );
+    }
+
+    /// The Go-only types removed from `Storage/cluster` are none of the types this CSO writes,
+    /// which would otherwise be removed and written again on every reconcile.
+    #[test]
+    fn retired_storage_conditions_are_none_of_ours() {
+        let mut ours: Vec<String> = default_storage_class_conditions()
+            .into_iter()
+            .map(|c| c.type_)
+            .collect();
+        ours.extend([
+            conditions::degraded_type(STARTER_PREFIX),
+            conditions::degraded_type(RESOURCE_SYNC_PREFIX),
+            types::CONFIG_OBSERVATION_DEGRADED.to_owned(),
+            roll_up::STORAGE_OPERATOR_UPGRADEABLE.to_owned(),
+            roll_up::CSI_DRIVER_STARTER_AVAILABLE.to_owned(),
+        ]);
+        for driver in DRIVERS {
+            let p = driver.condition_prefix;
+            for suffix in ["Available", "Progressing", "Degraded", "Upgradeable"] {
+                ours.push(roll_up::cr_condition_type(driver, suffix));
+            }
+            ours.push(conditions::progressing_type(p));
+            ours.push(conditions::degraded_type(&format!("{p}CSIDriverOperator")));
+            ours.push(conditions::degraded_type(&format!(
+                "{p}CSIDriverOperatorStaticController"
+            )));
+            ours.push(conditions::degraded_type(&format!(
+                "{p}{}",
+                roll_up::DEPLOYMENT_CONTROLLER_INFIX
+            )));
+        }
+        for t in RETIRED_STORAGE_CONDITIONS {
+            assert!(!ours.iter().any(|o| o == t), "{t} is ours");
+            assert!(
+                t.starts_with("VolumeDataSourceValidator") || t.starts_with("SELinuxMount"),
+                "{t}: only the Go CSO controllers this one does not run"
+            );
+        }
     }
 
     #[test]

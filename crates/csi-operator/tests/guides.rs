@@ -50,6 +50,14 @@ const GUIDES: &[(&str, Guide)] = &[
         ),
     ),
     (
+        "compatibility",
+        Guide::NotRun(
+            "its one block is the rollback runbook, which needs the state OpenShift's Go \
+             operators leave after a rollback: upgrade_from_go.rs runs it against that state \
+             (`oc` played by kubectl) and checks it removes exactly our condition types",
+        ),
+    ),
+    (
         "metrics",
         Guide::NotRun(
             "`oc exec` into a pod and OpenShift monitoring's service account; kube-sim runs pods \

@@ -168,6 +168,27 @@ fn load_all() -> Vec<Manifest> {
         .collect()
 }
 
+/// The run level OpenShift ships each object at: the operator namespace alone at 49 (the snapshot
+/// controller operator, of run level 50 too, needs it); the CSO namespace's default-deny
+/// NetworkPolicy and monitoring's ServiceMonitor and discovery RBAC at 90, after every component
+/// of run level 50 (`0000_90_cluster-storage-operator_{01_prometheusrbac,02_servicemonitor,
+/// 10_network-policy-cso-deny-all}.yaml`); the rest at 50 with the storage stack.
+fn run_level(m: &Manifest) -> &'static str {
+    let at_90 = matches!(
+        (m.kind(), m.namespace(), m.name()),
+        ("NetworkPolicy", Some(CSO_NS), "default-deny")
+            | ("ServiceMonitor", Some(CSO_NS), "cluster-storage-operator")
+            | ("Role" | "RoleBinding", Some(CSO_NS), "prometheus")
+    );
+    if m.kind() == "Namespace" && m.name() == CSO_NS {
+        "49"
+    } else if at_90 {
+        "90"
+    } else {
+        "50"
+    }
+}
+
 fn typed<T: k8s_openapi::serde::de::DeserializeOwned>(m: &Manifest) -> T {
     serde_json::from_value(m.obj.clone())
         .unwrap_or_else(|e| panic!("{}: not a valid {}: {e}", m.file, m.kind()))
@@ -194,14 +215,9 @@ fn every_file_is_one_object_of_a_known_kind() {
             "{}: namespace set iff the kind is namespaced",
             m.file
         );
-        // Run level 50 with the rest of the storage stack; the operator namespace alone at 49.
-        let prefix = if m.kind() == "Namespace" && m.name() == CSO_NS {
-            "0000_49_cluster-storage-operator_"
-        } else {
-            "0000_50_cluster-storage-operator_"
-        };
+        let prefix = format!("0000_{}_cluster-storage-operator_", run_level(&m));
         assert!(
-            m.file.starts_with(prefix),
+            m.file.starts_with(&prefix),
             "{}: CVO-style run-level prefix {prefix}",
             m.file
         );
@@ -211,6 +227,11 @@ fn every_file_is_one_object_of_a_known_kind() {
             "{}: included in the standalone profile",
             m.file
         );
+        // Not in HyperShift's or IBM Cloud's managed profiles (compatibility C28).
+        for profile in ["hypershift", "ibm-cloud-managed"] {
+            let key = format!("include.release.openshift.io/{profile}");
+            assert_eq!(m.annotation(&key), None, "{}: {key}", m.file);
+        }
         // Typed parses catch misspelled structure that a JSON value would accept.
         match m.kind() {
             "Namespace" => drop(typed::<Namespace>(&m)),
@@ -355,7 +376,8 @@ fn order_is_dependencies_first() {
             }
         }
     }
-    // The operator starts when everything it relies on exists.
+    // The operator starts when everything it relies on exists (monitoring's discovery rights
+    // are not the operator's: they come at run level 90 with the ServiceMonitor).
     let deployment = position(&|m| m.kind() == "Deployment").expect("the CSO Deployment");
     for (i, m) in all.iter().enumerate() {
         if matches!(
@@ -366,7 +388,8 @@ fn order_is_dependencies_first() {
                 | "Role"
                 | "ClusterRoleBinding"
                 | "RoleBinding"
-        ) {
+        ) && run_level(m) != "90"
+        {
             assert!(i < deployment, "{}: comes after the CSO Deployment", m.file);
         }
     }
@@ -647,6 +670,122 @@ fn no_default_deny_isolates_the_driver_pods_and_all_egress_is_openshifts() {
     }
 }
 
+/// The CSO namespace's default-deny comes at run level 90, as OpenShift moved it there
+/// ("Apply default-deny NetworkPolicy after operands have restarted"): after the CSO Deployment
+/// and the ClusterOperator barrier, and after every component of run level 50, among them the
+/// snapshot controller operator whose pods share the namespace. The policies that let the CSO
+/// pod out come before its Deployment, and the pod carries the labels they select, so the deny
+/// never cuts it off.
+#[test]
+fn the_cso_namespace_is_denied_after_everything_else_and_the_cso_is_let_out() {
+    let all = load();
+    let deny = find(&all, "NetworkPolicy", Some(CSO_NS), "default-deny");
+    assert_eq!(
+        deny.file, "0000_90_cluster-storage-operator_10_network_policy_cso_default_deny.yaml",
+        "OpenShift's run level 90 and position (…_10_network-policy-cso-deny-all.yaml)"
+    );
+    assert_eq!(
+        deny.obj["spec"],
+        serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]})
+    );
+    let last_of_run_level_50 = all
+        .iter()
+        .filter(|m| m.file.starts_with("0000_50_"))
+        .map(|m| m.file.as_str())
+        .max()
+        .expect("run level 50");
+    assert!(deny.file.as_str() > last_of_run_level_50);
+    let deployment = find(&all, "Deployment", Some(CSO_NS), "cluster-storage-operator");
+    let pod_labels = &deployment.obj["spec"]["template"]["metadata"]["labels"];
+    for name in [
+        "allow-egress-to-api-server",
+        "allow-to-dns",
+        "allow-ingress-to-operator-metrics",
+    ] {
+        let allow = find(&all, "NetworkPolicy", Some(CSO_NS), name);
+        assert!(allow.file < deployment.file, "{}", allow.file);
+        let selector = allow.obj["spec"]["podSelector"]["matchLabels"]
+            .as_object()
+            .expect("matchLabels");
+        for (k, v) in selector {
+            assert_eq!(&pod_labels[k], v, "the CSO pod is not selected by {name}");
+        }
+    }
+}
+
+/// The CSO's ServiceMonitor is OpenShift's (`0000_90_cluster-storage-operator_02_servicemonitor.yaml`:
+/// run level 90, every 30 s over HTTPS, the service CA and the Service's name verified,
+/// EndpointSlice discovery, which the `prometheus` Role allows) but for how Prometheus
+/// authenticates: its service account token, not the monitoring client certificate, because
+/// our metrics endpoint authenticates scrapers by TokenReview only (compatibility C27).
+#[test]
+fn the_service_monitor_is_openshifts_but_for_the_scrapers_credential() {
+    let all = load();
+    let sm = find(
+        &all,
+        "ServiceMonitor",
+        Some(CSO_NS),
+        "cluster-storage-operator",
+    );
+    assert_eq!(
+        sm.file,
+        "0000_90_cluster-storage-operator_02_servicemonitor.yaml"
+    );
+    let mut spec = sm.obj["spec"].clone();
+    let endpoint = spec["endpoints"][0].as_object_mut().expect("one endpoint");
+    assert_eq!(
+        endpoint.remove("bearerTokenFile"),
+        Some(serde_json::json!(
+            "/var/run/secrets/kubernetes.io/serviceaccount/token"
+        ))
+    );
+    // OpenShift's, with its client certificate and key taken out.
+    assert_eq!(
+        spec,
+        serde_json::json!({
+            "endpoints": [{
+                "interval": "30s",
+                "path": "/metrics",
+                "port": "https",
+                "scheme": "https",
+                "tlsConfig": {
+                    "caFile": "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+                    "serverName": "cluster-storage-operator-metrics.openshift-cluster-storage-operator.svc",
+                },
+            }],
+            "jobLabel": "component",
+            "selector": {"matchLabels": {"app": "cluster-storage-operator-metrics"}},
+            "serviceDiscoveryRole": "EndpointSlice",
+        })
+    );
+    let role: Role = typed(find(&all, "Role", Some(CSO_NS), "prometheus"));
+    let rules = role.rules.unwrap_or_default();
+    for (group, resource) in [
+        ("", "services"),
+        ("", "endpoints"),
+        ("", "pods"),
+        ("discovery.k8s.io", "endpointslices"),
+    ] {
+        for verb in ["get", "list", "watch"] {
+            assert!(
+                grants(&rules, group, resource, verb),
+                "prometheus may not {verb} {group}/{resource}"
+            );
+        }
+    }
+    let service = find(
+        &all,
+        "Service",
+        Some(CSO_NS),
+        "cluster-storage-operator-metrics",
+    );
+    assert_eq!(
+        service.obj["metadata"]["labels"]["app"],
+        "cluster-storage-operator-metrics"
+    );
+    assert_eq!(service.obj["spec"]["ports"][0]["name"], "https");
+}
+
 /// A release retires what an upgrade from the Go operators (or from an earlier version of
 /// ours) leaves behind that we renamed or no longer need; nothing retired is also shipped.
 #[test]
@@ -670,6 +809,12 @@ fn retired_objects_are_the_renamed_and_dropped_ones() {
         ("NetworkPolicy", DRIVERS_NS, "default-deny"),
         // The Go CSO's config file, which our CSO does not read.
         ("ConfigMap", CSO_NS, "cluster-storage-operator-config"),
+        // The volume-data-source-validator the Go CSO runs and ours does not (C16); its
+        // VolumePopulator CRD stays (populators register there).
+        ("Deployment", CSO_NS, "volume-data-source-validator"),
+        ("ClusterRoleBinding", "", "volume-data-source-validator"),
+        ("ClusterRole", "", "volume-data-source-validator"),
+        ("ServiceAccount", CSO_NS, "volume-data-source-validator"),
     ]
     .into_iter()
     .map(|(k, n, x)| (k.to_owned(), n.to_owned(), x.to_owned()))
@@ -692,6 +837,17 @@ fn retired_objects_are_the_renamed_and_dropped_ones() {
         "cluster-storage-operator-role",
     );
     assert_eq!(go_binding.obj["roleRef"]["name"], "cluster-admin");
+    // Retired after the ClusterOperator manifest, which the cluster version operator passes only
+    // once our CSO reports the release's version: the Go CSO, which would recreate its
+    // validator and keeps its rights until then, is gone.
+    let cluster_operator = find(&all, "ClusterOperator", None, "storage");
+    for m in all.iter().filter(|m| {
+        m.is_delete()
+            && (m.name() == "cluster-storage-operator-role"
+                || m.name() == "volume-data-source-validator")
+    }) {
+        assert!(m.file > cluster_operator.file, "{}", m.file);
+    }
 }
 
 /// Versions are the release tooling's placeholder, replaced by the release version when a
@@ -1003,6 +1159,225 @@ fn sidecar_roles_grant_what_the_upstream_sidecars_need() {
         for (g, r, v) in *perms {
             assert!(grants(rules, g, r, v), "{role} must grant {v} on {g}/{r}");
         }
+    }
+}
+
+/// Every `(group, resource, verb)` a list of rules grants, by expanding it.
+fn permissions(rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules {
+        assert!(
+            r.resource_names.is_none() && r.non_resource_urls.is_none(),
+            "shared sidecar roles grant whole resources"
+        );
+        for g in r.api_groups.iter().flatten() {
+            for x in r.resources.iter().flatten() {
+                for v in &r.verbs {
+                    out.insert((g.clone(), x.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn expand(rights: &[(&str, &str, &[&str])]) -> BTreeSet<(String, String, String)> {
+    rights
+        .iter()
+        .flat_map(|(g, r, verbs)| {
+            verbs
+                .iter()
+                .map(move |v| (g.to_string(), r.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The shared sidecar ClusterRoles against OpenShift's (`openshift/cluster-storage-operator`
+/// `manifests/09_sidecar-main_*_role.yaml`, `09_openshift-csi-provisioner-volumesnapshot-reader-role.yaml`,
+/// `09_openshift-csi-resizer-storageclass-reader-role.yaml`, restated here as facts): each grants
+/// what OpenShift's grants less exactly the rights docs/compatibility.md C26 lists (none of which
+/// a sidecar uses, see `sidecar_rbac.rs`), plus exactly the additions C26 lists. A change on either
+/// side fails here until the row says so.
+#[test]
+fn shared_sidecar_roles_differ_from_openshifts_only_as_declared() {
+    const READ: &[&str] = &["get", "list", "watch"];
+    const EVENTS: &[&str] = &["list", "watch", "create", "update", "patch"];
+    type Rights = &'static [(&'static str, &'static str, &'static [&'static str])];
+    // (role, OpenShift's rules, removed here, added here)
+    let expected: &[(&str, Rights, Rights, Rights)] = &[
+        (
+            "openshift-csi-main-attacher-role",
+            &[
+                (
+                    "",
+                    "persistentvolumes",
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                ("", "nodes", READ),
+                ("storage.k8s.io", "csinodes", READ),
+                (
+                    "storage.k8s.io",
+                    "volumeattachments",
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                ("storage.k8s.io", "volumeattachments/status", &["patch"]),
+            ],
+            &[],
+            &[],
+        ),
+        (
+            "openshift-csi-main-provisioner-role",
+            &[
+                (
+                    "",
+                    "persistentvolumes",
+                    &["get", "list", "watch", "create", "delete", "patch"],
+                ),
+                (
+                    "",
+                    "persistentvolumeclaims",
+                    &["get", "list", "watch", "update"],
+                ),
+                ("storage.k8s.io", "storageclasses", READ),
+                ("", "events", EVENTS),
+                ("storage.k8s.io", "csinodes", READ),
+                ("", "nodes", READ),
+            ],
+            &[],
+            // OpenShift has these in openshift-csi-provisioner-volumeattachment-reader-role.
+            &[("storage.k8s.io", "volumeattachments", READ)],
+        ),
+        (
+            "openshift-csi-main-resizer-role",
+            &[
+                (
+                    "",
+                    "persistentvolumes",
+                    &["get", "list", "watch", "update", "patch"],
+                ),
+                ("", "persistentvolumeclaims", READ),
+                ("", "persistentvolumeclaims/status", &["update", "patch"]),
+                ("", "events", EVENTS),
+                ("", "pods", READ),
+            ],
+            &[],
+            &[],
+        ),
+        (
+            "openshift-csi-main-snapshotter-role",
+            &[
+                ("", "persistentvolumes", READ),
+                ("", "persistentvolumeclaims", READ),
+                ("storage.k8s.io", "storageclasses", READ),
+                ("", "events", EVENTS),
+                ("", "secrets", &["get", "list"]),
+                ("snapshot.storage.k8s.io", "volumesnapshotclasses", READ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    &[
+                        "create", "get", "list", "watch", "update", "delete", "patch",
+                    ],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents/status",
+                    &["update", "patch"],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshots",
+                    &["get", "list", "watch", "update"],
+                ),
+                (
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    &["create", "list", "watch", "delete"],
+                ),
+            ],
+            &[
+                ("", "persistentvolumes", READ),
+                ("", "persistentvolumeclaims", READ),
+                ("storage.k8s.io", "storageclasses", READ),
+                ("", "secrets", &["get", "list"]),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    &["delete"],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshots",
+                    &["get", "list", "watch", "update"],
+                ),
+                (
+                    "apiextensions.k8s.io",
+                    "customresourcedefinitions",
+                    &["create", "list", "watch", "delete"],
+                ),
+            ],
+            &[],
+        ),
+        (
+            "openshift-csi-provisioner-volumesnapshot-reader-role",
+            &[
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshots",
+                    &["get", "list", "watch", "update"],
+                ),
+                (
+                    "snapshot.storage.k8s.io",
+                    "volumesnapshotcontents",
+                    &["get", "list"],
+                ),
+            ],
+            &[(
+                "snapshot.storage.k8s.io",
+                "volumesnapshots",
+                &["watch", "update"],
+            )],
+            &[],
+        ),
+        (
+            "openshift-csi-resizer-storageclass-reader-role",
+            &[("storage.k8s.io", "storageclasses", READ)],
+            &[],
+            &[],
+        ),
+    ];
+    let all = load();
+    let ours: BTreeMap<String, Vec<PolicyRule>> = roles(&all)
+        .into_iter()
+        .filter(|(k, ..)| k == "ClusterRole")
+        .map(|(_, _, n, r)| (n, r))
+        .collect();
+    for (name, openshift, removed, added) in expected {
+        let rules = ours
+            .get(*name)
+            .unwrap_or_else(|| panic!("{name} not shipped"));
+        let got = permissions(rules);
+        let (openshift, removed, added) = (expand(openshift), expand(removed), expand(added));
+        assert!(
+            removed.is_subset(&openshift),
+            "{name}: removes what OpenShift lacks"
+        );
+        assert!(
+            added.is_disjoint(&openshift),
+            "{name}: adds what OpenShift has"
+        );
+        let want: BTreeSet<_> = openshift
+            .difference(&removed)
+            .cloned()
+            .chain(added)
+            .collect();
+        let missing: Vec<_> = want.difference(&got).collect();
+        let extra: Vec<_> = got.difference(&want).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{name}: undeclared differences from OpenShift's role: \
+             missing {missing:?}, extra {extra:?}"
+        );
     }
 }
 

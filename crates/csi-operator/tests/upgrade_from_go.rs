@@ -260,6 +260,17 @@ async fn the_upgrade_from_the_go_operators_converges() {
             .any(|f| f.contains("retire_02_configmap_operator_config")),
         "{deleted:?}"
     );
+    for validator in [
+        "retire_03_deployment_volume_data_source_validator",
+        "retire_04_clusterrolebinding_volume_data_source_validator",
+        "retire_05_clusterrole_volume_data_source_validator",
+        "retire_06_serviceaccount_volume_data_source_validator",
+    ] {
+        assert!(
+            deleted.iter().any(|f| f.contains(validator)),
+            "{validator}: {deleted:?}"
+        );
+    }
     // The Storage CR is create-only: the Go one stays as it was.
     let storage_writes = chain.writers(
         None,
@@ -293,6 +304,7 @@ async fn the_upgrade_from_the_go_operators_converges() {
                     ("Available", "True"),
                     ("Progressing", "False"),
                     ("Degraded", "False"),
+                    ("Upgradeable", "True"),
                 ]
                 .iter()
                 .all(|(t, s)| c.get(*t).is_some_and(|(status, _, _)| status == s));
@@ -406,6 +418,68 @@ async fn the_upgrade_from_the_go_operators_converges() {
             assert!(!conditions.contains_key(*t), "{cr}: {t} stayed");
         }
     }
+
+    // The Go CSO's conditions of controllers ours does not run are gone from Storage (the
+    // fixtures leave one Progressing=True and one Upgradeable=False, which would otherwise hold
+    // the ClusterOperator forever).
+    let storage_conditions = conditions_of(&storage(&chain.bed).await);
+    for t in cluster_storage::operator::RETIRED_STORAGE_CONDITIONS {
+        assert!(!storage_conditions.contains_key(*t), "Storage: {t} stayed");
+    }
+    // Every condition type left on the CRs is one the Go operators write (and so rewrite after
+    // a rollback) or one docs/compatibility.md's rollback runbook removes.
+    for (what, conditions) in [
+        ("ClusterCSIDriver cinder", chain.cr_conditions(CR).await),
+        (
+            "ClusterCSIDriver manila",
+            chain.cr_conditions(MANILA_CR).await,
+        ),
+        ("Storage cluster", storage_conditions),
+    ] {
+        let go = go_condition_types(what);
+        for t in conditions.keys() {
+            assert!(
+                go.contains(t) || OURS_ONLY_CONDITIONS.contains(&t.as_str()),
+                "{what}: {t} is neither written by the Go operators nor in the rollback runbook \
+                 (OURS_ONLY_CONDITIONS and docs/compatibility.md)"
+            );
+        }
+    }
+
+    // The validator the Go CSO ran is gone with its RBAC; the VolumePopulator CRD stays.
+    let gone = [
+        ("apps/v1", "Deployment", Some(CSO_NS)),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", None),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole", None),
+        ("v1", "ServiceAccount", Some(CSO_NS)),
+    ];
+    for (api_version, kind, ns) in gone {
+        let obj = json!({
+            "apiVersion": api_version, "kind": kind,
+            "metadata": {"name": "volume-data-source-validator", "namespace": ns},
+        });
+        let api = api_of(&client, &obj).await;
+        assert!(
+            api.get_opt("volume-data-source-validator")
+                .await
+                .expect("readable")
+                .is_none(),
+            "{kind} volume-data-source-validator stayed"
+        );
+    }
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "volumepopulators.populator.storage.k8s.io"},
+    });
+    assert!(
+        api_of(&client, &crd)
+            .await
+            .get_opt("volumepopulators.populator.storage.k8s.io")
+            .await
+            .expect("readable")
+            .is_some(),
+        "the VolumePopulator CRD must stay"
+    );
 
     // Retired objects are gone; the CSO's rights are ours, not cluster-admin.
     let crb = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone());
@@ -551,6 +625,310 @@ async fn the_upgrade_from_the_go_operators_converges() {
     }
     eprintln!("=== Driver workloads whose pod template changed (they roll once) ===\n{rolled:#?}");
     eprintln!("=== Their object metadata written at takeover ===\n{metadata_only:#?}");
+}
+
+/// Condition types only our operators write on OpenShift (on the ClusterCSIDrivers and
+/// `Storage/cluster`): no controller of the Go operators writes or removes them, so after a
+/// rollback they stay as we left them, and a `…Degraded=True`, `…Progressing=True` or
+/// `…Available=False` among them keeps `ClusterOperator/storage` so (library-go's union matches
+/// every type with that suffix). docs/compatibility.md's rollback runbook removes exactly these;
+/// [`the_rollback_runbook_removes_exactly_our_own_condition_types`] keeps the two in step.
+/// (`MetricsServingCertControllerDegraded` and `HelmReleaseAdoption*` are plain Kubernetes only.)
+const OURS_ONLY_CONDITIONS: &[&str] = &[
+    // Both driver operators.
+    "LoggingSyncerDegraded",
+    "InsecureOpenStackConnection",
+    // Cinder (opt-in volume-type classes, row 20).
+    "CinderVolumeTypeStorageClassControllerDegraded",
+    // Manila (M6, M7, M11).
+    "ManilaServiceReachable",
+    "ManilaExportNetworkReachable",
+    "ManilaStorageClassControllerDegraded",
+    "OpenStackManilaDriverCSIDriverControllerDegraded",
+    // The CSO (C2, C11; the OLM removal's two others are Go's only up to 4.17).
+    "CSIDriverStarterAvailable",
+    "ManilaOLMOperatorRemovalDegraded",
+    "ManilaOLMOperatorRemovalProgressing",
+    "ManilaOLMOperatorRemovalAvailable",
+];
+
+/// The condition types OpenShift's Go operators write on each object (and so rewrite, with
+/// server-side apply or read-modify-write, once they run again): `openshift/csi-operator`
+/// `pkg/operator/{starter.go,starter_controller.go}`, `pkg/driver/openstack-*`,
+/// `pkg/openstack-cinder/config/configsync.go`, library-go's controllers they build on
+/// (anchors §1, §4.1, §5.2), and `openshift/cluster-storage-operator` `pkg/operator` for OpenStack
+/// (anchors §3.4).
+fn go_condition_types(what: &str) -> BTreeSet<String> {
+    let workload =
+        |prefix: &str| ["Available", "Progressing", "Degraded"].map(|s| format!("{prefix}{s}"));
+    let mut types: BTreeSet<String> = ["ManagementStateDegraded", "ConfigObservationDegraded"]
+        .map(String::from)
+        .into();
+    match what {
+        "ClusterCSIDriver cinder" => {
+            types.extend(
+                [
+                    "OpenStackCinderDriverControlPlaneStaticResourcesControllerDegraded",
+                    "OpenStackCinderDriverGuestStaticResourcesControllerDegraded",
+                    "StorageClassControllerDegraded",
+                    "VolumeSnapshotClassControllerDegraded",
+                    "ConfigSyncDegraded",
+                ]
+                .map(String::from),
+            );
+            types.extend(workload("OpenStackCinderDriverControllerServiceController"));
+            types.extend(workload("OpenStackCinderDriverNodeServiceController"));
+        }
+        "ClusterCSIDriver manila" => {
+            types.extend(
+                [
+                    "OpenStackManilaDriverControlPlaneStaticResourcesControllerDegraded",
+                    "OpenStackManilaDriverGuestStaticResourcesControllerDegraded",
+                    "VolumeSnapshotClassControllerDegraded",
+                    "ResourceSyncControllerDegraded",
+                    "StarterControllerDegraded",
+                    "CSIControllerDisabled",
+                ]
+                .map(String::from),
+            );
+            types.extend(workload("OpenStackManilaDriverControllerServiceController"));
+            types.extend(workload("OpenStackManilaDriverNodeServiceController"));
+            types.extend(workload("NFSDriverNodeServiceController"));
+        }
+        "Storage cluster" => {
+            types.extend(
+                [
+                    "CSIDriverStarterDegraded",
+                    "StorageOperatorUpgradeable",
+                    "ResourceSyncControllerDegraded",
+                    "DefaultStorageClassControllerAvailable",
+                    "DefaultStorageClassControllerProgressing",
+                ]
+                .map(String::from),
+            );
+            for p in ["OpenStackCinder", "Manila"] {
+                for suffix in [
+                    "CSIDriverOperatorStaticControllerDegraded",
+                    "CSIDriverOperatorDegraded",
+                    "CSIDriverOperatorCRAvailable",
+                    "CSIDriverOperatorCRProgressing",
+                    "CSIDriverOperatorCRDegraded",
+                    "CSIDriverOperatorCRUpgradeable",
+                    "Progressing",
+                    "CSIDriverOperatorDeploymentDegraded",
+                ] {
+                    types.insert(format!("{p}{suffix}"));
+                }
+            }
+        }
+        other => panic!("{other}"),
+    }
+    types
+}
+
+/// The rollback runbook in docs/compatibility.md removes exactly [`OURS_ONLY_CONDITIONS`], and
+/// none of them is a type the Go operators write anywhere (removing it would then erase theirs).
+#[test]
+fn the_rollback_runbook_removes_exactly_our_own_condition_types() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compatibility.md"),
+    )
+    .expect("docs/compatibility.md");
+    let line = doc
+        .lines()
+        .find(|l| l.trim_start().starts_with("OURS='"))
+        .expect("the runbook's OURS='…' line");
+    let listed: BTreeSet<&str> = line
+        .trim_start()
+        .trim_start_matches("OURS='")
+        .trim_end_matches('\'')
+        .split(',')
+        .map(|t| t.trim().trim_matches('"'))
+        .collect();
+    let ours: BTreeSet<&str> = OURS_ONLY_CONDITIONS.iter().copied().collect();
+    assert_eq!(listed, ours, "docs/compatibility.md rollback runbook");
+    for what in [
+        "ClusterCSIDriver cinder",
+        "ClusterCSIDriver manila",
+        "Storage cluster",
+    ] {
+        for t in go_condition_types(what) {
+            assert!(
+                !ours.contains(t.as_str()),
+                "{t} is the Go operators' on {what}"
+            );
+        }
+    }
+}
+
+/// The `sh` block of docs/compatibility.md's rollback runbook (the one that sets `OURS`).
+fn rollback_runbook() -> String {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compatibility.md"),
+    )
+    .expect("docs/compatibility.md");
+    doc.split("```sh\n")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("\n```").map(|(block, _)| block))
+        .find(|block| block.contains("OURS='"))
+        .expect("the rollback runbook's sh block")
+        .to_owned()
+}
+
+/// What library-go's union makes `ClusterOperator/storage` say of these conditions (anchors
+/// §1.15: a type counts by its suffix, and is bad when its status is not the default).
+fn go_union_bad(conditions: &Value) -> Vec<String> {
+    conditions
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let (t, s) = (c["type"].as_str()?, c["status"].as_str()?);
+            let default = if t.ends_with("Degraded") || t.ends_with("Progressing") {
+                "False"
+            } else if t.ends_with("Available") {
+                "True"
+            } else {
+                s
+            };
+            let bad = s != default;
+            bad.then(|| format!("{t}={s}"))
+        })
+        .collect()
+}
+
+/// The runbook itself, run as written (bash, jq, and `oc` played by today's kubectl) against
+/// objects in the state a rollback leaves them: every condition type the Go operators write,
+/// healthy again, beside every type only ours write, one of them `Degraded=True` and one
+/// `Progressing=True`. Before it, Go's union says Degraded and Progressing; after it, only the
+/// Go operators' types are left, untouched, and the union is healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rollback_runbook_leaves_only_what_the_go_operators_write() {
+    let bed = testbed::Testbed::start(Settings::for_cluster_storage_operator())
+        .await
+        .expect("testbed starts");
+    let client = bed.client.clone();
+    let time = "2026-01-05T10:00:00Z";
+    let objects = [
+        ("ClusterCSIDriver cinder", "ClusterCSIDriver", CR),
+        ("ClusterCSIDriver manila", "ClusterCSIDriver", MANILA_CR),
+        ("Storage cluster", "Storage", "cluster"),
+    ];
+    for (what, kind, name) in objects {
+        let obj = json!({
+            "apiVersion": "operator.openshift.io/v1", "kind": kind,
+            "metadata": {"name": name},
+            "spec": {"managementState": "Managed"},
+        });
+        let api = api_of(&client, &obj).await;
+        let dynamic: DynamicObject = serde_json::from_value(obj).expect("object");
+        if api.get_opt(name).await.expect("readable").is_none() {
+            api.create(&PostParams::default(), &dynamic)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        let go = go_condition_types(what).into_iter().map(|t| {
+            let status = if t.ends_with("Available") || t.ends_with("Upgradeable") {
+                "True"
+            } else {
+                "False"
+            };
+            json!({"type": t, "status": status, "reason": "AsExpected", "lastTransitionTime": time})
+        });
+        let ours = OURS_ONLY_CONDITIONS.iter().map(|t| {
+            let status = match *t {
+                "ManilaStorageClassControllerDegraded" | "ManilaOLMOperatorRemovalProgressing" => {
+                    "True"
+                }
+                t if t.ends_with("Available") || t.ends_with("Reachable") => "True",
+                _ => "False",
+            };
+            json!({"type": t, "status": status, "reason": "Ours", "lastTransitionTime": time})
+        });
+        let conditions: Vec<Value> = go.chain(ours).collect();
+        api.patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": conditions}})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: status: {e}"));
+        let before = api.get(name).await.expect("readable");
+        assert_eq!(
+            go_union_bad(&before.data["status"]["conditions"]),
+            [
+                "ManilaStorageClassControllerDegraded=True",
+                "ManilaOLMOperatorRemovalProgressing=True"
+            ],
+            "{what}: a rollback leaves ours counted"
+        );
+    }
+
+    // The runbook, with `oc` played by kubectl and the testbed's administrator.
+    let dir = std::env::temp_dir().join(format!("rollback-runbook-{}", std::process::id()));
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("scratch directory");
+    let kubectl = std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("kubectl"))
+                .find(|p| p.is_file())
+        })
+        .expect("kubectl on PATH (the guides need it too)");
+    std::os::unix::fs::symlink(kubectl, bin.join("oc")).expect("oc");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, bed.kube.kubeconfig("admin")).expect("kubeconfig");
+    let out = std::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &rollback_runbook()])
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOME", &dir)
+        .output()
+        .expect("bash runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "the runbook failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    for (what, kind, name) in objects {
+        let obj = json!({"apiVersion": "operator.openshift.io/v1", "kind": kind, "metadata": {"name": name}});
+        let after = api_of(&client, &obj)
+            .await
+            .get(name)
+            .await
+            .expect("readable");
+        let conditions = &after.data["status"]["conditions"];
+        let left: BTreeSet<String> = conditions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["type"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            left,
+            go_condition_types(what),
+            "{what}: what the runbook left"
+        );
+        assert!(
+            conditions
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|c| c["reason"] == "AsExpected" && c["lastTransitionTime"] == time),
+            "{what}: the Go operators' conditions are untouched"
+        );
+        assert!(go_union_bad(conditions).is_empty(), "{what}: {conditions}");
+    }
 }
 
 /// The pod template paths (as [`diff_paths`] names them) where our operators deliberately
