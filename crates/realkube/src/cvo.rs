@@ -176,8 +176,13 @@ pub async fn conditions(client: &Client) -> BTreeMap<String, (String, String, St
     let Ok(cv) = api.get("version").await else {
         return BTreeMap::new();
     };
+    conditions_of(&cv.data)
+}
+
+/// An object's `status.conditions`: type → (status, reason, message).
+pub fn conditions_of(obj: &Value) -> BTreeMap<String, (String, String, String)> {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    cv.data["status"]["conditions"]
+    obj["status"]["conditions"]
         .as_array()
         .into_iter()
         .flatten()

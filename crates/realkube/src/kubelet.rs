@@ -31,6 +31,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, Secret, Servic
 use kube::Client;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube_sim::processes::expand;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
@@ -38,14 +39,8 @@ use crate::{ControlPlane, KUBELET_USER, PlaneError};
 
 /// A program that stands for an image: its first `drop_leading` command words are replaced by
 /// `program`, then `extra_args` follow (with `$(REALKUBE_POD_ROOT)` and the container's
-/// variables expanded).
-#[derive(Debug, Clone)]
-pub struct LocalProgram {
-    pub program: PathBuf,
-    pub drop_leading: usize,
-    pub extra_args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-}
+/// variables expanded). The same mapping kube-sim's process runner takes.
+pub use kube_sim::LocalProgram;
 
 /// One Node the stand-in plays.
 #[derive(Debug, Clone)]
@@ -929,53 +924,9 @@ fn select(
     }
 }
 
-/// Kubernetes' `$(VAR)` expansion: a defined variable is replaced, an undefined one kept as
-/// written, `$$(` escapes, an unclosed `$(` is kept.
-pub fn expand(input: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = String::new();
-    let mut rest = input;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
-            rest = tail;
-            continue;
-        }
-        match after
-            .strip_prefix('(')
-            .and_then(|t| t.find(')').map(|end| (t, end)))
-        {
-            Some((tail, end)) => {
-                let name = &tail[..end];
-                match vars.get(name) {
-                    Some(v) => out.push_str(v),
-                    None => out.push_str(&format!("$({name})")),
-                }
-                rest = &tail[end + 1..];
-            }
-            None => {
-                out.push('$');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn variables_expand_as_the_kubelet_expands_them() {
-        let vars = BTreeMap::from([("A".to_owned(), "x".to_owned())]);
-        assert_eq!(expand("$(A)/$(B)", &vars), "x/$(B)");
-        assert_eq!(expand("$$(A)", &vars), "$(A)");
-        assert_eq!(expand("$(A", &vars), "$(A");
-        assert_eq!(expand("cost $5", &vars), "cost $5");
-    }
 
     #[test]
     fn items_select_keys_and_rename_them() {

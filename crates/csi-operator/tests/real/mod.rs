@@ -354,18 +354,7 @@ impl RealCluster {
 
     /// An object's conditions: type → (status, reason, message).
     pub fn conditions(obj: &Value) -> BTreeMap<String, (String, String, String)> {
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-        obj["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                (
-                    text(&c["type"]),
-                    (text(&c["status"]), text(&c["reason"]), text(&c["message"])),
-                )
-            })
-            .collect()
+        cvo::conditions_of(obj)
     }
 
     /// Every `FailedCreate` Event (a pod refused by admission) in the cluster.
