@@ -139,7 +139,7 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
             .field("cloud", &self.config.cloud_name)
-            .field("auth_url", &self.config.auth_url)
+            .field("auth_url", &display_url(&self.config.auth_url))
             .field("region", &self.config.region)
             .field("interface", &self.config.interface)
             .finish_non_exhaustive()
@@ -801,6 +801,24 @@ mod tests {
         assert_eq!(msg, "bad password <redacted> for user");
         let noisy = shown_message("line one\nline two\u{7}", &[]);
         assert_eq!(noisy, "line oneline two", "control characters still go");
+    }
+
+    #[test]
+    fn debug_output_drops_the_user_info_of_the_auth_url() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let yaml = "clouds:\n  openstack:\n    auth:\n      auth_url: https://admin:t0ps3cret@keystone.example:5000/v3\n      username: u\n      password: p\n      project_name: proj\n      user_domain_name: Default\n      project_domain_name: Default\n";
+        let file = crate::clouds::CloudsFile::parse(yaml).expect("parses");
+        let config = file.cloud("openstack").expect("valid");
+        let client = Client::new(config.clone(), &ClientOptions::default()).expect("client");
+        for shown in [
+            format!("{client:?}"),
+            format!("{config:?}"),
+            format!("{file:?}"),
+        ] {
+            assert!(!shown.contains("t0ps3cret"), "{shown}");
+            assert!(!shown.contains("admin:"), "{shown}");
+            assert!(shown.contains("keystone.example:5000"), "{shown}");
+        }
     }
 
     #[test]
