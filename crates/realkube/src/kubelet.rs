@@ -459,15 +459,15 @@ impl PodLoop {
             let Some(run) = self.runs.get_mut(&uid) else {
                 return;
             };
-            if let Some(child) = run.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    run.child = None;
-                    run.pid = None;
-                    run.restarts += 1;
-                    run.waiting = Some(format!("exited: {status}"));
-                    run.next_start = Instant::now() + run.backoff;
-                    run.backoff = (run.backoff * 2).min(BACKOFF_MAX);
-                }
+            if let Some(child) = run.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                run.child = None;
+                run.pid = None;
+                run.restarts += 1;
+                run.waiting = Some(format!("exited: {status}"));
+                run.next_start = Instant::now() + run.backoff;
+                run.backoff = (run.backoff * 2).min(BACKOFF_MAX);
             }
             (
                 run.program.is_some() && run.child.is_none() && Instant::now() >= run.next_start,
