@@ -407,8 +407,10 @@ async fn cinder_credential_hashes(c: &RealCluster) -> Result<(String, String), S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_manila_cinder_converges_and_a_credential_rotation_rolls_the_driver() {
-    let mut openstack = openstack_sim::SimConfig::default();
-    openstack.share_types = None;
+    let openstack = openstack_sim::SimConfig {
+        share_types: None,
+        ..Default::default()
+    };
     let mut c = RealCluster::openshift(openstack, &[V1]).await;
     c.run_cvo(&payload(V1)).await;
     c.wait("ClusterVersion to finish applying", async |c| {
