@@ -257,7 +257,16 @@ pub enum StatusError {
     Gone { kind: String, name: String },
 }
 
-const MAX_ATTEMPTS: u32 = 5;
+/// The waits between the attempts of one status write that meets 409s: library-go's
+/// `retry.DefaultBackoff` (four attempts, 10 ms × 5ⁿ apart), so a CR that keeps changing
+/// under us, or an API server answering 409 to everything, costs four writes spread over
+/// 300 ms rather than a burst of writes and re-reads back to back.
+const CONFLICT_WAITS: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_millis(250),
+];
+const MAX_ATTEMPTS: u32 = CONFLICT_WAITS.len() as u32 + 1;
 
 /// The one writer of one CR's status.
 pub struct StatusWriter {
@@ -301,7 +310,7 @@ impl StatusWriter {
         };
         let api = self.api();
         let mut base = self.newest(live_cr);
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..CONFLICT_WAITS.len() + 1 {
             let current = base.data.get("status");
             let wanted = merge_status(current, board, observed, &now_rfc3339());
             if equal_ignoring_time(current, Some(&wanted)) {
@@ -326,7 +335,12 @@ impl StatusWriter {
                     return Ok(Flushed::Written(written));
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => {
+                    // The last attempt's conflict needs no re-read: nothing would use it.
+                    let Some(wait) = CONFLICT_WAITS.get(attempt) else {
+                        break;
+                    };
                     tracing::debug!(kind = %self.ar.kind, %name, "status write conflicted; re-reading");
+                    tokio::time::sleep(*wait).await;
                     base = match api.get(&name).await {
                         Ok(fresh) => Arc::new(fresh),
                         Err(kube::Error::Api(s)) if s.code == 404 => {
