@@ -5,7 +5,8 @@
 //! OpenShift ships one StorageClass, `standard-csi`, with Cinder's default volume type; users
 //! with several types (SSD, HDD, replicated) write the others by hand. With the annotation
 //! [`OPT_IN_ANNOTATION`]` = "true"` on the ClusterCSIDriver, the operator lists the volume
-//! types the project sees and keeps one StorageClass `csi-cinder-<type>` per public type, named
+//! types the project sees and keeps one StorageClass `csi-cinder-<type>` per public type (up
+//! to operator-kit's `MAX_CLASSES`), named
 //! as Manila's share-type classes are (operator-kit's `ClassNaming`: repaired when the type's
 //! name is not a valid object name, collisions reported). The list is refreshed on the
 //! topology timer (`--topology-refresh`); a type that disappears keeps its class, because
