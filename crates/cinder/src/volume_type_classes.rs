@@ -145,9 +145,10 @@ impl VolumeTypeClasses {
         let mut errors = Vec::new();
         for (name, volume_type) in &names {
             let result = match volume_types::storage_class(name, volume_type) {
+                // Only a class of ours: the name alone may be someone else's class.
                 Ok(desired) if state == StorageClassState::Removed => kit
                     .applier
-                    .delete(&desired.resource, None, name)
+                    .delete_owned(&desired.resource, None, name, volume_types::is_ours)
                     .await
                     .map(|deleted| {
                         if deleted {
