@@ -63,8 +63,9 @@ pub struct Options {
     pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
 }
 
-/// What the operator watches: its CR, the cluster singletons, its namespace's objects, and
-/// each cluster-scoped object it writes (by name, so memory does not grow with the cluster).
+/// What the operator watches: its CR, the cluster singletons, its namespace's objects (its
+/// Secrets by name), and each cluster-scoped object it writes (by name, so memory does not
+/// grow with the cluster).
 pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let ns = opts.namespace.as_str();
     let mut builder = CacheBuilder::new(client, [ns.to_string()])
@@ -91,11 +92,15 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         );
     for kind in [
         ("v1", "ConfigMap"),
-        ("v1", "Secret"),
         ("apps/v1", "Deployment"),
         ("apps/v1", "DaemonSet"),
     ] {
         builder = builder.namespaced(&ar(kind.0, kind.1));
+    }
+    // Secrets by name only, so the Role can name them: a namespace-wide watch would read
+    // every credential of the namespace, other operators' included.
+    for (namespace, name) in secrets_read(ns) {
+        builder = builder.namespaced_object(&ar("v1", "Secret"), namespace, name);
     }
     // The chart's classes, by name, when they are to be adopted (and kept after `helm
     // uninstall` deletes them). The adoption record is a ConfigMap of `ns`, watched above.
@@ -115,9 +120,25 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         );
     }
     for d in objects {
+        if d.resource.kind == "Secret" {
+            // A Secret it writes is among `secrets_read`, watched by name above.
+            continue;
+        }
         builder = builder.object(&d.resource, &d.object);
     }
     Ok(builder)
+}
+
+/// Every Secret the operator reads, as (namespace, name), in its namespace `namespace`: the
+/// OpenStack credentials (its own calls and the driver's config; their hash rolls the pods)
+/// and the driver's metrics serving certificate (its hash rolls the controller; issued here
+/// where no service-ca does). The Role grants `get`, `list` and `watch` on these names only
+/// (`assets/openstack-cinder/roles.yaml` of the CSO).
+pub fn secrets_read(namespace: &str) -> [(&str, &'static str); 2] {
+    [
+        (namespace, CREDENTIALS_SECRET),
+        (namespace, METRICS_SERVING_CERT_SECRET),
+    ]
 }
 
 impl From<BaseFacts> for Facts {

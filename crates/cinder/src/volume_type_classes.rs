@@ -9,9 +9,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::storage::v1::StorageClass;
 use openshift_api::operator::StorageClassState;
 use openstack::{Retry, VolumeType};
 use operator_kit::cache::Background;
+use operator_kit::class_names::MAX_CLASSES;
 use operator_kit::conditions;
 use operator_kit::csi::{Kit, Pass};
 use operator_kit::metrics::WriteVerb;
@@ -132,12 +134,21 @@ impl VolumeTypeClasses {
         };
         let (public, private) = volume_types::offered(types);
         let (names, name_errors) = volume_types::class_names(&public);
+        // Removed: every class of ours goes, however many; otherwise at most MAX_CLASSES.
+        let (names, over_limit) = if state == StorageClassState::Removed {
+            (names, None)
+        } else {
+            volume_types::NAMING.limit(names, MAX_CLASSES, |name| {
+                kit.cache.get_object::<StorageClass>(None, name).is_some()
+            })
+        };
         let mut errors = Vec::new();
         for (name, volume_type) in &names {
             let result = match volume_types::storage_class(name, volume_type) {
+                // Only a class of ours: the name alone may be someone else's class.
                 Ok(desired) if state == StorageClassState::Removed => kit
                     .applier
-                    .delete(&desired.resource, None, name)
+                    .delete_owned(&desired.resource, None, name, volume_types::is_ours)
                     .await
                     .map(|deleted| {
                         if deleted {
@@ -159,6 +170,7 @@ impl VolumeTypeClasses {
             }
         }
         let mut notes: Vec<String> = name_errors.iter().map(|(_, e)| e.to_string()).collect();
+        notes.extend(over_limit);
         if let Some(f) = self.listing.last_error() {
             notes.push(format!(
                 "{}; the StorageClasses of the last successful listing are kept",

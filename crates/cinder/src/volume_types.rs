@@ -5,7 +5,8 @@
 //! OpenShift ships one StorageClass, `standard-csi`, with Cinder's default volume type; users
 //! with several types (SSD, HDD, replicated) write the others by hand. With the annotation
 //! [`OPT_IN_ANNOTATION`]` = "true"` on the ClusterCSIDriver, the operator lists the volume
-//! types the project sees and keeps one StorageClass `csi-cinder-<type>` per public type, named
+//! types the project sees and keeps one StorageClass `csi-cinder-<type>` per public type (up
+//! to operator-kit's `MAX_CLASSES`), named
 //! as Manila's share-type classes are (operator-kit's `ClassNaming`: repaired when the type's
 //! name is not a valid object name, collisions reported). The list is refreshed on the
 //! topology timer (`--topology-refresh`); a type that disappears keeps its class, because
@@ -112,6 +113,21 @@ pub fn storage_class(name: &str, volume_type: &str) -> Result<Desired, BuildErro
             "allowVolumeExpansion": true,
         }),
     )
+}
+
+/// Whether a live StorageClass is one of the per-type classes this operator made: it carries
+/// [`CLASS_LABEL`] and provisions with the Cinder CSI driver. `spec.storageClassState:
+/// Removed` deletes only such classes, so a class of the same name that someone else made (by
+/// hand, for another provisioner) survives.
+pub fn is_ours(live: &kube::api::DynamicObject) -> bool {
+    let labelled = live
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(CLASS_LABEL))
+        .is_some_and(|v| v == "true");
+    let provisioner = live.data.get("provisioner").and_then(|p| p.as_str());
+    labelled && provisioner == Some(CSI_DRIVER_NAME)
 }
 
 /// A failed listing: what to tell the administrator and how soon to ask again.
@@ -308,6 +324,34 @@ mod tests {
                 .to_string()
                 .contains("rename one of the volume types in Cinder")
         );
+    }
+
+    #[test]
+    fn only_labelled_classes_of_the_cinder_driver_are_ours() {
+        let class = |labels: serde_json::Value, provisioner: &str| -> kube::api::DynamicObject {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": "csi-cinder-ssd", "labels": labels},
+                "provisioner": provisioner,
+            }))
+            .expect("a StorageClass")
+        };
+        let ours = serde_json::to_value(
+            &storage_class("csi-cinder-ssd", "ssd")
+                .expect("builds")
+                .object,
+        )
+        .expect("json");
+        let ours: kube::api::DynamicObject = serde_json::from_value(ours).expect("object");
+        assert!(is_ours(&ours), "what the operator builds is ours");
+        let label = serde_json::json!({ CLASS_LABEL: "true" });
+        assert!(!is_ours(&class(serde_json::json!({}), CSI_DRIVER_NAME)));
+        assert!(!is_ours(&class(label.clone(), "example.com/nfs")));
+        assert!(!is_ours(&class(
+            serde_json::json!({ CLASS_LABEL: "false" }),
+            CSI_DRIVER_NAME
+        )));
+        assert!(is_ours(&class(label, CSI_DRIVER_NAME)));
     }
 
     #[test]

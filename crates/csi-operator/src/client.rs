@@ -23,7 +23,9 @@ pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
         }
         None => Config::infer().await.context("no kubeconfig given and none found in the environment (KUBECONFIG, ~/.kube/config, in-cluster)")?,
     };
-    Client::try_from(without_client_retries(config)).context("cannot build a Kubernetes client")
+    // Deadlines on every request, and Retry-After honoured (operator_kit::client_config).
+    operator_kit::client_config::client(without_client_retries(config))
+        .context("cannot build a Kubernetes client")
 }
 
 /// How long the start-up read of `Infrastructure/cluster` may take before the default lease

@@ -822,6 +822,49 @@ fn the_manila_operator_reads_only_the_secrets_it_names() {
     }
 }
 
+/// The Cinder operator reads the Secrets it watches by name and no other: not the other
+/// credentials of `openshift-cluster-csi-drivers` (the Manila operator's, the CSO's copies),
+/// not a list of all Secrets there.
+#[test]
+fn the_cinder_operator_reads_only_the_secrets_it_names() {
+    let shipped = Shipped::load();
+    let policy = shipped.policy();
+    let user = sa_user(
+        cinder::DEFAULT_NAMESPACE,
+        "openstack-cinder-csi-driver-operator",
+    );
+    let may = |verb: &str, ns: &str, name: &str| {
+        rbac::authorize(
+            &policy,
+            &Attributes::resource(user.clone(), verb, "", "secrets", ns, name),
+        )
+        .allowed()
+    };
+    for (ns, name) in cinder::operator::secrets_read(cinder::DEFAULT_NAMESPACE) {
+        for verb in ["get", "list", "watch"] {
+            assert!(may(verb, ns, name), "{verb} {ns}/{name}");
+        }
+    }
+    for (verb, ns, name) in [
+        ("list", "openshift-cluster-csi-drivers", ""),
+        ("watch", "openshift-cluster-csi-drivers", ""),
+        (
+            "get",
+            "openshift-cluster-csi-drivers",
+            "manila-cloud-credentials",
+        ),
+        ("get", "openshift-cluster-csi-drivers", "some-other-secret"),
+        ("get", "openshift-manila-csi-driver", "csi-manila-secrets"),
+        (
+            "update",
+            "openshift-cluster-csi-drivers",
+            "openstack-cloud-credentials",
+        ),
+    ] {
+        assert!(!may(verb, ns, name), "{verb} {ns}/{name} must be refused");
+    }
+}
+
 /// The checker is not vacuous: a policy without the shared sidecar roles refuses the
 /// provisioner, and the message names the ServiceAccount, container, verb and resource.
 #[test]
@@ -887,12 +930,9 @@ fn group_of(api_version: &str) -> &str {
 /// where it re-creates), grant every Role and ClusterRole it applies and bind the roles its
 /// bindings name, read its CR and write its status, hold its lease, read the cluster singletons
 /// and its namespaces' ConfigMaps and Secrets, and record Events in its own namespace.
-/// How an operator watches Secrets: every Secret of each namespace it works in (Cinder), or
-/// only the ones it names (Manila), as `namespace, name` pairs.
-enum SecretWatch<'a> {
-    Namespaces,
-    ByName(&'a [(&'a str, &'static str)]),
-}
+/// The Secrets an operator watches, each by name (as `namespace, name` pairs): both driver
+/// operators name theirs, so their Roles can.
+struct SecretWatch<'a>(&'a [(&'a str, &'static str)]);
 
 fn check_operator(
     checker: &mut Checker,
@@ -964,16 +1004,11 @@ fn check_operator(
     for ns in &namespaces {
         for verb in ["list", "watch"] {
             checker.check(&who, &user, verb, "", "configmaps", ns, "");
-            if matches!(secrets, SecretWatch::Namespaces) {
-                checker.check(&who, &user, verb, "", "secrets", ns, "");
-            }
         }
     }
-    if let SecretWatch::ByName(named) = &secrets {
-        for (ns, name) in named.iter() {
-            for verb in ["get", "list", "watch"] {
-                checker.check(&who, &user, verb, "", "secrets", ns, name);
-            }
+    for (ns, name) in secrets.0 {
+        for verb in ["get", "list", "watch"] {
+            checker.check(&who, &user, verb, "", "secrets", ns, name);
         }
     }
     for o in objects {
@@ -983,9 +1018,9 @@ fn check_operator(
         let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
         let name = o["metadata"]["name"].as_str().unwrap_or_default();
         let what = format!("{who}, applying {kind} {name}");
-        // Namespaced kinds are watched in the namespace, cluster-scoped ones (and Secrets of
-        // an operator that names its Secrets) by name.
-        let by_name = kind == "Secret" && matches!(secrets, SecretWatch::ByName(_));
+        // Namespaced kinds are watched in the namespace, cluster-scoped ones and Secrets by
+        // name.
+        let by_name = kind == "Secret";
         let watched = if ns.is_empty() || by_name { name } else { "" };
         for verb in ["list", "watch"] {
             checker.check(&what, &user, verb, group, &resource, ns, watched);
@@ -1056,7 +1091,7 @@ fn driver_operators_may_do_what_they_do() {
         cinder::DEFAULT_NAMESPACE,
         cinder::OPERATOR_LOCK_NAME,
         &shipped.cinder,
-        SecretWatch::Namespaces,
+        SecretWatch(&cinder::operator::secrets_read(cinder::DEFAULT_NAMESPACE)),
     );
     let manila_options = manila::operator::Options::new(Default::default());
     check_operator(
@@ -1066,7 +1101,7 @@ fn driver_operators_may_do_what_they_do() {
         manila::OPERATOR_NAMESPACE,
         manila::OPERATOR_LOCK_NAME,
         &shipped.manila,
-        SecretWatch::ByName(&manila::operator::secrets_read(&manila_options)),
+        SecretWatch(&manila::operator::secrets_read(&manila_options)),
     );
     checker.assert_none_refused("driver operators");
 }

@@ -211,12 +211,16 @@ impl ApiError {
         Self::new(code, reason, message)
     }
 
+    /// As an API server throttles (apimachinery's `NewTooManyRequests(message, 1)`; the
+    /// priority-and-fairness and max-in-flight filters also send `Retry-After: 1`): the body
+    /// asks for a retry after one second, and so does the `Retry-After` header made from it.
     pub fn too_many_requests() -> Self {
         Self::new(
             429,
             "TooManyRequests",
             "the server has received too many requests and has asked us to try again later",
         )
+        .with_details(json!({"retryAfterSeconds": 1}))
     }
 
     pub fn service_unavailable(message: impl Into<String>) -> Self {

@@ -206,7 +206,8 @@ impl NodeView {
     pub fn start(client: Client, nudger: Nudger) -> Self {
         let table = Arc::new(Mutex::new(Table::default()));
         let api: Api<NodeAddressView> = Api::all(client);
-        let config = watcher::Config::default().page_size(PAGE_SIZE);
+        // The operators' client has a read timeout; a watch must end (server side) before it.
+        let config = operator_kit::client_config::watcher_config().page_size(PAGE_SIZE);
         let shared = table.clone();
         let task = tokio::spawn(async move {
             let stream = watcher(api, config).default_backoff();

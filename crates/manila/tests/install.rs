@@ -382,6 +382,36 @@ async fn with_manila_everything_is_deployed_and_follows_changes() {
     wait_condition(&bed, "ManilaServiceReachable", |c| c.0 == "True").await;
 }
 
+/// Issue 24: a cloud with more share types than operator-kit's limit gets a StorageClass for
+/// that many of them, and the condition says how many got none.
+#[tokio::test]
+async fn past_the_limit_share_types_get_no_class_and_the_condition_counts_them() {
+    use operator_kit::class_names::MAX_CLASSES;
+    let types: Vec<String> = (0..MAX_CLASSES + 20)
+        .map(|n| format!("type-{n:03}"))
+        .collect();
+    let refs: Vec<&str> = types.iter().map(String::as_str).collect();
+    let bed = Testbed::start(settings(Some(&refs)))
+        .await
+        .expect("testbed");
+    seed_manila(&bed).await;
+    let _stop = start_operator(&bed, Duration::from_secs(600), None).await;
+    let (status, _, message) = wait_condition(&bed, "ManilaStorageClassControllerDegraded", |c| {
+        c.2.contains("get none")
+    })
+    .await;
+    assert_eq!(status, "False", "a limit is not a failure: {message}");
+    assert!(
+        message.contains(&format!("{} share types would", MAX_CLASSES + 20))
+            && message.contains("20 share types get none")
+            && message.contains(&format!("\"type-{MAX_CLASSES:03}\"")),
+        "{message}"
+    );
+    let classes = storage_class_names(&bed).await;
+    assert_eq!(classes.len(), MAX_CLASSES, "{classes:?}");
+    assert!(classes.contains(&"csi-manila-type-000".to_string()));
+}
+
 #[tokio::test]
 async fn bad_input_is_reported_not_fatal() {
     let bed = Testbed::start(settings(Some(&["default"])))

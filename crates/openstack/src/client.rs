@@ -139,7 +139,7 @@ impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
             .field("cloud", &self.config.cloud_name)
-            .field("auth_url", &self.config.auth_url)
+            .field("auth_url", &display_url(&self.config.auth_url))
             .field("region", &self.config.region)
             .field("interface", &self.config.interface)
             .finish_non_exhaustive()
@@ -520,8 +520,7 @@ impl Client {
             }
             Failure::Status {
                 code: status.as_u16(),
-                // Scrub first: a secret cut in half by the length limit would survive.
-                message: server_message(body).map(|m| shorten(&scrub(&m, &secrets))),
+                message: server_message(body).map(|m| shown_message(&m, &secrets)),
             }
         };
         Err(Error::Request {
@@ -673,7 +672,17 @@ fn server_message(body: &[u8]) -> Option<String> {
         obj.values()
             .find_map(|inner| inner.get("message").and_then(|m| m.as_str()))
     })?;
-    Some(msg.chars().filter(|c| !c.is_control()).collect())
+    Some(msg.to_string())
+}
+
+/// A server message as a condition or log may show it: secrets scrubbed first, since
+/// stripping control characters or cutting to length could change a secret's spelling (a
+/// password with a tab in it, one cut in half) so that the scrub no longer finds it; then
+/// control characters stripped, then the cut.
+fn shown_message(raw: &str, secrets: &[&str]) -> String {
+    let scrubbed = scrub(raw, secrets);
+    let printable: String = scrubbed.chars().filter(|c| !c.is_control()).collect();
+    shorten(&printable)
 }
 
 /// A server message cut to [`MAX_MESSAGE_CHARS`] for conditions and logs.
@@ -771,13 +780,45 @@ mod tests {
         let secret = "s3cr3t-password-value";
         let padding = "x".repeat(MAX_MESSAGE_CHARS - 5);
         let body = format!(r#"{{"error": {{"message": "{padding}{secret} rest"}}}}"#);
-        let msg = shorten(&scrub(
-            &server_message(body.as_bytes()).expect("msg"),
-            &[secret],
-        ));
+        let msg = shown_message(&server_message(body.as_bytes()).expect("msg"), &[secret]);
         assert!(!msg.contains("s3cr3"), "{msg}");
         assert!(msg.ends_with('…'), "{msg}");
         assert!(msg.chars().count() <= MAX_MESSAGE_CHARS + 1);
+    }
+
+    #[test]
+    fn a_secret_with_a_control_character_is_scrubbed_before_the_strip() {
+        // The server echoes the password, tab included (JSON escapes it as \t).
+        let secret = "hunter\t2-passw0rd";
+        let body = r#"{"error": {"message": "bad password hunter\t2-passw0rd for user"}}"#;
+        let raw = server_message(body.as_bytes()).expect("msg");
+        assert!(raw.contains(secret), "the message is read as sent: {raw:?}");
+        let msg = shown_message(&raw, &[secret]);
+        assert!(
+            !msg.contains("hunter") && !msg.contains("passw0rd"),
+            "{msg}"
+        );
+        assert_eq!(msg, "bad password <redacted> for user");
+        let noisy = shown_message("line one\nline two\u{7}", &[]);
+        assert_eq!(noisy, "line oneline two", "control characters still go");
+    }
+
+    #[test]
+    fn debug_output_drops_the_user_info_of_the_auth_url() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let yaml = "clouds:\n  openstack:\n    auth:\n      auth_url: https://admin:t0ps3cret@keystone.example:5000/v3\n      username: u\n      password: p\n      project_name: proj\n      user_domain_name: Default\n      project_domain_name: Default\n";
+        let file = crate::clouds::CloudsFile::parse(yaml).expect("parses");
+        let config = file.cloud("openstack").expect("valid");
+        let client = Client::new(config.clone(), &ClientOptions::default()).expect("client");
+        for shown in [
+            format!("{client:?}"),
+            format!("{config:?}"),
+            format!("{file:?}"),
+        ] {
+            assert!(!shown.contains("t0ps3cret"), "{shown}");
+            assert!(!shown.contains("admin:"), "{shown}");
+            assert!(shown.contains("keystone.example:5000"), "{shown}");
+        }
     }
 
     #[test]

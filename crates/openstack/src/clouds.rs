@@ -95,8 +95,9 @@ pub enum AuthMethod {
     },
 }
 
-/// One validated cloud of a clouds.yaml.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One validated cloud of a clouds.yaml. `Debug` is written by hand: the auth URL may carry
+/// `user:password@`.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct CloudConfig {
     /// The clouds.yaml key this came from (for messages).
     pub cloud_name: String,
@@ -109,6 +110,20 @@ pub struct CloudConfig {
     pub cacert_path: Option<String>,
     /// `verify: false` turns off TLS certificate verification.
     pub verify: bool,
+}
+
+impl fmt::Debug for CloudConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloudConfig")
+            .field("cloud_name", &self.cloud_name)
+            .field("auth_url", &crate::redact::display_url(&self.auth_url))
+            .field("auth", &self.auth)
+            .field("region", &self.region)
+            .field("interface", &self.interface)
+            .field("cacert_path", &self.cacert_path)
+            .field("verify", &self.verify)
+            .finish()
+    }
 }
 
 impl CloudConfig {
@@ -234,7 +249,7 @@ struct RawCloud {
 
 #[derive(Clone, Debug, Default, Deserialize)]
 struct RawAuth {
-    auth_url: Option<String>,
+    auth_url: Option<RawUrl>,
     username: Option<String>,
     user_id: Option<String>,
     password: Option<Secret>,
@@ -274,6 +289,18 @@ impl Scalar {
     }
 }
 
+/// A URL as written in clouds.yaml. `Debug` drops its user-info, since a parsed file may end
+/// up in a debug log line or a test failure.
+#[derive(Clone, Default, Deserialize)]
+#[serde(transparent)]
+struct RawUrl(String);
+
+impl fmt::Debug for RawUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&crate::redact::display_url(&self.0), f)
+    }
+}
+
 fn non_empty(v: &Option<String>) -> Option<String> {
     v.as_ref()
         .map(|s| s.trim().to_string())
@@ -303,7 +330,7 @@ impl RawCloud {
         let auth = self
             .auth
             .ok_or_else(|| bad("there is no `auth:` section".into()))?;
-        let auth_url = non_empty(&auth.auth_url)
+        let auth_url = non_empty(&auth.auth_url.as_ref().map(|u| u.0.clone()))
             .ok_or_else(|| bad("auth.auth_url is missing; set it to the Keystone URL".into()))?;
         if !(auth_url.starts_with("http://") || auth_url.starts_with("https://")) {
             return Err(bad(format!(

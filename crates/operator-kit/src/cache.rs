@@ -6,7 +6,9 @@
 //! namespaces it does not own) per object name with a `metadata.name` field selector, so memory
 //! never grows with what else is in the cluster and RBAC can pin the names.
 //! `managedFields` are stripped before objects enter a store. Every watch event bumps a change
-//! counter the runtime maps to "reconcile the root".
+//! counter the runtime maps to "reconcile the root". Every watch asks the server to end it
+//! after [`crate::client_config::WATCH_TIMEOUT_SECS`] and is resumed, so the client's read
+//! timeout never cuts a quiet one.
 //!
 //! The set of watches is fixed before start ([`CacheBuilder`]); this module never writes to
 //! the API and never issues a GET of a single object.
@@ -207,19 +209,19 @@ impl CacheBuilder {
             let (api, config) = match &scope {
                 Scope::Namespace(ns) => (
                     Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
-                    watcher::Config::default(),
+                    crate::client_config::watcher_config(),
                 ),
                 Scope::ClusterObject(name) => (
                     Api::<DynamicObject>::all_with(self.client.clone(), &ar),
-                    watcher::Config::default().fields(&format!("metadata.name={name}")),
+                    crate::client_config::watcher_config().fields(&format!("metadata.name={name}")),
                 ),
                 Scope::NamespacedObject(ns, name) => (
                     Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
-                    watcher::Config::default().fields(&format!("metadata.name={name}")),
+                    crate::client_config::watcher_config().fields(&format!("metadata.name={name}")),
                 ),
                 Scope::ClusterSelected(selector) => (
                     Api::<DynamicObject>::all_with(self.client.clone(), &ar),
-                    watcher::Config::default().labels(selector),
+                    crate::client_config::watcher_config().labels(selector),
                 ),
             };
             let writer = reflector::store::Writer::new(ar.clone());
@@ -362,7 +364,7 @@ async fn wait_for_crd(client: &Client, name: &str, settle: std::time::Duration) 
         plural: "customresourcedefinitions".into(),
     };
     let api = Api::<DynamicObject>::all_with(client.clone(), &crds);
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let config = crate::client_config::watcher_config().fields(&format!("metadata.name={name}"));
     let stream = watcher(api, config).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(item) = stream.next().await {

@@ -12,7 +12,10 @@
 //!   gets a short digest of the original name appended, so two different names do not end up
 //!   with the same repaired name;
 //! * a remaining collision (two types, one StorageClass name) is detected: one type keeps the
-//!   name, chosen by a fixed rule, and the others are reported as errors.
+//!   name, chosen by a fixed rule, and the others are reported as errors;
+//! * at most [`MAX_CLASSES`] classes are made ([`ClassNaming::limit`]): a cloud with thousands
+//!   of types would otherwise get thousands of StorageClasses, and a condition message
+//!   naming them all.
 //!
 //! Pure functions; no I/O.
 
@@ -22,6 +25,11 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const MAX_NAME_LEN: usize = 253;
 /// Hex digits of the digest appended to repaired names.
 pub const DIGEST_LEN: usize = 8;
+/// The most StorageClasses made from one service's types. Clouds offer a handful of volume
+/// or share types, rarely dozens; past this, the types are not meant one class each.
+pub const MAX_CLASSES: usize = 100;
+/// How many of the types left out by [`ClassNaming::limit`] its message names.
+const NAMED_LEFT_OUT: usize = 5;
 
 /// How one driver names the StorageClasses of the types its service offers, and the words
 /// its error messages use for them.
@@ -185,6 +193,52 @@ impl ClassNaming {
         }
         (out, errors)
     }
+
+    /// At most `max` of the classes `names` gives (name → type), and, when some are left
+    /// out, a sentence for the step's condition saying how many. Classes `exists` says are
+    /// already there are kept first, so a class made before stays managed when new types sort
+    /// ahead of it; then the first by StorageClass name. Classes left out are not deleted.
+    pub fn limit(
+        &self,
+        names: BTreeMap<String, String>,
+        max: usize,
+        exists: impl Fn(&str) -> bool,
+    ) -> (BTreeMap<String, String>, Option<String>) {
+        let total = names.len();
+        if total <= max {
+            return (names, None);
+        }
+        let (existing, new): (Vec<_>, Vec<_>) =
+            names.into_iter().partition(|(name, _)| exists(name));
+        let mut kept = BTreeMap::new();
+        let mut left_out = Vec::new();
+        for (name, item) in existing.into_iter().chain(new) {
+            if kept.len() < max {
+                kept.insert(name, item);
+            } else {
+                left_out.push(item);
+            }
+        }
+        left_out.sort();
+        let shown: Vec<String> = left_out
+            .iter()
+            .take(NAMED_LEFT_OUT)
+            .map(|t| format!("{t:?}"))
+            .collect();
+        let more = if left_out.len() > NAMED_LEFT_OUT {
+            ", …"
+        } else {
+            ""
+        };
+        let message = format!(
+            "{total} {noun}s would each get a StorageClass, more than the limit of {max}: {skipped} {noun}s get none ({shown}{more}); the {max} kept are those whose StorageClass exists, then the first by name (remove the {noun}s not meant for this cluster from {service})",
+            noun = self.noun,
+            service = self.service,
+            skipped = left_out.len(),
+            shown = shown.join(", "),
+        );
+        (kept, Some(message))
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +252,42 @@ mod tests {
         service: "Cinder",
         noun: "volume type",
     };
+
+    fn names_of(types: &[&str]) -> BTreeMap<String, String> {
+        VOLUME.names(types.iter().copied()).0
+    }
+
+    #[test]
+    fn at_most_the_limit_of_classes_is_kept_and_the_rest_counted() {
+        let many: Vec<String> = (0..130).map(|n| format!("type-{n:03}")).collect();
+        let names = names_of(&many.iter().map(String::as_str).collect::<Vec<_>>());
+        let (kept, message) = VOLUME.limit(names.clone(), MAX_CLASSES, |_| false);
+        assert_eq!(kept.len(), MAX_CLASSES);
+        assert!(kept.contains_key("csi-cinder-type-000"));
+        assert!(
+            !kept.contains_key("csi-cinder-type-100"),
+            "the first by name"
+        );
+        let message = message.expect("the excess is reported");
+        assert!(message.contains("130 volume types"), "{message}");
+        assert!(message.contains("30 volume types get none"), "{message}");
+        assert!(message.contains("\"type-100\""), "{message}");
+        assert!(message.ends_with("from Cinder)"), "{message}");
+        assert!(message.len() < 600, "only a few are named: {message}");
+
+        // A class that exists already stays, even when new types sort before it.
+        let (kept, _) = VOLUME.limit(names.clone(), MAX_CLASSES, |n| n == "csi-cinder-type-129");
+        assert_eq!(kept.len(), MAX_CLASSES);
+        assert!(kept.contains_key("csi-cinder-type-129"));
+        assert!(!kept.contains_key("csi-cinder-type-099"));
+
+        let (all, none) = VOLUME.limit(names_of(&["a", "b"]), MAX_CLASSES, |_| false);
+        assert_eq!(
+            (all.len(), none),
+            (2, None),
+            "under the limit nothing changes"
+        );
+    }
 
     #[test]
     fn messages_use_the_service_and_noun_of_the_naming() {
@@ -213,6 +303,13 @@ mod tests {
             "volume types \"SSD\" and \"ssd\" both map to StorageClass csi-cinder-ssd; it is used for \"ssd\", and \"SSD\" gets no StorageClass (rename one of the volume types in Cinder)"
         );
         assert_eq!(VOLUME.name("fast_ssd").unwrap(), "csi-cinder-fast-ssd");
+        let (_, message) = VOLUME.limit(names_of(&["a", "b"]), 1, |_| false);
+        assert!(
+            message.is_some_and(|m| m.contains("2 volume types would")
+                && m.contains("1 volume types get none")
+                && m.contains("from Cinder")),
+            "the message uses the naming's words"
+        );
         let repaired = VOLUME.name("__DEFAULT__").unwrap();
         assert!(is_dns1123_subdomain(&repaired), "{repaired}");
         assert!(repaired.starts_with("csi-cinder-"), "{repaired}");

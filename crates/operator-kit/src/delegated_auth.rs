@@ -9,6 +9,14 @@
 //! verdicts for [`AuthOptions::allowed_ttl`], refusals for the shorter
 //! [`AuthOptions::denied_ttl`] so that a fixed RoleBinding shows soon. API errors are never
 //! cached. Token values never reach a log.
+//!
+//! Anyone who can reach the port can send tokens, so what an unseen token costs is bounded:
+//! reviews are made at most [`AuthOptions::reviews_per_second`] on average (a burst of
+//! [`AuthOptions::review_burst`]) and [`AuthOptions::max_in_flight`] at a time, and a request
+//! past either limit is answered `429` without a review ([`Verdict::Throttled`]). A full cache
+//! drops expired entries, then the least recently used one, so a stream of random tokens
+//! cannot push out the scraper's own entry (the rate limit lets through far fewer new tokens
+//! than a scraper's period would take to age it out).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -42,6 +50,9 @@ pub enum Verdict {
     /// The reviews could not be made (API unreachable, or this operator may not create
     /// them): `503`, not cached.
     Unavailable { reason: String },
+    /// An unseen token while reviews are at their rate or concurrency limit: `429`, no review
+    /// made, not cached.
+    Throttled,
 }
 
 /// The two reviews, behind a trait so the cache can be tested without a server.
@@ -137,13 +148,19 @@ impl Reviewer for KubeReviewer {
     }
 }
 
-/// Cache settings.
+/// Cache and throttle settings.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthOptions {
     pub allowed_ttl: Duration,
     pub denied_ttl: Duration,
     /// At most this many tokens are remembered (random tokens must not grow memory).
     pub max_entries: usize,
+    /// Reviews (of tokens not in the cache) made per second on average...
+    pub reviews_per_second: f64,
+    /// ...and at most this many at once after a quiet spell.
+    pub review_burst: u32,
+    /// Reviews waiting on the API server at the same time.
+    pub max_in_flight: usize,
 }
 
 impl Default for AuthOptions {
@@ -152,17 +169,47 @@ impl Default for AuthOptions {
             allowed_ttl: Duration::from_secs(60),
             denied_ttl: Duration::from_secs(10),
             max_entries: 256,
+            // A Prometheus pair scraping every 30 s needs a review per token per minute; these
+            // leave room for many scrapers and restarts, and keep a flood of made-up tokens
+            // to a trickle of API requests.
+            reviews_per_second: 1.0,
+            review_burst: 10,
+            max_in_flight: 4,
         }
     }
 }
 
 type TokenKey = [u8; 32];
+type CacheKey = (TokenKey, String);
 
-/// Authenticates and authorizes requests, with the cache.
+/// A cached verdict: when it was decided, and when it was last used (a tick of
+/// [`DelegatedAuth`]'s use counter, for least-recently-used eviction).
+struct Entry {
+    at: Instant,
+    verdict: Verdict,
+    used: u64,
+}
+
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<CacheKey, Entry>,
+    /// Bumped on every hit and insert.
+    tick: u64,
+}
+
+/// A token bucket: `tokens` refill at `rate` per second up to `burst`.
+struct Bucket {
+    tokens: f64,
+    refilled: Instant,
+}
+
+/// Authenticates and authorizes requests, with the cache and the review throttle.
 pub struct DelegatedAuth {
     reviewer: Box<dyn Reviewer>,
     options: AuthOptions,
-    cache: Mutex<HashMap<(TokenKey, String), (Instant, Verdict)>>,
+    cache: Mutex<Cache>,
+    bucket: Mutex<Bucket>,
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 impl DelegatedAuth {
@@ -170,7 +217,12 @@ impl DelegatedAuth {
         Arc::new(Self {
             reviewer: Box::new(reviewer),
             options,
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Cache::default()),
+            bucket: Mutex::new(Bucket {
+                tokens: f64::from(options.review_burst),
+                refilled: Instant::now(),
+            }),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(options.max_in_flight)),
         })
     }
 
@@ -189,6 +241,13 @@ impl DelegatedAuth {
         if let Some(v) = self.cached(&key, now) {
             return v;
         }
+        // Held until both reviews are answered; a refusal sends nothing to the API server.
+        let Ok(_permit) = self.in_flight.clone().try_acquire_owned() else {
+            return Verdict::Throttled;
+        };
+        if !self.take_review(now) {
+            return Verdict::Throttled;
+        }
         let verdict = match self.reviewer.token_review(token).await {
             Err(reason) => Verdict::Unavailable { reason },
             Ok(None) => Verdict::Unauthenticated,
@@ -202,41 +261,83 @@ impl DelegatedAuth {
         verdict
     }
 
-    fn cached(&self, key: &(TokenKey, String), now: Instant) -> Option<Verdict> {
-        let cache = self
-            .cache
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn cached(&self, key: &CacheKey, now: Instant) -> Option<Verdict> {
+        let mut cache = self.lock_cache();
+        cache.tick += 1;
+        let tick = cache.tick;
+        let entry = cache.entries.get_mut(key)?;
+        if now.saturating_duration_since(entry.at) >= self.ttl(&entry.verdict)? {
+            return None;
+        }
+        entry.used = tick;
+        Some(entry.verdict.clone())
+    }
+
+    /// Takes one review from the rate limit's bucket, if there is one.
+    fn take_review(&self, now: Instant) -> bool {
+        let mut bucket = self
+            .bucket
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (at, verdict) = cache.get(key)?;
-        (now.saturating_duration_since(*at) < self.ttl(verdict)?).then(|| verdict.clone())
+        let elapsed = now.saturating_duration_since(bucket.refilled).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * self.options.reviews_per_second)
+            .min(f64::from(self.options.review_burst));
+        bucket.refilled = now.max(bucket.refilled);
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
     }
 
     fn ttl(&self, verdict: &Verdict) -> Option<Duration> {
         match verdict {
             Verdict::Allowed { .. } => Some(self.options.allowed_ttl),
             Verdict::Unauthenticated | Verdict::Forbidden { .. } => Some(self.options.denied_ttl),
-            Verdict::Unavailable { .. } => None,
+            Verdict::Unavailable { .. } | Verdict::Throttled => None,
         }
     }
 
-    fn remember(&self, key: (TokenKey, String), now: Instant, verdict: &Verdict) {
-        if self.ttl(verdict).is_none() {
+    fn remember(&self, key: CacheKey, now: Instant, verdict: &Verdict) {
+        if self.ttl(verdict).is_none() || self.options.max_entries == 0 {
             return;
         }
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if cache.len() >= self.options.max_entries {
-            cache.retain(|_, (at, v)| {
-                self.ttl(v)
-                    .is_some_and(|ttl| now.saturating_duration_since(*at) < ttl)
+        let mut cache = self.lock_cache();
+        if !cache.entries.contains_key(&key) && cache.entries.len() >= self.options.max_entries {
+            cache.entries.retain(|_, e| {
+                self.ttl(&e.verdict)
+                    .is_some_and(|ttl| now.saturating_duration_since(e.at) < ttl)
             });
-            if cache.len() >= self.options.max_entries {
-                cache.clear();
+            if cache.entries.len() >= self.options.max_entries {
+                // One entry goes, the least recently used: the scraper's own token, used every
+                // scrape, stays.
+                let oldest = cache
+                    .entries
+                    .iter()
+                    .min_by_key(|(_, e)| e.used)
+                    .map(|(k, _)| k.clone());
+                if let Some(oldest) = oldest {
+                    cache.entries.remove(&oldest);
+                }
             }
         }
-        cache.insert(key, (now, verdict.clone()));
+        cache.tick += 1;
+        let used = cache.tick;
+        cache.entries.insert(
+            key,
+            Entry {
+                at: now,
+                verdict: verdict.clone(),
+                used,
+            },
+        );
     }
 }
 
@@ -361,6 +462,7 @@ mod tests {
             allowed_ttl: Duration::from_millis(30),
             denied_ttl: Duration::from_millis(30),
             max_entries: 2,
+            ..unthrottled()
         };
         let auth = DelegatedAuth::new(fake.clone(), options);
         auth.check(Some("Bearer admin"), "get", "/metrics").await;
@@ -378,7 +480,125 @@ mod tests {
             let h = format!("Bearer user{n}");
             auth.check(Some(&h), "get", "/metrics").await;
         }
-        let size = auth.cache.lock().expect("lock").len();
+        let size = auth.cache.lock().expect("lock").entries.len();
         assert!(size <= 2, "the cache stays bounded: {size}");
+    }
+
+    fn unthrottled() -> AuthOptions {
+        AuthOptions {
+            reviews_per_second: 1e6,
+            review_burst: 1_000_000,
+            ..AuthOptions::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_cache_drops_the_least_recently_used_token_not_all_of_them() {
+        let fake = Fake::default();
+        let options = AuthOptions {
+            max_entries: 3,
+            ..unthrottled()
+        };
+        let auth = DelegatedAuth::new(fake.clone(), options);
+        let scrape = |token: &str| {
+            let auth = auth.clone();
+            let header = format!("Bearer {token}");
+            async move { auth.check(Some(&header), "get", "/metrics").await }
+        };
+        scrape("admin").await;
+        // A stream of tokens never seen before, the scraper's own coming back between them.
+        for n in 0..20 {
+            scrape(&format!("random{n}")).await;
+            scrape("admin").await;
+        }
+        assert_eq!(
+            counts(&fake),
+            (21, 21),
+            "the scraper's token was reviewed once; each random token once"
+        );
+        assert!(auth.cache.lock().expect("lock").entries.len() <= 3);
+    }
+
+    #[tokio::test]
+    async fn unseen_tokens_past_the_rate_are_refused_without_a_review() {
+        let fake = Fake::default();
+        let options = AuthOptions {
+            reviews_per_second: 0.001,
+            review_burst: 3,
+            ..AuthOptions::default()
+        };
+        let auth = DelegatedAuth::new(fake.clone(), options);
+        auth.check(Some("Bearer admin"), "get", "/metrics").await;
+        let mut throttled = 0;
+        for n in 0..50 {
+            let header = format!("Bearer made-up-{n}");
+            if auth.check(Some(&header), "get", "/metrics").await == Verdict::Throttled {
+                throttled += 1;
+            }
+        }
+        assert_eq!(counts(&fake).0, 3, "the burst, then no review");
+        assert_eq!(throttled, 48);
+        assert_eq!(
+            auth.check(Some("Bearer admin"), "get", "/metrics").await,
+            Verdict::Allowed {
+                user: "admin".into()
+            },
+            "a cached token is still answered"
+        );
+        assert!(
+            auth.cache.lock().expect("lock").entries.len() <= 3,
+            "refusals are not cached"
+        );
+    }
+
+    /// Reviews that hang (a stalled API server) hold their slots; further unseen tokens are
+    /// refused at once instead of piling up requests.
+    #[derive(Clone, Default)]
+    struct Stalled {
+        started: Arc<AtomicUsize>,
+    }
+
+    impl Reviewer for Stalled {
+        fn token_review(&self, _token: &str) -> BoxFuture<'_, Result<Option<User>, String>> {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            Box::pin(futures::future::pending())
+        }
+        fn access_review(&self, _: &User, _: &str, _: &str) -> BoxFuture<'_, Result<bool, String>> {
+            Box::pin(async { Ok(false) })
+        }
+    }
+
+    #[tokio::test]
+    async fn at_most_max_in_flight_reviews_wait_on_the_api_server() {
+        let stalled = Stalled::default();
+        let options = AuthOptions {
+            max_in_flight: 2,
+            ..unthrottled()
+        };
+        let auth = DelegatedAuth::new(stalled.clone(), options);
+        let mut waiting = Vec::new();
+        for n in 0..2 {
+            let auth = auth.clone();
+            waiting.push(tokio::spawn(async move {
+                auth.check(Some(&format!("Bearer t{n}")), "get", "/metrics")
+                    .await
+            }));
+        }
+        while stalled.started.load(Ordering::SeqCst) < 2 {
+            tokio::task::yield_now().await;
+        }
+        for n in 2..10 {
+            let header = format!("Bearer t{n}");
+            let answer = tokio::time::timeout(
+                Duration::from_secs(5),
+                auth.check(Some(&header), "get", "/metrics"),
+            )
+            .await;
+            assert_eq!(answer, Ok(Verdict::Throttled), "answered at once");
+        }
+        assert_eq!(stalled.started.load(Ordering::SeqCst), 2);
+        for w in waiting {
+            w.abort();
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod assets;
 pub mod cache;
 pub mod cert_manager;
 pub mod class_names;
+pub mod client_config;
 pub mod conditions;
 pub mod config_observer;
 pub mod csi;

@@ -206,6 +206,15 @@ async fn metrics_page(State(ep): State<Endpoint>, headers: HeaderMap) -> Respons
                     format!("Forbidden: user {user:?} may not get /metrics\n"),
                 );
             }
+            Verdict::Throttled => {
+                let mut r = text(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too many unknown tokens to check at once; try again\n",
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                return r;
+            }
             Verdict::Unavailable { reason } => {
                 warn!(%reason, "cannot authorize a metrics scrape");
                 return text(
@@ -390,5 +399,50 @@ mod tests {
             "{body}"
         );
         server.abort();
+    }
+
+    /// No review can be made (the rate limit's bucket is empty): the scrape is answered 429
+    /// with Retry-After, not 401 or 503, and no review is sent.
+    #[tokio::test]
+    async fn a_throttled_scrape_is_answered_429_with_retry_after() {
+        use crate::delegated_auth::{AuthOptions, Reviewer, User};
+        use futures::future::BoxFuture;
+        struct Refuses;
+        impl Reviewer for Refuses {
+            fn token_review(&self, _: &str) -> BoxFuture<'_, Result<Option<User>, String>> {
+                panic!("no review past the limit")
+            }
+            fn access_review(
+                &self,
+                _: &User,
+                _: &str,
+                _: &str,
+            ) -> BoxFuture<'_, Result<bool, String>> {
+                panic!("no review past the limit")
+            }
+        }
+        let options = AuthOptions {
+            review_burst: 0,
+            ..AuthOptions::default()
+        };
+        let endpoint = Endpoint {
+            metrics: Metrics::new("throttled"),
+            health: Health::new(Duration::from_secs(60)),
+            auth: Some(DelegatedAuth::new(Refuses, options)),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            header::HeaderValue::from_static("Bearer made-up"),
+        );
+        let response = metrics_page(State(endpoint), headers).await;
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()),
+            Some("1")
+        );
     }
 }

@@ -23,7 +23,11 @@ use tokio::time::Instant;
 pub enum Outcome {
     /// Everything converged; run again on the next change, resync, or after this long.
     Done { requeue_after: Option<Duration> },
-    /// Some step failed; retry with backoff (sooner if `requeue_after` says so).
+    /// Some step failed; retry after the failure backoff, which doubles with each failure in
+    /// a row. `requeue_after` does not shorten it: a step that asks to look again in a second
+    /// while the API server refuses every write (a 409 storm) would otherwise have the whole
+    /// reconcile, every object and status write in it, sent again every second for as long
+    /// as the refusals last. A watch event still starts a reconcile at once.
     Failed { requeue_after: Option<Duration> },
 }
 
@@ -112,8 +116,8 @@ pub async fn run<F, Fut>(
                     backoff = options.min_backoff;
                     now + requeue_after.map_or(options.resync, |r| r.min(options.resync))
                 }
-                Outcome::Failed { requeue_after } => {
-                    let wait = requeue_after.map_or(backoff, |r| r.min(backoff));
+                Outcome::Failed { .. } => {
+                    let wait = backoff;
                     backoff = (backoff * 2).min(options.max_backoff);
                     now + wait
                 }
@@ -280,6 +284,37 @@ mod tests {
             }
         }));
         wait_for(&count, 4).await;
+        stop_tx.send_replace(true);
+        task.await.expect("loop ends on shutdown");
+    }
+
+    /// A failing reconcile whose steps ask to be run again at once (a short requeue) is still
+    /// retried with a doubling backoff: over 1 s with a 10 ms first backoff, a handful of
+    /// attempts, not one per millisecond. A slow machine only makes fewer.
+    #[tokio::test]
+    async fn a_short_requeue_does_not_undo_the_failure_backoff() {
+        let (_change_tx, change_rx) = watch::channel(0u64);
+        let (_lead_tx, lead_rx) = watch::channel(true);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let options = LoopOptions {
+            max_backoff: Duration::from_secs(1),
+            ..opts()
+        };
+        let count = Arc::new(AtomicUsize::new(0));
+        let c = count.clone();
+        let task = tokio::spawn(run(options, change_rx, lead_rx, stop_rx, move || {
+            let c = c.clone();
+            async move {
+                c.fetch_add(1, Ordering::SeqCst);
+                Outcome::Failed {
+                    requeue_after: Some(Duration::from_millis(1)),
+                }
+            }
+        }));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Attempts at 0, 10, 30, 70, 150, 310 and 630 ms.
+        let attempts = count.load(Ordering::SeqCst);
+        assert!((2..=10).contains(&attempts), "{attempts} attempts in 1 s");
         stop_tx.send_replace(true);
         task.await.expect("loop ends on shutdown");
     }

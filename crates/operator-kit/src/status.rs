@@ -9,6 +9,9 @@
 //!
 //! It works on `DynamicObject`, so ClusterCSIDriver and Storage (any OpenShift `OperatorStatus`)
 //! share it. The merge is a pure function ([`merge_status`]) with the clock passed in.
+//! Condition messages are cut to [`MAX_MESSAGE_BYTES`] there, so no message (a listing of a
+//! cloud's thousand share types, an error quoting a large answer) can push the CR past the
+//! API server's size limit and make every status write fail.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -165,7 +168,7 @@ pub fn merge_status(
         c.insert("status".into(), Value::String(want.status.clone()));
         c.insert("lastTransitionTime".into(), Value::String(transition_time));
         c.insert("reason".into(), Value::String(want.reason.clone()));
-        c.insert("message".into(), Value::String(want.message.clone()));
+        c.insert("message".into(), Value::String(cap_message(&want.message)));
         match existing {
             Some(slot) => *slot = Value::Object(c),
             None => conditions.push(Value::Object(c)),
@@ -202,6 +205,30 @@ pub fn merge_status(
         status.insert("observedGeneration".into(), Value::from(generation));
     }
     Value::Object(status)
+}
+
+/// The longest condition message written, in bytes. Kubernetes caps a `metav1.Condition`
+/// message at 32 KiB; a CR carries dozens of conditions (and the CSO copies the drivers'
+/// into Storage and the ClusterOperator), so ours stay well below that and the whole status
+/// far below the API server's 1.5 MiB request limit, while a message an administrator reads
+/// is never near it.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024;
+
+/// `message` cut to at most [`MAX_MESSAGE_BYTES`] on a character boundary, with a marker
+/// saying how much was left out; unchanged when it fits.
+pub fn cap_message(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message.to_string();
+    }
+    // The marker names the bytes left out, which depends on where the cut falls; its length
+    // is bounded by the marker for the whole message's length.
+    let marker = |omitted: usize| format!(" … [message truncated: {omitted} more bytes]");
+    let room = MAX_MESSAGE_BYTES - marker(message.len()).len();
+    let mut cut = room;
+    while !message.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{}", &message[..cut], marker(message.len() - cut))
 }
 
 /// Equality of two statuses ignoring conditions' `lastTransitionTime`.
@@ -257,7 +284,16 @@ pub enum StatusError {
     Gone { kind: String, name: String },
 }
 
-const MAX_ATTEMPTS: u32 = 5;
+/// The waits between the attempts of one status write that meets 409s: library-go's
+/// `retry.DefaultBackoff` (four attempts, 10 ms × 5ⁿ apart), so a CR that keeps changing
+/// under us, or an API server answering 409 to everything, costs four writes spread over
+/// 300 ms rather than a burst of writes and re-reads back to back.
+const CONFLICT_WAITS: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(10),
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_millis(250),
+];
+const MAX_ATTEMPTS: u32 = CONFLICT_WAITS.len() as u32 + 1;
 
 /// The one writer of one CR's status.
 pub struct StatusWriter {
@@ -301,7 +337,7 @@ impl StatusWriter {
         };
         let api = self.api();
         let mut base = self.newest(live_cr);
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..CONFLICT_WAITS.len() + 1 {
             let current = base.data.get("status");
             let wanted = merge_status(current, board, observed, &now_rfc3339());
             if equal_ignoring_time(current, Some(&wanted)) {
@@ -326,7 +362,12 @@ impl StatusWriter {
                     return Ok(Flushed::Written(written));
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => {
+                    // The last attempt's conflict needs no re-read: nothing would use it.
+                    let Some(wait) = CONFLICT_WAITS.get(attempt) else {
+                        break;
+                    };
                     tracing::debug!(kind = %self.ar.kind, %name, "status write conflicted; re-reading");
+                    tokio::time::sleep(*wait).await;
                     base = match api.get(&name).await {
                         Ok(fresh) => Arc::new(fresh),
                         Err(kube::Error::Api(s)) if s.code == 404 => {
@@ -484,6 +525,54 @@ mod tests {
         assert_eq!(
             last_generation(&cr, "apps", "daemonsets", "ns", "other"),
             None
+        );
+    }
+
+    #[test]
+    fn long_condition_messages_are_cut_on_a_character_boundary_with_a_marker() {
+        // Three-byte characters, so a cut at a fixed byte count would split one.
+        let long = "é€".repeat(10_000);
+        let mut b = StatusBoard::new();
+        b.set_condition(OperatorCondition::new("XDegraded", "True", "Error", &long));
+        b.set_condition(OperatorCondition::new(
+            "XAvailable",
+            "True",
+            "AsExpected",
+            "ok",
+        ));
+        let out = merge_status(None, &b, None, "now");
+        let messages: Vec<&str> = out["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["message"].as_str())
+            .collect();
+        assert!(messages.contains(&"ok"), "short messages are unchanged");
+        let cut = messages
+            .iter()
+            .find(|m| m.starts_with("é€"))
+            .expect("the long message");
+        assert!(cut.len() <= MAX_MESSAGE_BYTES, "{} bytes", cut.len());
+        assert!(
+            cut.len() > MAX_MESSAGE_BYTES - 64,
+            "as much as fits is kept"
+        );
+        let kept = cut
+            .split(" … [message truncated: ")
+            .next()
+            .unwrap_or_default();
+        assert!(long.starts_with(kept));
+        assert!(
+            cut.ends_with(&format!("{} more bytes]", long.len() - kept.len())),
+            "{}",
+            &cut[cut.len() - 60..]
+        );
+        // The cut is stable, so an unchanged board finds the live status equal.
+        let again = merge_status(Some(&out), &b, None, "later");
+        assert!(equal_ignoring_time(Some(&out), Some(&again)));
+        assert_eq!(
+            cap_message(&"x".repeat(MAX_MESSAGE_BYTES)).len(),
+            MAX_MESSAGE_BYTES
         );
     }
 

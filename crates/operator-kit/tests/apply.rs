@@ -1315,3 +1315,81 @@ async fn label_selected_classes_are_one_watch_and_an_unlabelled_class_is_adopted
     assert!(watches <= 1, "{watches} StorageClass watches");
     Ok(())
 }
+
+/// `delete_owned` deletes only what the caller's predicate calls ours: read live when no watch
+/// covers the object, and, when the cache is stale, never an object someone else created
+/// under the same name after the one the cache shows was deleted (the uid precondition).
+#[tokio::test]
+async fn delete_owned_deletes_only_what_is_ours() -> TestResult {
+    let (sim, client) = start().await;
+    let admin = client_for(&sim, "admin").await;
+    let classes: Api<DynamicObject> = Api::all_with(admin, &sc_ar());
+    let class = |name: &str, owner: &str| {
+        obj(
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": name, "labels": {"owner": owner}},
+            "provisioner": "example.com/x"}),
+        )
+    };
+    let ours = |o: &DynamicObject| {
+        o.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("owner"))
+            .is_some_and(|v| v == "us")
+    };
+    for (name, owner) in [("theirs", "them"), ("ours", "us"), ("replaced", "us")] {
+        classes
+            .create(&Default::default(), &class(name, owner))
+            .await?;
+    }
+
+    // No watch covers "theirs" and "ours": read live.
+    let uncached = CacheBuilder::new(client.clone(), [NS]).start();
+    let applier = Applier::new(client.clone(), uncached, recorder(&client));
+    assert!(!applier.delete_owned(&sc_ar(), None, "theirs", ours).await?);
+    assert!(applier.delete_owned(&sc_ar(), None, "ours", ours).await?);
+    assert!(
+        !applier
+            .delete_owned(&sc_ar(), None, "missing", ours)
+            .await?
+    );
+    assert!(classes.get_opt("theirs").await?.is_some(), "not ours: kept");
+    assert!(classes.get_opt("ours").await?.is_none(), "ours: deleted");
+
+    // A cache that still shows our "replaced" after it was deleted and someone else's class
+    // took the name.
+    let cache = CacheBuilder::new(client.clone(), [NS])
+        .cluster_object(&sc_ar(), "replaced")
+        .start();
+    tokio::time::timeout(DEADLINE, cache.wait_until_ready()).await?;
+    sim.inject(Fault {
+        matches: RequestMatch {
+            verb: "watch".into(),
+            resource: "storageclasses".into(),
+            ..Default::default()
+        },
+        code: 0,
+        times: 0,
+        latency_ms: 5_000,
+    });
+    sim.drop_watches();
+    classes.delete("replaced", &Default::default()).await?;
+    classes
+        .create(&Default::default(), &class("replaced", "them"))
+        .await?;
+    let stale = Applier::new(client.clone(), cache.clone(), recorder(&client));
+    assert!(
+        cache
+            .object(&sc_ar(), None, "replaced")
+            .is_some_and(|o| ours(&o)),
+        "the cache still shows ours"
+    );
+    assert!(!stale.delete_owned(&sc_ar(), None, "replaced", ours).await?);
+    let survivor = classes.get_opt("replaced").await?.expect("kept");
+    assert!(
+        !ours(&survivor),
+        "someone else's class survives a stale view"
+    );
+    Ok(())
+}

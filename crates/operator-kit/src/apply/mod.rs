@@ -185,8 +185,15 @@ impl Applier {
                     Err(e) => Err(("update", e)),
                 },
                 Plan::Recreate(obj) => {
-                    self.delete_live(&api, ar, ns, &name, live.as_deref())
-                        .await?;
+                    self.delete_live(
+                        &api,
+                        ar,
+                        ns,
+                        &name,
+                        live.as_deref(),
+                        DeleteParams::default(),
+                    )
+                    .await?;
                     match self
                         .create(&api, ar, ns, &name, &obj, Action::Recreated)
                         .await
@@ -248,7 +255,54 @@ impl Applier {
             return Ok(false);
         };
         let api = self.api(ar, ns);
-        self.delete_live(&api, ar, ns, name, Some(&live)).await
+        self.delete_live(&api, ar, ns, name, Some(&live), DeleteParams::default())
+            .await
+    }
+
+    /// Deletes an object only when `owned` says the live one is ours (by the marker our
+    /// builders put on it), and only that very object: the delete carries its uid as a
+    /// precondition, so one that someone else created under the same name after our view of
+    /// it was taken is not deleted either. Returns whether it deleted; a missing object, one
+    /// that is not ours and one replaced meanwhile are all `false`, the last two with no
+    /// delete sent or none done.
+    pub async fn delete_owned(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        owned: impl Fn(&DynamicObject) -> bool,
+    ) -> Result<bool, ApplyError> {
+        let ns = namespace.filter(|n| !n.is_empty());
+        let live = match self.read(ar, ns, name).await {
+            Ok(Some(live)) => live,
+            Ok(None) | Err(ApplyError::KindNotServed { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if !owned(&live) {
+            tracing::debug!(object = %describe(ar, ns, name), "not ours; left alone");
+            return Ok(false);
+        }
+        let Some(uid) = live.metadata.uid.clone() else {
+            // Every stored object has a uid; without one this is not a stored object of ours.
+            return Ok(false);
+        };
+        let params = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let api = self.api(ar, ns);
+        match self
+            .delete_live(&api, ar, ns, name, Some(&live), params)
+            .await
+        {
+            // The uid precondition failed: the object of that name is no longer the one we
+            // checked. The watch will show the new one; the next reconcile looks at it.
+            Err(ApplyError::Api { source, .. }) if is_code(&source, 409) => Ok(false),
+            other => other,
+        }
     }
 
     async fn delete_live(
@@ -258,8 +312,9 @@ impl Applier {
         ns: Option<&str>,
         name: &str,
         live: Option<&DynamicObject>,
+        params: DeleteParams,
     ) -> Result<bool, ApplyError> {
-        match api.delete(name, &DeleteParams::default()).await {
+        match api.delete(name, &params).await {
             Ok(_) => {
                 let rv = live.and_then(resource_version).unwrap_or(u64::MAX);
                 self.set_memo(ar, ns, name, Some(Memo::Deleted(rv)));
@@ -271,9 +326,13 @@ impl Applier {
                 Ok(false)
             }
             Err(e) => {
-                self.events
-                    .failed("Delete", ar, ns, name, &api_message(&e))
-                    .await;
+                // A failed precondition is the caller's decision not to delete, not a failure.
+                let precondition = params.preconditions.is_some() && is_code(&e, 409);
+                if !precondition {
+                    self.events
+                        .failed("Delete", ar, ns, name, &api_message(&e))
+                        .await;
+                }
                 Err(ApplyError::Api {
                     verb: "delete",
                     what: describe(ar, ns, name),
