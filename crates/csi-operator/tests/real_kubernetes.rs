@@ -6,7 +6,6 @@
 //! them as processes of this crate's binary under their ServiceAccounts' tokens, and they
 //! install both drivers. The test only watches.
 
-#[allow(dead_code)]
 mod common;
 mod real;
 
