@@ -214,10 +214,7 @@ impl Cvo {
         };
         let file = std::fs::File::create(&log).map_err(|e| spawn_err(e.to_string()))?;
         let err = file.try_clone().map_err(|e| spawn_err(e.to_string()))?;
-        let child = Command::new("/usr/bin/setpriv")
-            .arg("--pdeathsig=KILL")
-            .arg("--")
-            .arg(&path)
+        let child = Command::from(crate::plane::with_parent_death_signal(&path))
             .args([
                 "start".to_owned(),
                 format!("--kubeconfig={}", plane.admin_kubeconfig_path().display()),

@@ -451,7 +451,7 @@ impl Drop for ControlPlane {
 }
 
 /// `path` run so that it gets SIGKILL when the test process dies.
-fn with_parent_death_signal(path: &Path) -> Command {
+pub(crate) fn with_parent_death_signal(path: &Path) -> Command {
     let setpriv = Path::new("/usr/bin/setpriv");
     if setpriv.is_file() {
         let mut cmd = Command::new(setpriv);
