@@ -544,3 +544,74 @@ fn report(labels: &[&str; 2], figures: &[Figures; 2]) -> Section {
         ],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(verb: &str, resource: &str) -> RequestRecord {
+        RequestRecord {
+            at_ms: 0,
+            verb: verb.into(),
+            method: String::new(),
+            path: String::new(),
+            query: String::new(),
+            user: OPERATOR_USER.into(),
+            user_agent: String::new(),
+            resource: resource.into(),
+            subresource: String::new(),
+            namespace: NS.into(),
+            name: "x".into(),
+            code: 200,
+        }
+    }
+
+    fn figures(install_writes: usize, idle: &[RequestRecord], rotation_writes: usize) -> Figures {
+        Figures {
+            install: VerbCounts::default(),
+            install_writes,
+            install_objects: 26,
+            install_failed: 0,
+            install_latency: Some(Duration::from_millis(50)),
+            idle: VerbCounts::of(idle),
+            rotations: vec![Duration::from_millis(60)],
+            rotation_writes: vec![rotation_writes],
+        }
+    }
+
+    fn verdicts(section: &Section) -> Vec<String> {
+        section.tables[0]
+            .rows
+            .iter()
+            .map(|r| r[4].clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_verdicts_pass_only_when_both_substrates_hold_the_counts() {
+        let lease = [record("update", "coordination.k8s.io/leases")];
+        let section = report(
+            &["kube-sim", "real"],
+            &[figures(26, &lease, 2), figures(26, &lease, 2)],
+        );
+        assert!(
+            verdicts(&section).iter().all(|v| v == "PASS" || v == "-"),
+            "{:?}",
+            verdicts(&section)
+        );
+
+        // One substrate writes twice for an object, writes while idle, and rolls three objects.
+        let bad = figures(
+            27,
+            &[
+                record("update", "apps/deployments"),
+                record("get", "/configmaps"),
+            ],
+            3,
+        );
+        let good = figures(26, &[], 2);
+        let section = report(&["kube-sim", "real"], &[good, bad]);
+        let over = verdicts(&section).iter().filter(|v| *v == "OVER").count();
+        assert_eq!(over, 4, "{:?}", verdicts(&section));
+    }
+}
