@@ -118,20 +118,37 @@ impl RealCluster {
     /// namespace's labels say otherwise): 3 control-plane and 2 worker Nodes as Kubernetes
     /// labels them, openstack-sim, and the kubelet running `images` as this crate's binary.
     pub async fn kubernetes(openstack: openstack_sim::SimConfig, images: &[&str]) -> Self {
-        let plane = ControlPlane::start(Options::full(Mode::Kubernetes))
+        let images: Vec<String> = images.iter().map(|i| i.to_string()).collect();
+        Self::start(
+            Options::full(Mode::Kubernetes),
+            kubelet::Config::kubernetes_cluster(3, 2),
+            openstack,
+            &images,
+        )
+        .await
+    }
+
+    /// The plane of `options`, openstack-sim, and the kubelet playing `nodes` (every Node in
+    /// the `nova` zone) with each of `images` run as this crate's binary.
+    async fn start(
+        options: Options,
+        mut nodes: kubelet::Config,
+        openstack: openstack_sim::SimConfig,
+        images: &[String],
+    ) -> Self {
+        let plane = ControlPlane::start(options)
             .await
             .expect("the real control plane starts");
         let openstack = OpenStackSim::start(openstack, "127.0.0.1:0".parse().unwrap())
             .await
             .expect("openstack-sim starts");
-        let mut config = kubelet::Config::kubernetes_cluster(3, 2);
-        config
+        nodes
             .node_labels
             .insert("topology.kubernetes.io/zone".into(), "nova".into());
         for image in images {
-            config = config.with_image(*image, csi_operator());
+            nodes = nodes.with_image(image.clone(), csi_operator());
         }
-        let kubelet = Kubelet::start(&plane, config)
+        let kubelet = Kubelet::start(&plane, nodes)
             .await
             .expect("the kubelet stand-in starts");
         let client = plane.admin_client().await.expect("admin client");
@@ -178,31 +195,9 @@ impl RealCluster {
             monitoring.join("servicemonitors.monitoring.coreos.com.yaml"),
             monitoring.join("prometheusrules.monitoring.coreos.com.yaml"),
         ];
-        let plane = ControlPlane::start(options)
-            .await
-            .expect("the real control plane starts");
-        let openstack = OpenStackSim::start(openstack, "127.0.0.1:0".parse().unwrap())
-            .await
-            .expect("openstack-sim starts");
-        let mut config = kubelet::Config::cluster(3, 2);
-        config
-            .node_labels
-            .insert("topology.kubernetes.io/zone".into(), "nova".into());
-        for v in versions {
-            config = config.with_image(release_operator_image(v), csi_operator());
-        }
-        let kubelet = Kubelet::start(&plane, config)
-            .await
-            .expect("the kubelet stand-in starts");
-        let client = plane.admin_client().await.expect("admin client");
-        let cluster = Self {
-            plane,
-            kubelet,
-            openstack,
-            client,
-            cvo: None,
-            stand_ins: Vec::new(),
-        };
+        let images: Vec<String> = versions.iter().map(|v| release_operator_image(v)).collect();
+        let cluster =
+            Self::start(options, kubelet::Config::cluster(3, 2), openstack, &images).await;
         cluster.seed().await;
         cvo::prepare(&cluster.client, versions)
             .await
