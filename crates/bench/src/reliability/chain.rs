@@ -22,7 +22,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use operator_kit::apply::SPEC_HASH_ANNOTATION;
+use operator_kit::hash::{
+    DEP_ANNOTATION_PREFIX, DependencyKind, configmap_hash, dependency_annotation_key, secret_hash,
+};
 use kube::api::Api;
 use kube_sim::resources::GroupResource;
 use kube_sim::{LocalProgram, ProcessConfig, ProcessInfo, RbacConfig, RequestRecord};
@@ -211,6 +215,110 @@ fn key_label(gr: &GroupResource, namespace: &str, name: &str) -> String {
     }
 }
 
+/// Object name → digest of its content ([`Chain::objects`]).
+pub(crate) type Objects = BTreeMap<String, u64>;
+
+/// The user names of the three operators.
+pub(crate) fn operator_users() -> Vec<String> {
+    Operator::ALL.iter().map(|op| op.user()).collect()
+}
+
+/// The objects `users` created, updated or patched with success in `records`, named as
+/// [`Chain::objects`] names them (Events and Leases aside).
+pub(crate) fn written_by(records: &[RequestRecord], users: &[String]) -> BTreeSet<String> {
+    records
+        .iter()
+        .filter(|r| {
+            users.contains(&r.user)
+                && matches!(r.verb.as_str(), "create" | "update" | "patch")
+                && r.subresource.is_empty()
+                && (200..300).contains(&r.code)
+                && !r.name.is_empty()
+                && is_working_write(r)
+        })
+        .map(|r| {
+            let (group, resource) = r.resource.split_once('/').unwrap_or(("", &r.resource));
+            key_label(&GroupResource::new(group, resource), &r.namespace, &r.name)
+        })
+        .collect()
+}
+
+/// Dependency annotation key (`operator.openshift.io/dep-…`) → the hash of that ConfigMap's
+/// or Secret's content now.
+pub(crate) type Dependencies = BTreeMap<String, String>;
+
+/// The library-go dependency hash of a stored Secret or ConfigMap (`None`: unreadable).
+fn dependency_hash(kind: DependencyKind, obj: &Value) -> Option<String> {
+    match kind {
+        DependencyKind::Secret => serde_json::from_value::<Secret>(obj.clone())
+            .ok()
+            .map(|s| secret_hash(&s)),
+        DependencyKind::ConfigMap => serde_json::from_value::<ConfigMap>(obj.clone())
+            .ok()
+            .map(|c| configmap_hash(&c)),
+    }
+}
+
+/// What the API server adds to an object that differs between two clusters holding the same
+/// content: identity, versions, times, field managers, and status (the conditions' own check
+/// reads status). Everything else (spec, data, labels, annotations, owners by kind and name)
+/// is content.
+const SERVER_FIELDS: [&str; 6] = [
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+];
+
+/// A digest of what `obj` holds, the same for two objects that differ only in what the API
+/// server adds ([`SERVER_FIELDS`], `status`, the uids in `ownerReferences`). Keys are sorted
+/// (serde_json's map), so the digest does not depend on the order fields were written in.
+///
+/// Hashes of other objects' content are compared with those objects, not with the clean
+/// install: a generated serving certificate differs from run to run, and so does every hash of
+/// it. A dependency annotation that matches its Secret or ConfigMap now ([`Dependencies`])
+/// counts as `current`, one that does not (pods not rolled after a change) keeps its value and
+/// so differs; the apply engine's `spec-hash`, a hash of the rest of the object, is left out.
+pub(crate) fn content_digest(obj: &Value, dependencies: &Dependencies) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut content = obj.clone();
+    if let Some(map) = content.as_object_mut() {
+        map.remove("status");
+    }
+    for pointer in ["/metadata/annotations", "/spec/template/metadata/annotations"] {
+        if let Some(annotations) = content.pointer_mut(pointer).and_then(Value::as_object_mut) {
+            annotations.remove(SPEC_HASH_ANNOTATION);
+            for (key, value) in annotations.iter_mut() {
+                if key.starts_with(DEP_ANNOTATION_PREFIX)
+                    && dependencies.get(key).is_some_and(|now| value.as_str() == Some(now))
+                {
+                    *value = Value::from("current");
+                }
+            }
+        }
+    }
+    if let Some(meta) = content.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in SERVER_FIELDS {
+            meta.remove(field);
+        }
+        for owner in meta
+            .get_mut("ownerReferences")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(owner) = owner.as_object_mut() {
+                owner.remove("uid");
+            }
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    content.to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
 /// A running chain on a fresh testbed. Dropping it stops the CCO stand-in; dropping the
 /// testbed kills the operator processes.
 pub(crate) struct Chain {
@@ -345,22 +453,39 @@ impl Chain {
     }
 
     /// Every stored object but Events, Leases and what the workload simulator derives, as
-    /// `resource.group namespace/name`.
-    pub(crate) fn objects(&self) -> BTreeSet<String> {
+    /// `resource.group namespace/name`, with the digest of its content ([`content_digest`]).
+    pub(crate) fn objects(&self) -> Objects {
         let cluster = self.bed.kube.cluster();
         let store = &cluster.store;
-        let mut out = BTreeSet::new();
+        let mut out = Objects::new();
         let collections: Vec<GroupResource> = store.collections().cloned().collect();
+        let mut dependencies = Dependencies::new();
+        for (kind, gr) in [
+            (DependencyKind::Secret, GroupResource::new("", "secrets")),
+            (DependencyKind::ConfigMap, GroupResource::new("", "configmaps")),
+        ] {
+            for ((ns, name), obj) in store.iter(&gr, None, None) {
+                if let Some(hash) = dependency_hash(kind, obj) {
+                    dependencies.insert(dependency_annotation_key(kind, ns, name), hash);
+                }
+            }
+        }
         for gr in collections {
             let label = format!("{}/{}", gr.group, gr.resource);
             if TRANSIENT.contains(&label.as_str()) {
                 continue;
             }
-            for ((ns, name), _) in store.iter(&gr, None, None) {
-                out.insert(key_label(&gr, ns, name));
+            for ((ns, name), obj) in store.iter(&gr, None, None) {
+                out.insert(key_label(&gr, ns, name), content_digest(obj, &dependencies));
             }
         }
         out
+    }
+
+    /// The objects (as [`Chain::objects`] names them) that an operator created, updated or
+    /// patched successfully so far: what the operators own, whose content must come back.
+    pub(crate) fn written_by_operators(&self) -> BTreeSet<String> {
+        written_by(&self.requests(), &operator_users())
     }
 
     /// Where any of `needles` occurs: in the operator pods' output (all runs) and in any
@@ -777,5 +902,88 @@ mod tests {
         assert!(is_working_write(&r));
         r.verb = "get".into();
         assert!(!is_working_write(&r));
+    }
+
+    fn content_digest_(obj: &Value) -> u64 {
+        content_digest(obj, &Dependencies::new())
+    }
+
+    #[test]
+    fn dependency_hashes_count_when_current_and_differ_when_stale() {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret",
+                            "metadata": {"name": "creds", "namespace": "ns"},
+                            "data": {"clouds.yaml": "YQ=="}});
+        let key = dependency_annotation_key(DependencyKind::Secret, "ns", "creds");
+        let now = dependency_hash(DependencyKind::Secret, &secret).unwrap_or_default();
+        let deps: Dependencies = [(key.clone(), now.clone())].into();
+        let deployment = |hash: &str, spec_hash: &str| {
+            json!({"metadata": {"name": "d", "annotations": {key.clone(): hash, SPEC_HASH_ANNOTATION: spec_hash}},
+                   "spec": {"template": {"metadata": {"annotations": {key.clone(): hash}}}}})
+        };
+        // Two runs with different certificate contents: each current, so the same content.
+        let other_deps: Dependencies = [(key.clone(), "other".to_string())].into();
+        assert_eq!(
+            content_digest(&deployment(&now, "x"), &deps),
+            content_digest(&deployment("other", "y"), &other_deps)
+        );
+        // Pods not rolled after the Secret changed: the hash is stale, the content differs.
+        assert_ne!(
+            content_digest(&deployment("stale", "x"), &deps),
+            content_digest(&deployment(&now, "x"), &deps)
+        );
+    }
+
+    #[test]
+    fn content_digests_ignore_what_the_server_adds_and_see_what_the_object_holds() {
+        let secret = |uid: &str, rv: &str, password: &str| {
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "s", "namespace": "n", "uid": uid,
+                                "resourceVersion": rv, "creationTimestamp": "2026-01-01T00:00:00Z",
+                                "managedFields": [{"manager": rv}],
+                                "ownerReferences": [{"kind": "ClusterCSIDriver", "name": "c", "uid": uid}]},
+                   "data": {"clouds.yaml": password},
+                   "status": {"anything": rv}})
+        };
+        assert_eq!(
+            content_digest_(&secret("a", "1", "good")),
+            content_digest_(&secret("b", "2", "good"))
+        );
+        assert_ne!(
+            content_digest_(&secret("a", "1", "good")),
+            content_digest_(&secret("a", "1", "stale"))
+        );
+        let mut relabelled = secret("a", "1", "good");
+        relabelled["metadata"]["labels"] = json!({"x": "y"});
+        assert_ne!(content_digest_(&relabelled), content_digest_(&secret("a", "1", "good")));
+    }
+
+    #[test]
+    fn owned_objects_are_those_an_operator_wrote_with_success() {
+        let rec = |user: &str, verb: &str, resource: &str, name: &str, code: u16| RequestRecord {
+            at_ms: 0,
+            verb: verb.into(),
+            method: String::new(),
+            path: String::new(),
+            query: String::new(),
+            user: user.into(),
+            user_agent: String::new(),
+            resource: resource.into(),
+            subresource: String::new(),
+            namespace: "ns".into(),
+            name: name.into(),
+            code,
+        };
+        let op = Operator::Cinder.user();
+        let records = [
+            rec(&op, "patch", "apps/deployments", "d", 200),
+            rec(&op, "patch", "/secrets", "refused", 403),
+            rec(&op, "get", "/configmaps", "read", 200),
+            rec("admin", "create", "/configmaps", "theirs", 201),
+            rec(&op, "update", "coordination.k8s.io/leases", "lock", 200),
+        ];
+        assert_eq!(
+            written_by(&records, &operator_users()),
+            BTreeSet::from(["deployments.apps ns/d".to_string()])
+        );
     }
 }

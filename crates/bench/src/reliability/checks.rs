@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use kube_sim::RequestRecord;
 
-use super::chain::{Conditions, Driver, Snapshot};
+use super::chain::{Conditions, Driver, Objects, Operator, Snapshot};
 
 /// Why the chain is not healthy yet (empty: it is).
 pub(crate) fn health_problems(s: &Snapshot) -> Vec<String> {
@@ -348,15 +348,48 @@ pub(crate) fn first_write_after(
         .collect()
 }
 
-/// Objects of the clean install missing now, and objects now that it did not have.
-pub(crate) fn object_diff(
-    reference: &BTreeSet<String>,
-    now: &BTreeSet<String>,
-) -> (Vec<String>, Vec<String>) {
-    (
-        reference.difference(now).cloned().collect(),
-        now.difference(reference).cloned().collect(),
-    )
+/// How the objects now differ from the clean install's.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ObjectDiff {
+    /// In the clean install, missing now.
+    pub lost: Vec<String>,
+    /// Here now, not in the clean install.
+    pub orphaned: Vec<String>,
+    /// Owned by an operator (in `owned`) and holding other content than in the clean install:
+    /// a stale copy of a Secret, a class with other parameters, a Deployment with other args.
+    pub changed: Vec<String>,
+}
+
+impl ObjectDiff {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lost.is_empty() && self.orphaned.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// Compares the objects now with the clean install's: by name, and by content digest for the
+/// objects the operators own (`owned`; the rest, such as what the release or the bench put
+/// there, is compared by name only).
+pub(crate) fn object_diff(reference: &Objects, now: &Objects, owned: &BTreeSet<String>) -> ObjectDiff {
+    let lost = reference
+        .keys()
+        .filter(|k| !now.contains_key(*k))
+        .cloned()
+        .collect();
+    let orphaned = now
+        .keys()
+        .filter(|k| !reference.contains_key(*k))
+        .cloned()
+        .collect();
+    let changed = reference
+        .iter()
+        .filter(|(k, digest)| owned.contains(*k) && now.get(*k).is_some_and(|d| d != *digest))
+        .map(|(k, _)| k.clone())
+        .collect();
+    ObjectDiff {
+        lost,
+        orphaned,
+        changed,
+    }
 }
 
 fn describe(r: &RequestRecord) -> String {
@@ -437,6 +470,252 @@ pub(crate) fn shutdown(
         released: release.is_some(),
         late_writes,
     }
+}
+
+/// What a row's fault must have reached for the row to mean anything: a fault that touched
+/// nobody (an operator not yet running, a window too short) proves nothing, and the row fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// The operator got at least one of these answers while the fault lasted.
+    Refused {
+        op: Operator,
+        codes: &'static [u16],
+    },
+    /// The operator sent requests while the API was slowed for it (each one slower than its
+    /// client's read timeout: every one of them hit that deadline).
+    Slowed { op: Operator },
+    /// The operator had a watch open before the fault and opened one again during it or
+    /// after it: its watches were ended.
+    Rewatched { op: Operator },
+    /// The operator had a watch open before the fault and listed again during it or after
+    /// it: its resume was refused (410 Gone).
+    Relisted { op: Operator },
+    /// openstack-sim answered with this status while the fault lasted (`None`: any answer,
+    /// for faults that act on every request, as a hang does).
+    OpenStack { status: Option<u16> },
+    /// Some operator's output holds this text (a deadline's log line).
+    Logged {
+        needle: &'static str,
+        what: &'static str,
+    },
+    /// The operator's lease went unrenewed for at least the renew deadline.
+    LeaseLapsed { op: Operator },
+    /// The operator's process was restarted (the SIGKILL and SIGTERM rows).
+    Restarted { op: Operator },
+    /// Pods of the drivers' node DaemonSets ran on the Node the row added (counted by the row).
+    NodeHosted { pods: usize },
+}
+
+/// What the reach checks read.
+pub(crate) struct Evidence<'a> {
+    /// kube-sim's request log.
+    pub records: &'a [RequestRecord],
+    /// The fault's window on kube-sim's clock.
+    pub from_ms: u64,
+    pub to_ms: u64,
+    /// The end of the observation (convergence, or the end of the wait).
+    pub until_ms: u64,
+    /// The statuses openstack-sim answered while the fault lasted.
+    pub openstack: &'a [u16],
+    /// Every operator process's output.
+    pub logs: &'a str,
+    pub restarts: &'a BTreeMap<Operator, u32>,
+    pub renew_deadline: Duration,
+}
+
+/// Paths the `slow-api` row slows: every API group the operators use but
+/// `coordination.k8s.io`, so leader election keeps its lease and the row tests the client and
+/// reconcile deadlines, not the lease (the `lease-loss` row does that).
+pub(crate) const SLOWED_PATHS: [&str; 16] = [
+    "/api/v1/",
+    "/apis/apps/",
+    "/apis/rbac.authorization.k8s.io/",
+    "/apis/storage.k8s.io/",
+    "/apis/snapshot.storage.k8s.io/",
+    "/apis/operator.openshift.io/",
+    "/apis/config.openshift.io/",
+    "/apis/cloudcredential.openshift.io/",
+    "/apis/security.openshift.io/",
+    "/apis/monitoring.coreos.com/",
+    "/apis/policy/",
+    "/apis/networking.k8s.io/",
+    "/apis/admissionregistration.k8s.io/",
+    "/apis/events.k8s.io/",
+    "/apis/authentication.k8s.io/",
+    "/apis/authorization.k8s.io/",
+];
+
+/// For each reach: what was seen (for the table) and, when nothing was, why the row fails.
+pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<String>) {
+    let mut seen = Vec::new();
+    let mut problems = Vec::new();
+    let during = |r: &RequestRecord| r.at_ms >= ev.from_ms && r.at_ms <= ev.to_ms;
+    let of = |op: Operator| {
+        let user = op.user();
+        ev.records
+            .iter()
+            .filter(move |r| r.user == user)
+            .collect::<Vec<_>>()
+    };
+    for r in reach {
+        let (count, label, missing): (usize, String, String) = match r {
+            Reach::Refused { op, codes } => {
+                let n = of(*op)
+                    .iter()
+                    .filter(|r| during(r))
+                    .filter(|r| codes.contains(&r.code))
+                    .count();
+                let codes: Vec<String> = codes.iter().map(u16::to_string).collect();
+                let codes = codes.join("/");
+                (
+                    n,
+                    format!("{} {codes} ×{n}", op.label()),
+                    format!("the {} operator got no {codes} while the fault lasted", op.label()),
+                )
+            }
+            Reach::Slowed { op } => {
+                let n = of(*op)
+                    .iter()
+                    .filter(|r| during(r))
+                    .filter(|r| SLOWED_PATHS.iter().any(|p| r.path.starts_with(p)))
+                    .count();
+                (
+                    n,
+                    format!("{} {n} requests slowed", op.label()),
+                    format!("the {} operator sent no request while the API was slow", op.label()),
+                )
+            }
+            Reach::Rewatched { op } | Reach::Relisted { op } => {
+                let (verb, again) = if matches!(r, Reach::Rewatched { .. }) {
+                    ("watch", "watches re-opened")
+                } else {
+                    ("list", "lists again")
+                };
+                let mine = of(*op);
+                let before = mine.iter().any(|r| r.verb == "watch" && r.at_ms < ev.from_ms);
+                let n = if before {
+                    mine.iter()
+                        .filter(|r| r.verb == verb && r.at_ms >= ev.from_ms && r.at_ms <= ev.until_ms)
+                        .count()
+                } else {
+                    0
+                };
+                (
+                    n,
+                    format!("{} {n} {again}", op.label()),
+                    if before {
+                        format!("the {} operator did not {verb} again after the fault began", op.label())
+                    } else {
+                        format!("the {} operator had no watch open when the fault began", op.label())
+                    },
+                )
+            }
+            Reach::OpenStack { status } => {
+                let n = ev
+                    .openstack
+                    .iter()
+                    .filter(|s| status.is_none_or(|want| **s == want))
+                    .count();
+                let what = status.map_or_else(|| "requests".to_string(), |s| format!("{s}"));
+                (
+                    n,
+                    format!("OpenStack {what} ×{n}"),
+                    format!("openstack-sim answered no {what} while the fault lasted"),
+                )
+            }
+            Reach::Logged { needle, what } => {
+                let n = ev.logs.matches(needle).count();
+                (n, format!("{what} ×{n}"), format!("no operator logged that {what}"))
+            }
+            Reach::LeaseLapsed { op } => {
+                let renewals: Vec<u64> = of(*op)
+                    .iter()
+                    .filter(|r| {
+                        is_lease(r) && r.name == op.lease() && r.is_write() && (200..300).contains(&r.code)
+                    })
+                    .map(|r| r.at_ms)
+                    .collect();
+                // The longest pause between two renewals that overlaps the fault.
+                let gap = renewals
+                    .windows(2)
+                    .filter(|w| w[1] >= ev.from_ms && w[0] <= ev.to_ms)
+                    .map(|w| w[1] - w[0])
+                    .max()
+                    .unwrap_or(0);
+                let lapsed = gap >= ev.renew_deadline.as_millis() as u64;
+                (
+                    usize::from(lapsed),
+                    format!("{} lease unrenewed for {:.0} s", op.label(), gap as f64 / 1000.0),
+                    format!(
+                        "the {} operator's lease went unrenewed for {:.0} s at most, less than the renew deadline of {} s",
+                        op.label(),
+                        gap as f64 / 1000.0,
+                        ev.renew_deadline.as_secs()
+                    ),
+                )
+            }
+            Reach::Restarted { op } => {
+                let n = ev.restarts.get(op).copied().unwrap_or(0) as usize;
+                (
+                    n,
+                    format!("{} restarted ×{n}", op.label()),
+                    format!("the {} operator was never restarted", op.label()),
+                )
+            }
+            Reach::NodeHosted { pods } => (
+                *pods,
+                format!("{pods} driver node pods on the added Node"),
+                "no driver node pod ran on the added Node before it was removed".into(),
+            ),
+        };
+        if count == 0 {
+            problems.push(format!("the fault reached nobody: {missing}"));
+        }
+        seen.push(label);
+    }
+    (seen, problems)
+}
+
+/// Leadership from the request log, for one operator's Lease and the users its replicas run as:
+/// every working write must come from the user whose successful Lease write is the latest, and
+/// within the renew deadline of it. A replica that lost its lease (the deposed one) must be
+/// silent until it holds it again; two replicas must never both write. Returns the writes that
+/// break this.
+pub(crate) fn leadership_violations(
+    records: &[RequestRecord],
+    lease: &str,
+    users: &[String],
+    renew_deadline: Duration,
+) -> Vec<String> {
+    let mut holder: Option<(&str, u64)> = None;
+    let mut out = Vec::new();
+    for r in records.iter().filter(|r| users.contains(&r.user)) {
+        if is_lease(r) && r.name == lease && r.is_write() && (200..300).contains(&r.code) {
+            holder = Some((r.user.as_str(), r.at_ms));
+            continue;
+        }
+        if !super::chain::is_working_write(r) {
+            continue;
+        }
+        match holder {
+            None => out.push(format!("{} before any replica held the lease", describe(r))),
+            Some((user, _)) if user != r.user => out.push(format!(
+                "{} by {} while {user} held the lease",
+                describe(r),
+                r.user
+            )),
+            Some((_, at)) if r.at_ms.saturating_sub(at) > renew_deadline.as_millis() as u64 => {
+                out.push(format!(
+                    "{} {:.0} s after its last lease renewal (renew deadline {} s)",
+                    describe(r),
+                    (r.at_ms - at) as f64 / 1000.0,
+                    renew_deadline.as_secs()
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    out
 }
 
 /// Seconds with one decimal, for the table.
@@ -699,12 +978,29 @@ mod tests {
     }
 
     #[test]
-    fn objects_are_compared_both_ways() {
-        let a: BTreeSet<String> = ["x", "y"].iter().map(|s| s.to_string()).collect();
-        let b: BTreeSet<String> = ["y", "z"].iter().map(|s| s.to_string()).collect();
+    fn objects_are_compared_both_ways_and_owned_ones_by_content() {
+        let objects = |pairs: &[(&str, u64)]| -> Objects {
+            pairs.iter().map(|(k, d)| (k.to_string(), *d)).collect()
+        };
+        let owned: BTreeSet<String> = ["y".to_string()].into();
+        let reference = objects(&[("x", 1), ("y", 2), ("w", 3)]);
+        // Same names and content: nothing to report.
+        assert!(object_diff(&reference, &reference, &owned).is_empty());
+        // `w` is not owned by an operator: other content there is not the operators' doing.
+        let now = objects(&[("y", 2), ("z", 4), ("w", 9)]);
         assert_eq!(
-            object_diff(&a, &b),
-            (vec!["x".to_string()], vec!["z".to_string()])
+            object_diff(&reference, &now, &owned),
+            ObjectDiff {
+                lost: vec!["x".into()],
+                orphaned: vec!["z".into()],
+                changed: vec![],
+            }
+        );
+        // An owned object with other content (a stale Secret) is a difference.
+        let stale = objects(&[("x", 1), ("y", 7), ("w", 3)]);
+        assert_eq!(
+            object_diff(&reference, &stale, &owned).changed,
+            vec!["y".to_string()]
         );
     }
 }

@@ -88,7 +88,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
     crate::sim_process::locate_binary()?;
     let started = Instant::now();
     let mut results: Vec<RowResult> = Vec::new();
-    let mut reference: Option<BTreeSet<String>> = None;
+    let mut reference: Option<Reference> = None;
     for row in selected {
         eprintln!("row {}{}", row.id, if cli.quick { " (quick)" } else { "" });
         let result = runtime.block_on(run_row(row, t, reference.as_ref(), cli.keep_logs));
@@ -103,7 +103,7 @@ pub fn main(args: impl Iterator<Item = String>) -> anyhow::Result<()> {
             }
         );
         if row.id == CLEAN_INSTALL {
-            reference = result.objects_after.clone();
+            reference = result.reference.clone();
         }
         results.push(result);
     }
@@ -133,7 +133,8 @@ pub(crate) struct RowResult {
     pub conditions: String,
     pub restarts: BTreeMap<Operator, u32>,
     pub objects: String,
-    pub objects_after: Option<BTreeSet<String>>,
+    /// The clean install's objects, which every other row is compared with.
+    pub reference: Option<Reference>,
     pub secrets: String,
     pub fencing: String,
     /// How long the operators took to restore the drift probe's objects.
@@ -189,7 +190,7 @@ const OBJECTS_LIMIT: Duration = Duration::from_secs(10);
 async fn run_row(
     row: &Row,
     t: Timings,
-    reference: Option<&BTreeSet<String>>,
+    reference: Option<&Reference>,
     keep_logs: bool,
 ) -> RowResult {
     let started = Instant::now();
@@ -202,7 +203,7 @@ async fn run_row(
         conditions: "-".into(),
         restarts: BTreeMap::new(),
         objects: "-".into(),
-        objects_after: None,
+        reference: None,
         secrets: "-".into(),
         fencing: "-".into(),
         probe: None,
@@ -258,7 +259,7 @@ async fn evaluate(
     row: &Row,
     ctx: &Ctx,
     samples: &Mutex<Vec<Sample>>,
-    reference: Option<&BTreeSet<String>>,
+    reference: Option<&Reference>,
     result: &mut RowResult,
 ) -> anyhow::Result<()> {
     let c = &ctx.chain;
@@ -506,17 +507,31 @@ async fn wait_converged(ctx: &Ctx, after: Instant) -> (Option<Instant>, Vec<Stri
     }
 }
 
-/// Compares the objects with the clean install's (or records them, for the clean install).
+/// What a clean install leaves: every object with its content digest, and which of them the
+/// operators wrote.
+#[derive(Debug, Clone)]
+pub(crate) struct Reference {
+    pub objects: chain::Objects,
+    pub owned: BTreeSet<String>,
+}
+
+/// Compares the objects with the clean install's (or records them, for the clean install):
+/// by name, and by content for what the operators own.
 async fn objects_check(
     c: &Chain,
     is_reference: bool,
-    reference: Option<&BTreeSet<String>>,
+    reference: Option<&Reference>,
     result: &mut RowResult,
 ) {
     if is_reference {
         let objects = c.objects();
-        result.objects = format!("{} objects (the reference)", objects.len());
-        result.objects_after = Some(objects);
+        let owned = c.written_by_operators();
+        let compared = objects.keys().filter(|k| owned.contains(*k)).count();
+        result.objects = format!(
+            "{} objects (the reference; {compared} written by the operators, compared by content)",
+            objects.len()
+        );
+        result.reference = Some(Reference { objects, owned });
         return;
     }
     let Some(reference) = reference else {
@@ -525,23 +540,31 @@ async fn objects_check(
         return;
     };
     let until = Instant::now() + OBJECTS_LIMIT;
-    let (lost, orphaned) = loop {
-        let (lost, orphaned) = checks::object_diff(reference, &c.objects());
-        if (lost.is_empty() && orphaned.is_empty()) || Instant::now() >= until {
-            break (lost, orphaned);
+    let diff = loop {
+        let owned: BTreeSet<String> = reference
+            .owned
+            .union(&c.written_by_operators())
+            .cloned()
+            .collect();
+        let diff = checks::object_diff(&reference.objects, &c.objects(), &owned);
+        if diff.is_empty() || Instant::now() >= until {
+            break diff;
         }
         tokio::time::sleep(SAMPLE_EVERY).await;
     };
-    if lost.is_empty() && orphaned.is_empty() {
-        result.objects = "same as the clean install".into();
+    if diff.is_empty() {
+        result.objects = "same as the clean install (names, and content of what the operators own)".into();
         return;
     }
     let mut parts = Vec::new();
-    if !lost.is_empty() {
-        parts.push(format!("lost: {}", shorten(&lost, 5)));
-    }
-    if !orphaned.is_empty() {
-        parts.push(format!("orphaned: {}", shorten(&orphaned, 5)));
+    for (what, keys) in [
+        ("lost", &diff.lost),
+        ("orphaned", &diff.orphaned),
+        ("other content", &diff.changed),
+    ] {
+        if !keys.is_empty() {
+            parts.push(format!("{what}: {}", shorten(keys, 5)));
+        }
     }
     result.objects = parts.join("; ");
     result.problems.push(result.objects.clone());

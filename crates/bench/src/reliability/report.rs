@@ -315,7 +315,7 @@ mod tests {
             conditions: "truthful".into(),
             restarts: BTreeMap::from([(Operator::Cso, 0), (Operator::Cinder, 1)]),
             objects: "same as the clean install".into(),
-            objects_after: None,
+            reference: None,
             secrets: "none found".into(),
             fencing: "no write after SIGTERM's release".into(),
             probe: Some(Duration::from_millis(300)),
