@@ -31,6 +31,11 @@ pub enum Outcome {
     Failed { requeue_after: Option<Duration> },
 }
 
+/// How long one reconcile may run before it is cancelled ([`LoopOptions::deadline`]): well
+/// above a healthy reconcile (milliseconds) plus an OpenStack timeout, well below the 10
+/// minutes after which `/healthz` calls the loop stuck.
+pub const RECONCILE_DEADLINE: Duration = Duration::from_secs(180);
+
 /// Timing of the loop.
 #[derive(Debug, Clone, Copy)]
 pub struct LoopOptions {
@@ -52,9 +57,7 @@ impl Default for LoopOptions {
             debounce: Duration::from_millis(5),
             min_backoff: Duration::from_millis(200),
             max_backoff: Duration::from_secs(300),
-            // Well above a healthy reconcile (milliseconds) plus an OpenStack timeout, well
-            // below the 10 minutes after which `/healthz` calls the loop stuck.
-            deadline: Duration::from_secs(180),
+            deadline: RECONCILE_DEADLINE,
         }
     }
 }

@@ -23,13 +23,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::api::Api;
+use kube_sim::resources::GroupResource;
+use kube_sim::{LocalProgram, ProcessConfig, ProcessInfo, RbacConfig, RequestRecord};
 use operator_kit::apply::SPEC_HASH_ANNOTATION;
 use operator_kit::hash::{
     DEP_ANNOTATION_PREFIX, DependencyKind, configmap_hash, dependency_annotation_key, secret_hash,
 };
-use kube::api::Api;
-use kube_sim::resources::GroupResource;
-use kube_sim::{LocalProgram, ProcessConfig, ProcessInfo, RbacConfig, RequestRecord};
 use serde_json::{Value, json};
 use testbed::cvo::Manifest;
 use testbed::{Settings, Testbed};
@@ -215,8 +215,53 @@ fn key_label(gr: &GroupResource, namespace: &str, name: &str) -> String {
     }
 }
 
-/// Object name → digest of its content ([`Chain::objects`]).
-pub(crate) type Objects = BTreeMap<String, u64>;
+/// Object name → its content ([`Chain::objects`]).
+pub(crate) type Objects = BTreeMap<String, Content>;
+
+/// What an object holds ([`content`]) and its digest, which is what is compared.
+#[derive(Debug, Clone)]
+pub(crate) struct Content {
+    pub digest: u64,
+    /// Kept to say where two contents differ.
+    pub value: Value,
+}
+
+impl Content {
+    pub(crate) fn of(obj: &Value, dependencies: &Dependencies) -> Self {
+        use std::hash::{Hash, Hasher};
+        let value = content(obj, dependencies);
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        value.to_string().hash(&mut hasher);
+        Content {
+            digest: hasher.finish(),
+            value,
+        }
+    }
+}
+
+/// The JSON pointer of the first place where `a` and `b` differ (`""`: the whole value).
+pub(crate) fn first_difference(a: &Value, b: &Value) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) if p == q => {}
+                    (Some(p), Some(q)) => return format!("/{k}{}", first_difference(p, q)),
+                    _ => return format!("/{k}"),
+                }
+            }
+            String::new()
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .position(|(p, q)| p != q)
+            .map(|i| format!("/{i}{}", first_difference(&x[i], &y[i])))
+            .unwrap_or_default(),
+        _ => String::new(),
+    }
+}
 
 /// The user names of the three operators.
 pub(crate) fn operator_users() -> Vec<String> {
@@ -272,6 +317,13 @@ const SERVER_FIELDS: [&str; 6] = [
     "selfLink",
 ];
 
+/// Annotations the API server or its controllers count up on each change: how often an object
+/// changed on the way is not what it holds.
+const SERVER_COUNTERS: [&str; 2] = [
+    "deprecated.daemonset.template.generation",
+    "deployment.kubernetes.io/revision",
+];
+
 /// A digest of what `obj` holds, the same for two objects that differ only in what the API
 /// server adds ([`SERVER_FIELDS`], `status`, the uids in `ownerReferences`). Keys are sorted
 /// (serde_json's map), so the digest does not depend on the order fields were written in.
@@ -281,18 +333,37 @@ const SERVER_FIELDS: [&str; 6] = [
 /// it. A dependency annotation that matches its Secret or ConfigMap now ([`Dependencies`])
 /// counts as `current`, one that does not (pods not rolled after a change) keeps its value and
 /// so differs; the apply engine's `spec-hash`, a hash of the rest of the object, is left out.
-pub(crate) fn content_digest(obj: &Value, dependencies: &Dependencies) -> u64 {
-    use std::hash::{Hash, Hasher};
+pub(crate) fn content(obj: &Value, dependencies: &Dependencies) -> Value {
     let mut content = obj.clone();
     if let Some(map) = content.as_object_mut() {
         map.remove("status");
     }
-    for pointer in ["/metadata/annotations", "/spec/template/metadata/annotations"] {
+    // A Service's cluster IPs are allocated by the API server, one per create.
+    if let Some(spec) = content.get_mut("spec").and_then(Value::as_object_mut)
+        && obj["kind"] == "Service"
+    {
+        spec.remove("clusterIP");
+        spec.remove("clusterIPs");
+    }
+    if let Some(annotations) = content
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        for counter in SERVER_COUNTERS {
+            annotations.remove(counter);
+        }
+    }
+    for pointer in [
+        "/metadata/annotations",
+        "/spec/template/metadata/annotations",
+    ] {
         if let Some(annotations) = content.pointer_mut(pointer).and_then(Value::as_object_mut) {
             annotations.remove(SPEC_HASH_ANNOTATION);
             for (key, value) in annotations.iter_mut() {
                 if key.starts_with(DEP_ANNOTATION_PREFIX)
-                    && dependencies.get(key).is_some_and(|now| value.as_str() == Some(now))
+                    && dependencies
+                        .get(key)
+                        .is_some_and(|now| value.as_str() == Some(now))
                 {
                     *value = Value::from("current");
                 }
@@ -314,9 +385,36 @@ pub(crate) fn content_digest(obj: &Value, dependencies: &Dependencies) -> u64 {
             }
         }
     }
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    content.to_string().hash(&mut hasher);
-    hasher.finish()
+    content
+}
+
+/// A second replica of the CSO ([`Chain::start_twin`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Twin {
+    /// The user its requests carry.
+    pub user: String,
+    pub deployment: String,
+    /// (apiVersion, kind, namespace, name) of what was created for it, in order.
+    objects: Vec<(String, String, String, String)>,
+}
+
+/// Creates `object` as the admin.
+async fn create(client: &kube::Client, object: &Value) -> anyhow::Result<()> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let resource =
+        kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind));
+    let ns = object["metadata"]["namespace"].as_str();
+    let api: Api<kube::api::DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let obj: kube::api::DynamicObject = serde_json::from_value(object.clone())?;
+    api.create(&kube::api::PostParams::default(), &obj)
+        .await
+        .with_context(|| format!("cannot create {kind} {}", object["metadata"]["name"]))?;
+    Ok(())
 }
 
 /// A running chain on a fresh testbed. Dropping it stops the CCO stand-in; dropping the
@@ -453,7 +551,7 @@ impl Chain {
     }
 
     /// Every stored object but Events, Leases and what the workload simulator derives, as
-    /// `resource.group namespace/name`, with the digest of its content ([`content_digest`]).
+    /// `resource.group namespace/name`, with its content ([`Content`]).
     pub(crate) fn objects(&self) -> Objects {
         let cluster = self.bed.kube.cluster();
         let store = &cluster.store;
@@ -462,7 +560,10 @@ impl Chain {
         let mut dependencies = Dependencies::new();
         for (kind, gr) in [
             (DependencyKind::Secret, GroupResource::new("", "secrets")),
-            (DependencyKind::ConfigMap, GroupResource::new("", "configmaps")),
+            (
+                DependencyKind::ConfigMap,
+                GroupResource::new("", "configmaps"),
+            ),
         ] {
             for ((ns, name), obj) in store.iter(&gr, None, None) {
                 if let Some(hash) = dependency_hash(kind, obj) {
@@ -476,7 +577,7 @@ impl Chain {
                 continue;
             }
             for ((ns, name), obj) in store.iter(&gr, None, None) {
-                out.insert(key_label(&gr, ns, name), content_digest(obj, &dependencies));
+                out.insert(key_label(&gr, ns, name), Content::of(obj, &dependencies));
             }
         }
         out
@@ -666,6 +767,175 @@ impl Chain {
     /// Whether kube-sim answers (its admin paths are never faulted).
     pub(crate) async fn api_up(&self) -> bool {
         self.admin("GET", "/__sim/faults", None).await.is_ok()
+    }
+
+    /// Every operator process's whole output so far (all runs of every pod), for the checks
+    /// that look for a log line.
+    pub(crate) fn log_text(&self) -> anyhow::Result<String> {
+        let mut text = String::new();
+        for entry in std::fs::read_dir(&self.log_dir)
+            .with_context(|| format!("cannot list {}", self.log_dir.display()))?
+        {
+            let path = entry?.path();
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            text.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        Ok(text)
+    }
+
+    /// `status.desiredNumberScheduled` of every DaemonSet in the drivers' namespaces, by
+    /// `namespace/name`: how many Nodes each schedules a pod on (kube-sim's DaemonSet pods are
+    /// virtual, so this is where a Node's pods show).
+    pub(crate) fn node_daemonsets(&self) -> BTreeMap<String, i64> {
+        let cluster = self.bed.kube.cluster();
+        let daemonsets = GroupResource::new("apps", "daemonsets");
+        [testbed::DRIVER_NAMESPACE, testbed::MANILA_NAMESPACE]
+            .iter()
+            .flat_map(|ns| {
+                cluster
+                    .store
+                    .iter(&daemonsets, Some(ns), None)
+                    .map(|((ns, name), ds)| {
+                        (
+                            format!("{ns}/{name}"),
+                            ds.pointer("/status/desiredNumberScheduled")
+                                .and_then(Value::as_i64)
+                                .unwrap_or(0),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Starts a second CSO replica ([`Twin`]): a copy of the CSO's Deployment under a twin
+    /// service account bound to every role the CSO's is bound to. Same image, arguments and
+    /// lease; the request log tells the two replicas apart by user.
+    pub(crate) async fn start_twin(&self) -> anyhow::Result<Twin> {
+        let ns = Operator::Cso.namespace();
+        let name = format!("{CSO_DEPLOYMENT}-twin");
+        let cso_user = Operator::Cso.user();
+        let client = &self.bed.client;
+        let mut twin = Twin {
+            user: format!("system:serviceaccount:{ns}:{name}"),
+            deployment: name.clone(),
+            objects: Vec::new(),
+        };
+        let created = |api: &str, kind: &str, ns: &str, name: &str| {
+            (
+                api.to_string(),
+                kind.to_string(),
+                ns.to_string(),
+                name.to_string(),
+            )
+        };
+        create(
+            client,
+            &json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                               "metadata": {"name": name, "namespace": ns}}),
+        )
+        .await?;
+        twin.objects
+            .push(created("v1", "ServiceAccount", ns, &name));
+        // The store's lock is held only here, never across an await.
+        let (bindings, deployment) = {
+            let cluster = self.bed.kube.cluster();
+            let mut bindings = Vec::new();
+            for (resource, kind) in [
+                ("clusterrolebindings", "ClusterRoleBinding"),
+                ("rolebindings", "RoleBinding"),
+            ] {
+                let gr = GroupResource::new("rbac.authorization.k8s.io", resource);
+                for ((bns, bname), b) in cluster.store.iter(&gr, None, None) {
+                    let binds_cso = b["subjects"].as_array().into_iter().flatten().any(|s| {
+                        s["kind"] == "ServiceAccount"
+                            && s["namespace"] == ns
+                            && s["name"] == CSO_DEPLOYMENT
+                    });
+                    if !binds_cso {
+                        continue;
+                    }
+                    let mut meta = json!({"name": format!("{bname}-twin")});
+                    if !bns.is_empty() {
+                        meta["namespace"] = json!(bns);
+                    }
+                    bindings.push(json!({
+                        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+                        "metadata": meta, "roleRef": b["roleRef"].clone(),
+                        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
+                    }));
+                }
+            }
+            let deployment = cluster
+                .store
+                .get(
+                    &GroupResource::new("apps", "deployments"),
+                    ns,
+                    CSO_DEPLOYMENT,
+                )
+                .map(|d| (*d).clone())
+                .context("the CSO has no Deployment")?;
+            (bindings, deployment)
+        };
+        anyhow::ensure!(!bindings.is_empty(), "no binding names {cso_user}");
+        for b in bindings {
+            create(client, &b).await?;
+            twin.objects.push(created(
+                "rbac.authorization.k8s.io/v1",
+                b["kind"].as_str().unwrap_or_default(),
+                b["metadata"]["namespace"].as_str().unwrap_or_default(),
+                b["metadata"]["name"].as_str().unwrap_or_default(),
+            ));
+        }
+        let mut template = deployment["spec"]["template"].clone();
+        template["metadata"] = json!({"labels": {"name": name}});
+        template["spec"]["serviceAccountName"] = json!(name);
+        create(
+            client,
+            &json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"name": name}},
+                         "template": template},
+            }),
+        )
+        .await?;
+        twin.objects
+            .push(created("apps/v1", "Deployment", ns, &name));
+        Ok(twin)
+    }
+
+    /// Removes what [`Chain::start_twin`] created and waits until its process is gone.
+    pub(crate) async fn remove_twin(&self, twin: &Twin) -> anyhow::Result<()> {
+        for (api_version, kind, ns, name) in twin.objects.iter().rev() {
+            let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            let resource = kube::api::ApiResource::from_gvk(&gvk);
+            let api: Api<kube::api::DynamicObject> = if ns.is_empty() {
+                Api::all_with(self.bed.client.clone(), &resource)
+            } else {
+                Api::namespaced_with(self.bed.client.clone(), ns, &resource)
+            };
+            api.delete(name, &kube::api::DeleteParams::default())
+                .await
+                .with_context(|| format!("cannot delete {kind} {ns}/{name}"))?;
+        }
+        let until = Instant::now() + EXIT_LIMIT;
+        while self
+            .bed
+            .kube
+            .processes()
+            .iter()
+            .any(|p| p.deployment == twin.deployment && p.pid.is_some())
+        {
+            anyhow::ensure!(
+                Instant::now() < until,
+                "the second CSO replica still runs {EXIT_LIMIT:?} after its Deployment was deleted"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
     }
 
     /// The last lines of every operator pod's output, for a failure's explanation.
@@ -904,8 +1174,22 @@ mod tests {
         assert!(!is_working_write(&r));
     }
 
+    fn content_digest(obj: &Value, deps: &Dependencies) -> u64 {
+        Content::of(obj, deps).digest
+    }
+
     fn content_digest_(obj: &Value) -> u64 {
         content_digest(obj, &Dependencies::new())
+    }
+
+    #[test]
+    fn the_first_difference_is_named_by_its_path() {
+        let a = json!({"spec": {"args": ["--a", "--b"], "x": 1}});
+        let b = json!({"spec": {"args": ["--a", "--c"], "x": 1}});
+        assert_eq!(first_difference(&a, &b), "/spec/args/1");
+        let c = json!({"spec": {"args": ["--a"], "x": 1}});
+        assert_eq!(first_difference(&a, &c), "/spec/args");
+        assert_eq!(first_difference(&a, &a), "");
     }
 
     #[test]
@@ -954,7 +1238,10 @@ mod tests {
         );
         let mut relabelled = secret("a", "1", "good");
         relabelled["metadata"]["labels"] = json!({"x": "y"});
-        assert_ne!(content_digest_(&relabelled), content_digest_(&secret("a", "1", "good")));
+        assert_ne!(
+            content_digest_(&relabelled),
+            content_digest_(&secret("a", "1", "good"))
+        );
     }
 
     #[test]

@@ -369,7 +369,11 @@ impl ObjectDiff {
 /// Compares the objects now with the clean install's: by name, and by content digest for the
 /// objects the operators own (`owned`; the rest, such as what the release or the bench put
 /// there, is compared by name only).
-pub(crate) fn object_diff(reference: &Objects, now: &Objects, owned: &BTreeSet<String>) -> ObjectDiff {
+pub(crate) fn object_diff(
+    reference: &Objects,
+    now: &Objects,
+    owned: &BTreeSet<String>,
+) -> ObjectDiff {
     let lost = reference
         .keys()
         .filter(|k| !now.contains_key(*k))
@@ -382,8 +386,15 @@ pub(crate) fn object_diff(reference: &Objects, now: &Objects, owned: &BTreeSet<S
         .collect();
     let changed = reference
         .iter()
-        .filter(|(k, digest)| owned.contains(*k) && now.get(*k).is_some_and(|d| d != *digest))
-        .map(|(k, _)| k.clone())
+        .filter_map(|(k, then)| {
+            let now = now.get(k)?;
+            (owned.contains(k) && now.digest != then.digest).then(|| {
+                format!(
+                    "{k} (at {})",
+                    super::chain::first_difference(&then.value, &now.value)
+                )
+            })
+        })
         .collect();
     ObjectDiff {
         lost,
@@ -477,10 +488,7 @@ pub(crate) fn shutdown(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Reach {
     /// The operator got at least one of these answers while the fault lasted.
-    Refused {
-        op: Operator,
-        codes: &'static [u16],
-    },
+    Refused { op: Operator, codes: &'static [u16] },
     /// The operator sent requests while the API was slowed for it (each one slower than its
     /// client's read timeout: every one of them hit that deadline).
     Slowed { op: Operator },
@@ -502,7 +510,8 @@ pub(crate) enum Reach {
     LeaseLapsed { op: Operator },
     /// The operator's process was restarted (the SIGKILL and SIGTERM rows).
     Restarted { op: Operator },
-    /// Pods of the drivers' node DaemonSets ran on the Node the row added (counted by the row).
+    /// The drivers' node DaemonSets scheduled a pod on the Node the row added (how many
+    /// DaemonSets did, counted by the row).
     NodeHosted { pods: usize },
 }
 
@@ -570,7 +579,10 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                 (
                     n,
                     format!("{} {codes} ×{n}", op.label()),
-                    format!("the {} operator got no {codes} while the fault lasted", op.label()),
+                    format!(
+                        "the {} operator got no {codes} while the fault lasted",
+                        op.label()
+                    ),
                 )
             }
             Reach::Slowed { op } => {
@@ -582,7 +594,10 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                 (
                     n,
                     format!("{} {n} requests slowed", op.label()),
-                    format!("the {} operator sent no request while the API was slow", op.label()),
+                    format!(
+                        "the {} operator sent no request while the API was slow",
+                        op.label()
+                    ),
                 )
             }
             Reach::Rewatched { op } | Reach::Relisted { op } => {
@@ -592,10 +607,14 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                     ("list", "lists again")
                 };
                 let mine = of(*op);
-                let before = mine.iter().any(|r| r.verb == "watch" && r.at_ms < ev.from_ms);
+                let before = mine
+                    .iter()
+                    .any(|r| r.verb == "watch" && r.at_ms < ev.from_ms);
                 let n = if before {
                     mine.iter()
-                        .filter(|r| r.verb == verb && r.at_ms >= ev.from_ms && r.at_ms <= ev.until_ms)
+                        .filter(|r| {
+                            r.verb == verb && r.at_ms >= ev.from_ms && r.at_ms <= ev.until_ms
+                        })
                         .count()
                 } else {
                     0
@@ -604,9 +623,15 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                     n,
                     format!("{} {n} {again}", op.label()),
                     if before {
-                        format!("the {} operator did not {verb} again after the fault began", op.label())
+                        format!(
+                            "the {} operator did not {verb} again after the fault began",
+                            op.label()
+                        )
                     } else {
-                        format!("the {} operator had no watch open when the fault began", op.label())
+                        format!(
+                            "the {} operator had no watch open when the fault began",
+                            op.label()
+                        )
                     },
                 )
             }
@@ -625,13 +650,20 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
             }
             Reach::Logged { needle, what } => {
                 let n = ev.logs.matches(needle).count();
-                (n, format!("{what} ×{n}"), format!("no operator logged that {what}"))
+                (
+                    n,
+                    format!("{what} ×{n}"),
+                    format!("no operator logged that {what}"),
+                )
             }
             Reach::LeaseLapsed { op } => {
                 let renewals: Vec<u64> = of(*op)
                     .iter()
                     .filter(|r| {
-                        is_lease(r) && r.name == op.lease() && r.is_write() && (200..300).contains(&r.code)
+                        is_lease(r)
+                            && r.name == op.lease()
+                            && r.is_write()
+                            && (200..300).contains(&r.code)
                     })
                     .map(|r| r.at_ms)
                     .collect();
@@ -645,7 +677,11 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                 let lapsed = gap >= ev.renew_deadline.as_millis() as u64;
                 (
                     usize::from(lapsed),
-                    format!("{} lease unrenewed for {:.0} s", op.label(), gap as f64 / 1000.0),
+                    format!(
+                        "{} lease unrenewed for {:.0} s",
+                        op.label(),
+                        gap as f64 / 1000.0
+                    ),
                     format!(
                         "the {} operator's lease went unrenewed for {:.0} s at most, less than the renew deadline of {} s",
                         op.label(),
@@ -664,8 +700,9 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
             }
             Reach::NodeHosted { pods } => (
                 *pods,
-                format!("{pods} driver node pods on the added Node"),
-                "no driver node pod ran on the added Node before it was removed".into(),
+                format!("{pods} node DaemonSets scheduled on the added Node"),
+                "no driver node DaemonSet scheduled a pod on the added Node before it was removed"
+                    .into(),
             ),
         };
         if count == 0 {
@@ -704,14 +741,13 @@ pub(crate) fn leadership_violations(
                 describe(r),
                 r.user
             )),
-            Some((_, at)) if r.at_ms.saturating_sub(at) > renew_deadline.as_millis() as u64 => {
-                out.push(format!(
+            Some((_, at)) if r.at_ms.saturating_sub(at) > renew_deadline.as_millis() as u64 => out
+                .push(format!(
                     "{} {:.0} s after its last lease renewal (renew deadline {} s)",
                     describe(r),
                     (r.at_ms - at) as f64 / 1000.0,
                     renew_deadline.as_secs()
-                ))
-            }
+                )),
             Some(_) => {}
         }
     }
@@ -726,7 +762,7 @@ pub(crate) fn secs(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reliability::chain::Condition;
+    use crate::reliability::chain::{Condition, Content};
 
     fn c(status: &str) -> Condition {
         Condition {
@@ -980,7 +1016,13 @@ mod tests {
     #[test]
     fn objects_are_compared_both_ways_and_owned_ones_by_content() {
         let objects = |pairs: &[(&str, u64)]| -> Objects {
-            pairs.iter().map(|(k, d)| (k.to_string(), *d)).collect()
+            pairs
+                .iter()
+                .map(|(k, d)| {
+                    let content = Content::of(&serde_json::json!({"data": d}), &Default::default());
+                    (k.to_string(), content)
+                })
+                .collect()
         };
         let owned: BTreeSet<String> = ["y".to_string()].into();
         let reference = objects(&[("x", 1), ("y", 2), ("w", 3)]);
@@ -1000,7 +1042,280 @@ mod tests {
         let stale = objects(&[("x", 1), ("y", 7), ("w", 3)]);
         assert_eq!(
             object_diff(&reference, &stale, &owned).changed,
-            vec!["y".to_string()]
+            vec!["y (at /data)".to_string()]
+        );
+    }
+
+    fn lease(at_ms: u64, user: &str, name: &str, code: u16) -> RequestRecord {
+        RequestRecord {
+            name: name.into(),
+            code,
+            ..rec(at_ms, user, "update", LEASE)
+        }
+    }
+
+    fn evidence<'a>(
+        records: &'a [RequestRecord],
+        openstack: &'a [u16],
+        logs: &'a str,
+        restarts: &'a BTreeMap<Operator, u32>,
+    ) -> Evidence<'a> {
+        Evidence {
+            records,
+            from_ms: 1_000,
+            to_ms: 2_000,
+            until_ms: 3_000,
+            openstack,
+            logs,
+            restarts,
+            renew_deadline: Duration::from_secs(107),
+        }
+    }
+
+    #[test]
+    fn a_refusal_row_needs_an_injected_failure_of_its_operator_inside_the_window() {
+        let cinder = Operator::Cinder.user();
+        let reach = [Reach::Refused {
+            op: Operator::Cinder,
+            codes: &[409],
+        }];
+        let restarts = BTreeMap::new();
+        let hit = [RequestRecord {
+            code: 409,
+            ..rec(1_500, &cinder, "patch", "apps/deployments")
+        }];
+        let (seen, problems) = reached(&reach, &evidence(&hit, &[], "", &restarts));
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(seen, ["Cinder 409 ×1"]);
+        // The bad cases: the 409 went to another operator, came after the window, or Cinder
+        // only succeeded.
+        for bad in [
+            RequestRecord {
+                code: 409,
+                ..rec(1_500, &Operator::Cso.user(), "patch", "apps/deployments")
+            },
+            RequestRecord {
+                code: 409,
+                ..rec(2_500, &cinder, "patch", "apps/deployments")
+            },
+            rec(1_500, &cinder, "patch", "apps/deployments"),
+        ] {
+            let (_, problems) = reached(&reach, &evidence(&[bad], &[], "", &restarts));
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(problems[0].contains("reached nobody"), "{problems:?}");
+        }
+    }
+
+    #[test]
+    fn watch_rows_need_a_watch_open_before_and_one_again_after() {
+        let cso = Operator::Cso.user();
+        let restarts = BTreeMap::new();
+        let re = [Reach::Rewatched { op: Operator::Cso }];
+        let relist = [Reach::Relisted { op: Operator::Cso }];
+        let good = [
+            rec(500, &cso, "watch", "/secrets"),
+            rec(1_200, &cso, "watch", "/secrets"),
+        ];
+        assert!(
+            reached(&re, &evidence(&good, &[], "", &restarts))
+                .1
+                .is_empty()
+        );
+        // No list: the resume was never refused.
+        assert_eq!(
+            reached(&relist, &evidence(&good, &[], "", &restarts))
+                .1
+                .len(),
+            1
+        );
+        let relisted = [
+            rec(500, &cso, "watch", "/secrets"),
+            rec(1_200, &cso, "list", "/secrets"),
+        ];
+        assert!(
+            reached(&relist, &evidence(&relisted, &[], "", &restarts))
+                .1
+                .is_empty()
+        );
+        // First watches after the fault began: the operator had nothing to lose.
+        let late = [
+            rec(1_200, &cso, "watch", "/secrets"),
+            rec(1_300, &cso, "watch", "/pods"),
+        ];
+        assert_eq!(
+            reached(&re, &evidence(&late, &[], "", &restarts)).1.len(),
+            1
+        );
+    }
+
+    #[test]
+    fn openstack_logs_restarts_and_node_reach_fail_when_nothing_was_seen() {
+        let restarts: BTreeMap<Operator, u32> = [(Operator::Cinder, 1)].into();
+        let none = BTreeMap::new();
+        let reach401 = [Reach::OpenStack { status: Some(401) }];
+        assert!(
+            reached(&reach401, &evidence(&[], &[200, 401], "", &none))
+                .1
+                .is_empty()
+        );
+        assert_eq!(
+            reached(&reach401, &evidence(&[], &[200, 503], "", &none))
+                .1
+                .len(),
+            1
+        );
+        let any = [Reach::OpenStack { status: None }];
+        assert_eq!(reached(&any, &evidence(&[], &[], "", &none)).1.len(), 1);
+        let logged = [Reach::Logged {
+            needle: "ran past its deadline",
+            what: "a reconcile cancelled",
+        }];
+        assert!(
+            reached(
+                &logged,
+                &evidence(&[], &[], "x ran past its deadline y", &none)
+            )
+            .1
+            .is_empty()
+        );
+        assert_eq!(
+            reached(&logged, &evidence(&[], &[], "all well", &none))
+                .1
+                .len(),
+            1
+        );
+        let restarted = [Reach::Restarted {
+            op: Operator::Cinder,
+        }];
+        assert!(
+            reached(&restarted, &evidence(&[], &[], "", &restarts))
+                .1
+                .is_empty()
+        );
+        assert_eq!(
+            reached(&restarted, &evidence(&[], &[], "", &none)).1.len(),
+            1
+        );
+        assert_eq!(
+            reached(
+                &[Reach::NodeHosted { pods: 0 }],
+                &evidence(&[], &[], "", &none)
+            )
+            .1
+            .len(),
+            1
+        );
+        assert!(
+            reached(
+                &[Reach::NodeHosted { pods: 2 }],
+                &evidence(&[], &[], "", &none)
+            )
+            .1
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn slowed_requests_are_those_on_the_slowed_paths_inside_the_window() {
+        let cso = Operator::Cso.user();
+        let none = BTreeMap::new();
+        let reach = [Reach::Slowed { op: Operator::Cso }];
+        let slowed = [RequestRecord {
+            path: "/apis/apps/v1/namespaces/x/deployments/y".into(),
+            ..rec(1_500, &cso, "patch", "apps/deployments")
+        }];
+        assert!(
+            reached(&reach, &evidence(&slowed, &[], "", &none))
+                .1
+                .is_empty()
+        );
+        // A Lease request is not slowed (the lease-loss row tests the lease).
+        let lease_only = [RequestRecord {
+            path: "/apis/coordination.k8s.io/v1/namespaces/x/leases/y".into(),
+            ..rec(1_500, &cso, "update", LEASE)
+        }];
+        assert_eq!(
+            reached(&reach, &evidence(&lease_only, &[], "", &none))
+                .1
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_lease_lapses_only_when_unrenewed_for_the_renew_deadline_across_the_fault() {
+        let cso = Operator::Cso.user();
+        let lock = Operator::Cso.lease();
+        let none = BTreeMap::new();
+        let reach = [Reach::LeaseLapsed { op: Operator::Cso }];
+        let lapsed = [lease(900, &cso, lock, 200), lease(120_000, &cso, lock, 200)];
+        assert!(
+            reached(&reach, &evidence(&lapsed, &[], "", &none))
+                .1
+                .is_empty()
+        );
+        // Renewed every 26 s: the outage was shorter than the deadline.
+        let renewed: Vec<RequestRecord> = (0..6)
+            .map(|i| lease(900 + i * 26_000, &cso, lock, 200))
+            .collect();
+        assert_eq!(
+            reached(&reach, &evidence(&renewed, &[], "", &none)).1.len(),
+            1
+        );
+        // Failed renewals do not count as renewals, and another lease is not this one.
+        let other = [
+            lease(900, &cso, "another-lock", 200),
+            lease(120_000, &cso, "another-lock", 200),
+        ];
+        assert_eq!(
+            reached(&reach, &evidence(&other, &[], "", &none)).1.len(),
+            1
+        );
+    }
+
+    #[test]
+    fn one_writer_at_a_time_and_a_deposed_leader_stays_silent() {
+        let a = "replica-a".to_string();
+        let b = "replica-b".to_string();
+        let users = [a.clone(), b.clone()];
+        let deadline = Duration::from_secs(107);
+        let write = |at, user: &str| rec(at, user, "patch", "apps/deployments");
+        let good = [
+            lease(0, &a, "lock", 200),
+            write(1_000, &a),
+            lease(26_000, &a, "lock", 200),
+            write(30_000, &a),
+            // a lost it; b acquired after the lease expired, then wrote.
+            lease(170_000, &b, "lock", 200),
+            write(171_000, &b),
+            // Events and failed lease writes are not work.
+            rec(172_000, &a, "create", "/events"),
+            lease(173_000, &a, "lock", 409),
+        ];
+        assert!(leadership_violations(&good, "lock", &users, deadline).is_empty());
+        // Two writers: a writes while b holds the lease.
+        let mut two = good.to_vec();
+        two.push(write(174_000, &a));
+        assert_eq!(
+            leadership_violations(&two, "lock", &users, deadline).len(),
+            1
+        );
+        // The deposed leader writes past its renew deadline without renewing.
+        let deposed = [lease(0, &a, "lock", 200), write(110_000, &a)];
+        assert_eq!(
+            leadership_violations(&deposed, "lock", &users, deadline).len(),
+            1
+        );
+        // A write before any lease.
+        assert_eq!(
+            leadership_violations(&[write(5, &a)], "lock", &users, deadline).len(),
+            1
+        );
+        // Another lease's writes do not make a leader here.
+        let other = [lease(0, &a, "other", 200), write(10, &a)];
+        assert_eq!(
+            leadership_violations(&other, "lock", &users, deadline).len(),
+            1
         );
     }
 }

@@ -17,6 +17,7 @@ use openstack_sim::{Fault, SimService};
 use serde_json::{Value, json};
 
 use super::chain::{BAD_PASSWORD, CANARY_PASSWORD, Chain, Operator};
+use super::checks::{Reach, SLOWED_PATHS};
 
 /// How long faults last; `--quick` shortens them (not the OpenStack hang, which must outlast
 /// the client's fixed 60 s timeout to be one). The run as a whole must stay within 15 minutes
@@ -27,11 +28,17 @@ pub(crate) struct Timings {
     pub outage: Duration,
     /// Bursts of kube-sim faults (watch drops, 409, 429, 5xx).
     pub burst: Duration,
-    /// Slow API.
+    /// Slow API: how long, and the latency of each request (past the client's read timeout,
+    /// and long enough for the reconcile deadline to pass).
     pub slow: Duration,
     pub latency: Duration,
     /// OpenStack error windows, from the moment both driver operators lead.
     pub openstack: Duration,
+    /// OpenStack refusing the credentials, from the moment both driver operators lead: past
+    /// the notice time, so the refusal check has a window to run in.
+    pub refusal: Duration,
+    /// The API server's downtime in `lease-loss`: past the leader's renew deadline.
+    pub lease_outage: Duration,
     /// How long an OpenStack request that arrives in the hang window hangs.
     pub hang: Duration,
     /// How long the credentials stay bad.
@@ -52,9 +59,14 @@ impl Timings {
         let full = Timings {
             outage: Duration::from_secs(60),
             burst: Duration::from_secs(10),
-            slow: Duration::from_secs(15),
-            latency: Duration::from_secs(2),
+            // The client gives up after its read timeout (65 s) and a reconcile is cancelled
+            // after its deadline (180 s): requests slower than the first, for longer than the
+            // second plus one timeout, so both are passed.
+            slow: READ_TIMEOUT + RECONCILE_DEADLINE + Duration::from_secs(15),
+            latency: READ_TIMEOUT + Duration::from_secs(5),
             openstack: Duration::from_secs(5),
+            refusal: Duration::from_secs(20),
+            lease_outage: RENEW_DEADLINE + Duration::from_secs(20),
             hang: Duration::from_secs(62),
             bad_credentials: Duration::from_secs(25),
             notice: Duration::from_secs(10),
@@ -76,6 +88,13 @@ impl Timings {
     }
 }
 
+/// The operators' client read timeout, reconcile deadline and renew deadline (their shipped
+/// values, which the rows must pass to test them).
+const READ_TIMEOUT: Duration = operator_kit::client_config::Timeouts::DEFAULT.read;
+const RECONCILE_DEADLINE: Duration = operator_kit::runtime::RECONCILE_DEADLINE;
+pub(crate) const RENEW_DEADLINE: Duration =
+    operator_kit::leader::LeaderTimings::DEFAULT.renew_deadline;
+
 /// What a row's fault did.
 #[derive(Debug, Clone)]
 pub(crate) struct Window {
@@ -91,6 +110,12 @@ pub(crate) struct Window {
     pub terminated: Option<(Operator, u64, u64)>,
     /// openstack-sim's request count when an OpenStack fault was lifted.
     pub openstack_requests: Option<usize>,
+    /// openstack-sim's request count when the fault began.
+    pub openstack_from: usize,
+    /// What the fault must have reached (checked once the row is over).
+    pub reach: Vec<Reach>,
+    /// A second replica the row started (`lease-loss`), removed once the row converged.
+    pub twin: Option<super::chain::Twin>,
     pub notes: Vec<String>,
 }
 
@@ -103,8 +128,16 @@ impl Window {
             killed: None,
             terminated: None,
             openstack_requests: None,
+            openstack_from: 0,
+            reach: Vec::new(),
+            twin: None,
             notes: Vec::new(),
         }
+    }
+
+    fn reaching(mut self, reach: impl IntoIterator<Item = Reach>) -> Self {
+        self.reach.extend(reach);
+        self
     }
 }
 
@@ -131,6 +164,44 @@ pub(crate) struct Row {
 
 /// The reference row: the object set every other row is compared with comes from it.
 pub(crate) const CLEAN_INSTALL: &str = "clean-install";
+
+/// A 409 row for one operator: every create, update, patch and delete of it refused.
+macro_rules! conflict_row {
+    ($id:literal, $op:expr) => {
+        Row {
+            id: $id,
+            fault: |t| {
+                format!(
+                    "409 Conflict to every create, update, patch and delete of the {} operator for {} s",
+                    $op.label(),
+                    t.burst.as_secs()
+                )
+            },
+            when: "during install (from its first write)",
+            restarts: None,
+            run: |c| Box::pin(api_faults_from_first_write(c, $op, &WRITES, &[409])),
+        }
+    };
+}
+
+/// A 5xx row for one operator: 500 to its writes, 503 to everything else it asks.
+macro_rules! errors_row {
+    ($id:literal, $op:expr) => {
+        Row {
+            id: $id,
+            fault: |t| {
+                format!(
+                    "500 to every write and 503 to every other request of the {} operator for {} s",
+                    $op.label(),
+                    t.burst.as_secs()
+                )
+            },
+            when: "during install (from its first write)",
+            restarts: None,
+            run: |c| Box::pin(api_faults_from_first_write(c, $op, &WRITES, &[500, 503])),
+        }
+    };
+}
 
 /// Every row, in the order they run and RELIABILITY.md lists them.
 pub(crate) const ROWS: &[Row] = &[
@@ -180,18 +251,9 @@ pub(crate) const ROWS: &[Row] = &[
         restarts: None,
         run: |c| Box::pin(watch_410(c)),
     },
-    Row {
-        id: "conflict-409",
-        fault: |t| {
-            format!(
-                "409 Conflict to every create, update, patch and delete of the three operators for {} s",
-                t.burst.as_secs()
-            )
-        },
-        when: "during install (from the CSO's first write)",
-        restarts: None,
-        run: |c| Box::pin(conflict_409(c)),
-    },
+    conflict_row!("conflict-409-cso", Operator::Cso),
+    conflict_row!("conflict-409-cinder", Operator::Cinder),
+    conflict_row!("conflict-409-manila", Operator::Manila),
     Row {
         id: "throttle-429",
         fault: |t| {
@@ -204,25 +266,18 @@ pub(crate) const ROWS: &[Row] = &[
         restarts: None,
         run: |c| Box::pin(throttle_429(c)),
     },
-    Row {
-        id: "errors-5xx",
-        fault: |t| {
-            format!(
-                "500 to every write and 503 to every other request of the three operators for {} s",
-                t.burst.as_secs()
-            )
-        },
-        when: "during install (from the CSO's first write)",
-        restarts: None,
-        run: |c| Box::pin(errors_5xx(c)),
-    },
+    errors_row!("errors-5xx-cso", Operator::Cso),
+    errors_row!("errors-5xx-cinder", Operator::Cinder),
+    errors_row!("errors-5xx-manila", Operator::Manila),
     Row {
         id: "slow-api",
         fault: |t| {
             format!(
-                "{} s of latency on every request of the three operators for {} s",
+                "{} s of latency on every request of the three operators but their Lease's for {} s: past the client's {} s read timeout, for longer than the {} s reconcile deadline",
                 t.latency.as_secs(),
-                t.slow.as_secs()
+                t.slow.as_secs(),
+                READ_TIMEOUT.as_secs(),
+                RECONCILE_DEADLINE.as_secs()
             )
         },
         when: "during install (from the CSO's first write)",
@@ -234,7 +289,7 @@ pub(crate) const ROWS: &[Row] = &[
         fault: |t| {
             format!(
                 "openstack-sim answers 401 to every request (Keystone and services) until {} s after both driver operators lead",
-                t.openstack.as_secs()
+                t.refusal.as_secs()
             )
         },
         when: "from before the install",
@@ -296,7 +351,7 @@ pub(crate) const ROWS: &[Row] = &[
         fault: |t| {
             format!(
                 "Keystone answers 401 with an error body that echoes the password, until {} s after both driver operators lead",
-                t.openstack.as_secs()
+                t.refusal.as_secs()
             )
         },
         when: "from before the install",
@@ -319,7 +374,7 @@ pub(crate) const ROWS: &[Row] = &[
         id: "node-churn",
         fault: |_| {
             format!(
-                "a worker Node added at the CSO's first write, removed {} s after the Cinder operator's first write",
+                "a worker Node added at the CSO's first write, removed {} s after both drivers' node DaemonSets schedule a pod on it",
                 NODE_LIFETIME.as_secs()
             )
         },
@@ -359,6 +414,19 @@ pub(crate) const ROWS: &[Row] = &[
         restarts: Some(Operator::Cinder),
         run: |c| Box::pin(sigterm(c, Operator::Cinder)),
     },
+    Row {
+        id: "lease-loss",
+        fault: |t| {
+            format!(
+                "a second CSO replica started (its own Deployment, under a twin service account bound to the same roles, so the request log tells the two apart), then every connection dropped and none accepted for {} s, past the leader's {} s renew deadline",
+                t.lease_outage.as_secs(),
+                RENEW_DEADLINE.as_secs()
+            )
+        },
+        when: "after install",
+        restarts: Some(Operator::Cso),
+        run: |c| Box::pin(lease_loss(c)),
+    },
 ];
 
 /// How long the extra Node lives in `node-churn`.
@@ -394,7 +462,13 @@ async fn api_restart(ctx: &Ctx) -> anyhow::Result<Window> {
         );
         tokio::time::sleep(POLL).await;
     }
-    Ok(Window::new(start, Instant::now()))
+    // The Manila operator may not run yet at the Cinder operator's first write.
+    Ok(Window::new(start, Instant::now()).reaching([
+        Reach::Rewatched { op: Operator::Cso },
+        Reach::Rewatched {
+            op: Operator::Cinder,
+        },
+    ]))
 }
 
 /// Runs `each` every `period` for `total`, starting at the CSO's first write.
@@ -422,29 +496,31 @@ async fn repeat_during_install(
 }
 
 async fn watch_drop(ctx: &Ctx) -> anyhow::Result<Window> {
-    repeat_during_install(
+    // From the CSO's first write only the CSO is sure to have watches open.
+    let w = repeat_during_install(
         ctx,
         Duration::from_secs(1),
         ctx.t.burst,
         &["/__sim/drop-watches"],
     )
-    .await
+    .await?;
+    Ok(w.reaching([Reach::Rewatched { op: Operator::Cso }]))
 }
 
 async fn watch_410(ctx: &Ctx) -> anyhow::Result<Window> {
-    repeat_during_install(
+    let w = repeat_during_install(
         ctx,
         Duration::from_secs(2),
         ctx.t.burst,
         &["/__sim/compact", "/__sim/drop-watches"],
     )
-    .await
+    .await?;
+    Ok(w.reaching([Reach::Relisted { op: Operator::Cso }]))
 }
 
-/// kube-sim faults for every request of the three operators matching `verbs` (`""`: any).
-fn operator_faults(verbs: &[&str], code: u16, latency_ms: u64) -> Vec<Value> {
-    Operator::ALL
-        .iter()
+/// kube-sim faults for every request of `ops` matching `verbs` (`""`: any).
+fn operator_faults(ops: &[Operator], verbs: &[&str], code: u16, latency_ms: u64) -> Vec<Value> {
+    ops.iter()
         .flat_map(|op| {
             verbs.iter().map(move |verb| {
                 json!({"match": {"verb": verb, "user": op.user()}, "code": code,
@@ -474,25 +550,73 @@ async fn api_faults_during_install(
     Ok(Window::new(start, Instant::now()))
 }
 
-async fn conflict_409(ctx: &Ctx) -> anyhow::Result<Window> {
-    api_faults_during_install(ctx, operator_faults(&WRITES, 409, 0), ctx.t.burst).await
+/// From `op`'s first write, for a burst: `codes[0]` to its writes and, when given,
+/// `codes[1]` to everything else it asks.
+async fn api_faults_from_first_write(
+    ctx: &Ctx,
+    op: Operator,
+    writes: &[&str],
+    codes: &'static [u16],
+) -> anyhow::Result<Window> {
+    let c = &ctx.chain;
+    c.install().await?;
+    c.wait_first_write(op, ctx.t.start_limit).await?;
+    let start = Instant::now();
+    // The first matching fault's code wins: the writes' code, then the rest's.
+    let mut faults = operator_faults(&[op], writes, codes[0], 0);
+    if let Some(rest) = codes.get(1) {
+        faults.extend(operator_faults(&[op], &[""], *rest, 0));
+    }
+    for f in &faults {
+        c.inject(f.clone()).await?;
+    }
+    tokio::time::sleep(ctx.t.burst).await;
+    c.clear_faults().await?;
+    Ok(Window::new(start, Instant::now()).reaching([Reach::Refused { op, codes }]))
 }
 
 async fn throttle_429(ctx: &Ctx) -> anyhow::Result<Window> {
-    api_faults_during_install(ctx, operator_faults(&[""], 429, 0), ctx.t.burst).await
-}
-
-async fn errors_5xx(ctx: &Ctx) -> anyhow::Result<Window> {
-    // The first matching fault's code wins: 500 for writes, 503 for the rest.
-    let mut faults = operator_faults(&WRITES, 500, 0);
-    faults.extend(operator_faults(&[""], 503, 0));
-    api_faults_during_install(ctx, faults, ctx.t.burst).await
+    let w = api_faults_during_install(
+        ctx,
+        operator_faults(&Operator::ALL, &[""], 429, 0),
+        ctx.t.burst,
+    )
+    .await?;
+    Ok(w.reaching([Reach::Refused {
+        op: Operator::Cso,
+        codes: &[429],
+    }]))
 }
 
 async fn slow_api(ctx: &Ctx) -> anyhow::Result<Window> {
     let latency = ctx.t.latency.as_millis() as u64;
-    api_faults_during_install(ctx, operator_faults(&[""], 0, latency), ctx.t.slow).await
+    let faults = Operator::ALL
+        .iter()
+        .flat_map(|op| {
+            SLOWED_PATHS.iter().map(move |path| {
+                json!({"match": {"user": op.user(), "pathContains": path}, "code": 0,
+                       "times": 0, "latencyMs": latency})
+            })
+        })
+        .collect();
+    let w = api_faults_during_install(ctx, faults, ctx.t.slow).await?;
+    Ok(w.reaching([
+        Reach::Slowed { op: Operator::Cso },
+        Reach::Logged {
+            needle: CLIENT_TIMEOUT_LOG,
+            what: "a request past the client's read timeout",
+        },
+        Reach::Logged {
+            needle: RECONCILE_DEADLINE_LOG,
+            what: "a reconcile cancelled at its deadline",
+        },
+    ]))
 }
+
+/// What the operators log when a reconcile passes its deadline (operator-kit `runtime`).
+const RECONCILE_DEADLINE_LOG: &str = "a reconcile ran past its deadline and was cancelled";
+/// What the kube client's error says when an answer does not come within the read timeout.
+const CLIENT_TIMEOUT_LOG: &str = "timed out";
 
 /// Injects `faults` into openstack-sim before the install, and lifts them `hold` after both
 /// driver operators lead (so their first OpenStack calls fall in the window).
@@ -501,6 +625,7 @@ async fn openstack_faults_from_install(
     faults: Vec<Fault>,
     hold: Duration,
     breaks: bool,
+    reached: Option<u16>,
 ) -> anyhow::Result<Window> {
     let c = &ctx.chain;
     let start = Instant::now();
@@ -521,7 +646,7 @@ async fn openstack_faults_from_install(
     }
     w.notes.push(openstack_requests(c));
     w.openstack_requests = Some(c.bed.openstack.requests().len());
-    Ok(w)
+    Ok(w.reaching([Reach::OpenStack { status: reached }]))
 }
 
 /// openstack-sim's requests so far, counted by answer.
@@ -547,11 +672,25 @@ pub(crate) fn openstack_answers(requests: &[openstack_sim::RequestRecord]) -> St
 }
 
 async fn openstack_401(ctx: &Ctx) -> anyhow::Result<Window> {
-    openstack_faults_from_install(ctx, vec![Fault::status(401)], ctx.t.openstack, true).await
+    openstack_faults_from_install(
+        ctx,
+        vec![Fault::status(401)],
+        ctx.t.refusal,
+        true,
+        Some(401),
+    )
+    .await
 }
 
 async fn openstack_503(ctx: &Ctx) -> anyhow::Result<Window> {
-    openstack_faults_from_install(ctx, vec![Fault::status(503)], ctx.t.openstack, false).await
+    openstack_faults_from_install(
+        ctx,
+        vec![Fault::status(503)],
+        ctx.t.openstack,
+        false,
+        Some(503),
+    )
+    .await
 }
 
 async fn openstack_timeout(ctx: &Ctx) -> anyhow::Result<Window> {
@@ -560,6 +699,7 @@ async fn openstack_timeout(ctx: &Ctx) -> anyhow::Result<Window> {
         vec![Fault::latency(ctx.t.hang)],
         ctx.t.openstack,
         false,
+        None,
     )
     .await?;
     // A request that arrived just before the fault was lifted hangs for the whole delay: the
@@ -574,7 +714,14 @@ async fn openstack_timeout(ctx: &Ctx) -> anyhow::Result<Window> {
 
 async fn openstack_truncated(ctx: &Ctx) -> anyhow::Result<Window> {
     let cut = r#"{"token": {"methods": ["password"], "catalog": [{"type": "compute", "endpoints": [{"interface": "public", "url": "http://"#;
-    openstack_faults_from_install(ctx, vec![Fault::respond(200, cut)], ctx.t.openstack, false).await
+    openstack_faults_from_install(
+        ctx,
+        vec![Fault::respond(200, cut)],
+        ctx.t.openstack,
+        false,
+        Some(200),
+    )
+    .await
 }
 
 async fn openstack_oversized(ctx: &Ctx) -> anyhow::Result<Window> {
@@ -582,8 +729,14 @@ async fn openstack_oversized(ctx: &Ctx) -> anyhow::Result<Window> {
     body.push_str(r#"{"padding": ""#);
     body.extend(std::iter::repeat_n('x', OVERSIZED));
     body.push_str(r#""}"#);
-    openstack_faults_from_install(ctx, vec![Fault::respond(200, body)], ctx.t.openstack, false)
-        .await
+    openstack_faults_from_install(
+        ctx,
+        vec![Fault::respond(200, body)],
+        ctx.t.openstack,
+        false,
+        Some(200),
+    )
+    .await
 }
 
 async fn openstack_echo(ctx: &Ctx) -> anyhow::Result<Window> {
@@ -593,7 +746,7 @@ async fn openstack_echo(ctx: &Ctx) -> anyhow::Result<Window> {
          \"password\": \"{CANARY_PASSWORD}\"}}}}}}}}}}"
     )}});
     let fault = Fault::respond(401, body.to_string()).on(SimService::Identity);
-    openstack_faults_from_install(ctx, vec![fault], ctx.t.openstack, true).await
+    openstack_faults_from_install(ctx, vec![fault], ctx.t.refusal, true, Some(401)).await
 }
 
 /// Waits until the chain is healthy (held for the settle time), for rows that start after
@@ -626,14 +779,17 @@ async fn credentials_bad(ctx: &Ctx) -> anyhow::Result<Window> {
     c.install().await?;
     wait_installed(ctx).await?;
     let start = Instant::now();
+    let openstack_from = c.bed.openstack.requests().len();
     c.rotate_credentials(BAD_PASSWORD).await?;
     tokio::time::sleep(ctx.t.bad_credentials).await;
     c.rotate_credentials(CANARY_PASSWORD).await?;
     let end = Instant::now();
     let mut w = Window::new(start, end);
     w.refused = Some((start, end));
+    w.openstack_from = openstack_from;
+    w.openstack_requests = Some(c.bed.openstack.requests().len());
     w.notes.push(openstack_requests(c));
-    Ok(w)
+    Ok(w.reaching([Reach::OpenStack { status: Some(401) }]))
 }
 
 async fn node_churn(ctx: &Ctx) -> anyhow::Result<Window> {
@@ -655,14 +811,46 @@ async fn node_churn(ctx: &Ctx) -> anyhow::Result<Window> {
         .create(&PostParams::default(), &node)
         .await
         .context("cannot add the Node")?;
-    c.wait_first_write(Operator::Cinder, ctx.t.start_limit)
-        .await?;
+    // The Node must matter: it goes once both drivers' node DaemonSets schedule a pod on it
+    // (or the wait ends, and the reach check says the fault touched nobody).
+    let nodes_now = || async {
+        nodes
+            .list(&Default::default())
+            .await
+            .map(|l| l.items.len() as i64)
+            .unwrap_or(0)
+    };
+    let all = nodes_now().await;
+    let until = Instant::now() + ctx.t.start_limit;
+    let counting = loop {
+        let counting: Vec<String> = c
+            .node_daemonsets()
+            .into_iter()
+            .filter(|(_, desired)| *desired == all)
+            .map(|(ds, _)| ds)
+            .collect();
+        if counting.len() >= 2 || Instant::now() >= until {
+            break counting;
+        }
+        tokio::time::sleep(POLL).await;
+    };
     tokio::time::sleep(NODE_LIFETIME).await;
     nodes
         .delete(name, &DeleteParams::default())
         .await
         .context("cannot remove the Node")?;
-    Ok(Window::new(start, Instant::now()))
+    let mut w = Window::new(start, Instant::now());
+    w.notes.push(format!(
+        "Node DaemonSets that scheduled a pod on every one of the {all} Nodes, {name} included: {}.",
+        if counting.is_empty() {
+            "none".to_string()
+        } else {
+            counting.join(", ")
+        }
+    ));
+    Ok(w.reaching([Reach::NodeHosted {
+        pods: counting.len(),
+    }]))
 }
 
 async fn sigkill(ctx: &Ctx, op: Operator) -> anyhow::Result<Window> {
@@ -675,7 +863,7 @@ async fn sigkill(ctx: &Ctx, op: Operator) -> anyhow::Result<Window> {
     let mut w = Window::new(start, Instant::now());
     w.killed = Some((op, gone));
     w.notes.push(format!("killed pid {pid}"));
-    Ok(w)
+    Ok(w.reaching([Reach::Restarted { op }]))
 }
 
 async fn sigterm(ctx: &Ctx, op: Operator) -> anyhow::Result<Window> {
@@ -692,5 +880,49 @@ async fn sigterm(ctx: &Ctx, op: Operator) -> anyhow::Result<Window> {
         "pid {pid} exited {:.1} s after SIGTERM",
         w.end.duration_since(start).as_secs_f64()
     ));
+    Ok(w.reaching([Reach::Restarted { op }]))
+}
+
+async fn lease_loss(ctx: &Ctx) -> anyhow::Result<Window> {
+    let c = &ctx.chain;
+    c.install().await?;
+    wait_installed(ctx).await?;
+    let twin = c.start_twin().await?;
+    // The twin is a standby once it has read the lease the leader holds.
+    let until = Instant::now() + ctx.t.start_limit;
+    while !c.requests().iter().any(|r| {
+        r.user == twin.user && r.resource == "coordination.k8s.io/leases" && r.verb == "get"
+    }) {
+        anyhow::ensure!(
+            Instant::now() < until,
+            "the second CSO replica did not read the lease within {:?}",
+            ctx.t.start_limit
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let start = Instant::now();
+    c.admin(
+        "POST",
+        &format!(
+            "/__sim/restart?downtimeMs={}",
+            ctx.t.lease_outage.as_millis()
+        ),
+        None,
+    )
+    .await?;
+    tokio::time::sleep(ctx.t.lease_outage).await;
+    let until = Instant::now() + Duration::from_secs(30);
+    while !c.api_up().await {
+        anyhow::ensure!(
+            Instant::now() < until,
+            "kube-sim does not answer 30 s after its downtime"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let mut w = Window::new(start, Instant::now()).reaching([
+        Reach::LeaseLapsed { op: Operator::Cso },
+        Reach::Restarted { op: Operator::Cso },
+    ]);
+    w.twin = Some(twin);
     Ok(w)
 }

@@ -137,6 +137,8 @@ pub(crate) struct RowResult {
     pub reference: Option<Reference>,
     pub secrets: String,
     pub fencing: String,
+    /// What the fault was seen to reach (kube-sim's and openstack-sim's logs).
+    pub reached: String,
     /// How long the operators took to restore the drift probe's objects.
     pub probe: Option<Duration>,
     /// Why the row fails; empty: it passes.
@@ -206,6 +208,7 @@ async fn run_row(
         reference: None,
         secrets: "-".into(),
         fencing: "-".into(),
+        reached: "-".into(),
         probe: None,
         problems: Vec::new(),
         notes: Vec::new(),
@@ -266,6 +269,10 @@ async fn evaluate(
     let window: Window = (row.run)(ctx).await?;
     if window.end > window.start {
         result.fault_length = Some(window.end - window.start);
+    } else if row.id != CLEAN_INSTALL {
+        result
+            .problems
+            .push("the fault's window is empty: it lasted no time".into());
     }
     result.notes.extend(window.notes.iter().cloned());
 
@@ -339,7 +346,13 @@ async fn evaluate(
     let mut condition_problems = Vec::new();
     if let Some((from, to)) = window.refused {
         let from = from + ctx.t.notice;
-        if to > from {
+        if to <= from {
+            condition_problems.push(format!(
+                "the refusal check never ran: OpenStack refused the credentials for {}, not longer than the {} the operators get to notice",
+                secs(to.saturating_duration_since(from - ctx.t.notice)),
+                secs(ctx.t.notice)
+            ));
+        } else {
             let unreported = checks::refusal_unreported(&samples_of(samples), from, to);
             if !unreported.is_empty() {
                 condition_problems.push(format!(
@@ -369,6 +382,11 @@ async fn evaluate(
     }
 
     // Objects, the drift probe, and nothing left behind.
+    if let Some(twin) = &window.twin {
+        c.remove_twin(twin)
+            .await
+            .context("cannot remove the second CSO replica")?;
+    }
     if let Some(at) = converged_at {
         objects_check(c, row.id == CLEAN_INSTALL, reference, result).await;
         match drift_probe(c).await {
@@ -428,10 +446,51 @@ async fn evaluate(
     }
     result.problems.extend(restart_problems);
 
+    // The fault reached what it was meant to.
+    let records = c.requests();
+    let answered = c.bed.openstack.requests();
+    let fault_end = window
+        .openstack_requests
+        .unwrap_or(answered.len())
+        .min(answered.len());
+    let openstack: Vec<u16> = answered
+        .get(window.openstack_from.min(fault_end)..fault_end)
+        .unwrap_or_default()
+        .iter()
+        .map(|r| r.status)
+        .collect();
+    let logs = c.log_text()?;
+    let evidence = checks::Evidence {
+        records: &records,
+        from_ms: c.sim_ms(window.start),
+        to_ms: c.sim_ms(window.end),
+        until_ms: c.sim_ms(converged_at.unwrap_or_else(Instant::now)),
+        openstack: &openstack,
+        logs: &logs,
+        restarts: &result.restarts,
+        renew_deadline: faults::RENEW_DEADLINE,
+    };
+    let (reached, unreached) = checks::reached(&window.reach, &evidence);
+    result.reached = if reached.is_empty() {
+        "-".into()
+    } else {
+        reached.join(", ")
+    };
+    result.problems.extend(unreached);
+
     // Fencing: the killed or terminated process wrote nothing it must not, and neither does
     // any operator stopped now.
     let mut fencing = Vec::new();
-    let records = c.requests();
+    for op in Operator::ALL {
+        let mut users = vec![op.user()];
+        if let (Operator::Cso, Some(twin)) = (op, &window.twin) {
+            users.push(twin.user.clone());
+        }
+        for v in checks::leadership_violations(&records, op.lease(), &users, faults::RENEW_DEADLINE)
+        {
+            fencing.push(format!("{}: {v}", op.label()));
+        }
+    }
     if let Some((op, gone)) = window.killed {
         for w in checks::writes_after_death(&records, &op.user(), gone) {
             fencing.push(format!("{} wrote after SIGKILL: {w}", op.label()));
@@ -457,12 +516,15 @@ async fn evaluate(
         Err(e) => fencing.push(format!("stopping the operators: {e:#}")),
     }
     result.fencing = if fencing.is_empty() {
-        match (window.killed, window.terminated) {
+        match (window.killed, &window.twin) {
             (Some((op, _)), _) => format!(
-                "no write after SIGKILL ({}), none after SIGTERM",
+                "one writer; no write after SIGKILL ({}), none after SIGTERM",
                 op.label()
             ),
-            _ => "no write after SIGTERM's release".into(),
+            (None, Some(_)) => {
+                "one writer of two CSO replicas, the deposed one silent; none after SIGTERM".into()
+            }
+            _ => "one writer; no write after SIGTERM's release".into(),
         }
     } else {
         fencing.join("; ")
@@ -553,7 +615,8 @@ async fn objects_check(
         tokio::time::sleep(SAMPLE_EVERY).await;
     };
     if diff.is_empty() {
-        result.objects = "same as the clean install (names, and content of what the operators own)".into();
+        result.objects =
+            "same as the clean install (names, and content of what the operators own)".into();
         return;
     }
     let mut parts = Vec::new();

@@ -12,10 +12,11 @@ use super::checks::secs;
 use super::faults::Timings;
 use crate::report::RunInfo;
 
-const HEADER: [&str; 10] = [
+const HEADER: [&str; 11] = [
     "Row",
     "Fault",
     "When",
+    "Reached",
     "Converged, after the fault ended",
     "Conditions",
     "Restarts (CSO/Cinder/Manila)",
@@ -49,6 +50,7 @@ fn cells(r: &RowResult) -> Vec<String> {
         format!("`{}`", r.id),
         r.fault.clone(),
         r.when.to_string(),
+        r.reached.clone(),
         converged(r),
         r.conditions.clone(),
         restarts(r),
@@ -216,6 +218,15 @@ rotates to a second one.
 
 What each column checks:
 
+- **Reached**: what the fault was seen to touch, from kube-sim's and openstack-sim's request \
+logs, the operators' output and restart counts. A fault that touched nobody proves nothing, so \
+the row fails when its window is empty or what it must reach was not seen: the 409 and 5xx rows \
+(one per operator, each from that operator's first write) need at least one such answer to that \
+operator; the watch rows a watch re-opened (or a relist after 410) by an operator that had one \
+open; the OpenStack rows an answer of the faulty kind; `slow-api` requests slowed past the \
+client's read timeout and both deadlines' log lines; `node-churn` driver node pods on the added \
+Node; the SIGKILL and SIGTERM rows a restart; `lease-loss` a lease left unrenewed past the renew \
+deadline.
 - **Converged**: ClusterOperator/storage Available=True, Progressing=False, Degraded=False; \
 both ClusterCSIDrivers with their `*Available` conditions True and no `*Degraded` or \
 `*Progressing` True; held for {settle}. The time runs from the end of the fault (the API server \
@@ -225,7 +236,8 @@ applied. Bound: {limit}.
 - **Conditions**: nothing other than healthy between convergence and the end of the row (after a \
 drift probe) and nothing left behind; and, for the faults where OpenStack refuses the \
 credentials (`openstack-401`, `openstack-echo`, `credentials-bad`), each ClusterCSIDriver says \
-so from {notice} after the fault began until it ended: a condition that is not healthy \
+so from {notice} after the fault began until it ended (each of those faults lasts longer than \
+that; a row where it did not would fail, as the check would not have run): a condition that is not healthy \
 (a `*Degraded`, `*Progressing` or `*Disabled` True, any other False) whose message names the \
 refusal (Keystone's 401 or a 403). `Available` is not required to turn False, and how long it \
 stayed True is listed in the row's details: as on OpenShift, `Available` says the driver's pods \
@@ -244,12 +256,22 @@ the row causes on purpose (one, for the SIGKILL and SIGTERM rows) is a crash. Ev
 be running.
 - **Objects**: every object in the cluster (Events, Leases, and the Pods, ReplicaSets, \
 ControllerRevisions and EndpointSlices the workload simulator derives left out) compared with the \
-clean install's: none lost, none orphaned. Bound: {objects} after convergence.
+clean install's: none lost, none orphaned, and every object an operator wrote (created, updated \
+or patched, by kube-sim's request log) with the same content, by a digest of the object without \
+what the API server adds (uid, resourceVersion, timestamps, managed fields, status). A \
+`operator.openshift.io/dep-*` hash counts as the same when it matches its Secret or ConfigMap \
+now (a generated serving certificate differs from run to run, and so does its hash), and differs \
+when it is stale: pods not rolled after a change; the apply engine's own `spec-hash` is left out. \
+So a stale copy of a Secret or a class with other parameters fails the row. Bound: {objects} \
+after convergence.
 - **Secrets**: the planted passwords searched for in every operator process's whole output (all \
 runs of each pod, at `{LOG_LEVEL}`) and in every stored object other than a Secret (Events, \
 every CR's status, ConfigMaps, annotations).
-- **Fencing**: one replica runs here, so a write by a process that does not lead is a write \
-after it was stopped. Every row ends by stopping each operator as Kubernetes stops a pod \
+- **Fencing**: from kube-sim's request log, every write of work (not a Lease, not an Event) \
+must come from the replica whose successful Lease write is the latest, within the renew deadline \
+({renew}) of it: exactly one writer, and a deposed leader silent until it holds the lease again. \
+One replica runs in every row but `lease-loss`, which runs a second CSO replica under a twin \
+service account (so the log tells them apart) through an outage past the renew deadline. Every row ends by stopping each operator as Kubernetes stops a pod \
 (SIGTERM): it must release its lease (holder cleared) and make no write after the release, nor \
 after it exited; a SIGKILLed process must make no write after it was seen gone. kube-sim's \
 request log, on its own clock, with marker requests at the signal and when the process was gone.
@@ -284,6 +306,7 @@ items.
             .join(", "),
         probe = secs(super::PROBE_LIMIT),
         objects = secs(super::OBJECTS_LIMIT),
+        renew = secs(super::faults::RENEW_DEADLINE),
     )
 }
 
@@ -316,6 +339,7 @@ mod tests {
             restarts: BTreeMap::from([(Operator::Cso, 0), (Operator::Cinder, 1)]),
             objects: "same as the clean install".into(),
             reference: None,
+            reached: "-".into(),
             secrets: "none found".into(),
             fencing: "no write after SIGTERM's release".into(),
             probe: Some(Duration::from_millis(300)),
@@ -353,7 +377,7 @@ mod tests {
         assert!(md.starts_with("# Reliability\n"));
         assert!(md.contains("| Date | 2025-01-02 03:04 UTC |"));
         assert!(md.contains("| Rows | 2 (1 PASS, 1 FAIL) in 5 min 0 s |"));
-        assert!(md.contains("| `clean-install` | a \\| fault | during install | yes, 1.5 s |"));
+        assert!(md.contains("| `clean-install` | a \\| fault | during install | - | yes, 1.5 s |"));
         assert!(md.contains("| 0/1/- |"));
         assert!(md.contains("## Open items\n\n- `api-restart`: not converged\n"));
         assert!(md.contains("### `api-restart`: FAIL"));
