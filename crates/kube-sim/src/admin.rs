@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /__sim/requests` | the request log as a JSON array |
 //! | `DELETE /__sim/requests` | clear the log |
-//! | `GET /__sim/faults`, `POST /__sim/faults` (a `Fault` as JSON), `DELETE /__sim/faults` | list, add, clear faults |
+//! | `GET /__sim/faults`, `POST /__sim/faults` (a `Fault` as JSON), `DELETE /__sim/faults` | list (each with the requests it `matched`), add, clear faults |
 //! | `POST /__sim/drop-watches` | end every open watch |
 //! | `POST /__sim/compact` | forget watch history (resuming watches get 410) |
 //! | `POST /__sim/restart?downtimeMs=N` | drop every connection, refuse new ones for N ms |
@@ -59,7 +59,21 @@ fn answer(
             shared.log.clear();
             Ok(ok())
         }
-        ("GET", "faults") => Ok(serde_json::to_value(shared.faults.list()).unwrap_or_default()),
+        // Each fault with how many requests it has matched so far: a request a fault delays
+        // and whose client gives up never reaches the request log, so this is where a test
+        // sees that its fault touched anyone.
+        ("GET", "faults") => Ok(serde_json::Value::Array(
+            shared
+                .faults
+                .list_matched()
+                .into_iter()
+                .map(|(fault, matched)| {
+                    let mut v = serde_json::to_value(fault).unwrap_or_default();
+                    v["matched"] = json!(matched);
+                    v
+                })
+                .collect(),
+        )),
         ("POST", "faults") => {
             let f: Fault = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid fault: {e}")))?;

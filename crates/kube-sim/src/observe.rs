@@ -153,8 +153,9 @@ impl Faults {
         lock(&self.rules).clear();
     }
 
-    pub fn list(&self) -> Vec<Fault> {
-        lock(&self.rules).iter().map(|(f, _)| f.clone()).collect()
+    /// Each fault with how many requests it has matched.
+    pub fn list_matched(&self) -> Vec<(Fault, u32)> {
+        lock(&self.rules).clone()
     }
 
     /// Consumes one use of each matching rule.
@@ -216,13 +217,14 @@ mod tests {
         });
         assert_eq!(f.check(&rec("get", "/configmaps")).error_code, None);
         assert_eq!(f.check(&rec("create", "/configmaps")).error_code, Some(503));
+        assert_eq!(f.list_matched()[0].1, 1, "only the create matched");
         assert_eq!(f.check(&rec("create", "/configmaps")).error_code, Some(503));
         assert_eq!(
             f.check(&rec("create", "/configmaps")).error_code,
             None,
             "used up"
         );
-        assert!(f.list().is_empty());
+        assert!(f.list_matched().is_empty());
     }
 
     #[test]
@@ -242,7 +244,7 @@ mod tests {
                 error_code: None
             }
         );
-        assert_eq!(f.list().len(), 1, "times 0 lasts until cleared");
+        assert_eq!(f.list_matched().len(), 1, "times 0 lasts until cleared");
     }
 
     #[test]

@@ -751,12 +751,27 @@ impl Chain {
         path: &str,
         body: Option<&Value>,
     ) -> anyhow::Result<()> {
-        admin_request(self.bed.kube.addr(), method, path, body).await
+        admin_request(self.bed.kube.addr(), method, path, body)
+            .await
+            .map(drop)
     }
 
     /// Injects a kube-sim fault (`POST /__sim/faults`).
     pub(crate) async fn inject(&self, fault: Value) -> anyhow::Result<()> {
         self.admin("POST", "/__sim/faults", Some(&fault)).await
+    }
+
+    /// How many requests of each user kube-sim's faults have matched so far (`GET
+    /// /__sim/faults`): a request a fault delays and whose client gave up is in no log.
+    pub(crate) async fn fault_matches(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+        let body = admin_request(self.bed.kube.addr(), "GET", "/__sim/faults", None).await?;
+        let faults: Vec<Value> = serde_json::from_str(&body).context("GET /__sim/faults")?;
+        let mut by_user = BTreeMap::new();
+        for f in faults {
+            let user = f["match"]["user"].as_str().unwrap_or_default().to_owned();
+            *by_user.entry(user).or_default() += f["matched"].as_u64().unwrap_or(0);
+        }
+        Ok(by_user)
     }
 
     /// Clears every kube-sim fault (`DELETE /__sim/faults`).
@@ -1077,13 +1092,13 @@ fn process_config(manifests: &[Manifest], log_dir: &Path) -> anyhow::Result<Proc
 }
 
 /// A bare HTTP/1.1 request to kube-sim's admin paths (plain HTTP on loopback, where any bearer
-/// token may use them); an answer other than 200 is an error.
+/// token may use them); an answer other than 200 is an error. Returns the answer's body.
 async fn admin_request(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
     body: Option<&Value>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let body = body.map(Value::to_string).unwrap_or_default();
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
@@ -1111,7 +1126,33 @@ async fn admin_request(
         status.contains(" 200 "),
         "{method} {path} answered {status}"
     );
-    Ok(())
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    // kube-sim answers admin requests with a length, but read a chunked body too.
+    Ok(if response.contains("transfer-encoding: chunked") {
+        dechunk(&body)
+    } else {
+        body
+    })
+}
+
+/// The payload of an HTTP/1.1 chunked body.
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
 }
 
 #[cfg(test)]

@@ -489,9 +489,10 @@ pub(crate) fn shutdown(
 pub(crate) enum Reach {
     /// The operator got at least one of these answers while the fault lasted.
     Refused { op: Operator, codes: &'static [u16] },
-    /// The operator sent requests while the API was slowed for it (each one slower than its
-    /// client's read timeout: every one of them hit that deadline).
-    Slowed { op: Operator },
+    /// The operator sent requests that the slowing faults matched (kube-sim's count: each
+    /// was slower than the client's read timeout, so every one hit that deadline, and one
+    /// the client gave up on never reaches the request log).
+    Slowed { op: Operator, requests: usize },
     /// The operator had a watch open before the fault and opened one again during it or
     /// after it: its watches were ended.
     Rewatched { op: Operator },
@@ -585,21 +586,14 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                     ),
                 )
             }
-            Reach::Slowed { op } => {
-                let n = of(*op)
-                    .iter()
-                    .filter(|r| during(r))
-                    .filter(|r| SLOWED_PATHS.iter().any(|p| r.path.starts_with(p)))
-                    .count();
-                (
-                    n,
-                    format!("{} {n} requests slowed", op.label()),
-                    format!(
-                        "the {} operator sent no request while the API was slow",
-                        op.label()
-                    ),
-                )
-            }
+            Reach::Slowed { op, requests } => (
+                *requests,
+                format!("{} {requests} writes past the read timeout", op.label()),
+                format!(
+                    "the {} operator wrote nothing while the API was slow",
+                    op.label()
+                ),
+            ),
             Reach::Rewatched { op } | Reach::Relisted { op } => {
                 let (verb, again) = if matches!(r, Reach::Rewatched { .. }) {
                     ("watch", "watches re-opened")
@@ -713,6 +707,40 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
     (seen, problems)
 }
 
+/// The operators none of whose replicas wrote their Lease with success within the renew
+/// deadline before `now_ms`: nobody leads them (empty: each one is led).
+pub(crate) fn not_leading(
+    records: &[RequestRecord],
+    leases: &[(Operator, Vec<String>)],
+    now_ms: u64,
+    renew_deadline: Duration,
+) -> Vec<String> {
+    let since = now_ms.saturating_sub(renew_deadline.as_millis() as u64);
+    leases
+        .iter()
+        .filter(|(op, users)| {
+            !records
+                .iter()
+                .rev()
+                .take_while(|r| r.at_ms >= since)
+                .any(|r| {
+                    users.contains(&r.user)
+                        && is_lease(r)
+                        && r.name == op.lease()
+                        && r.is_write()
+                        && (200..300).contains(&r.code)
+                })
+        })
+        .map(|(op, _)| {
+            format!(
+                "no replica of the {} operator renewed its lease in the last {} s",
+                op.label(),
+                renew_deadline.as_secs()
+            )
+        })
+        .collect()
+}
+
 /// Leadership from the request log, for one operator's Lease and the users its replicas run as:
 /// every working write must come from the user whose successful Lease write is the latest, and
 /// within the renew deadline of it. A replica that lost its lease (the deposed one) must be
@@ -726,7 +754,11 @@ pub(crate) fn leadership_violations(
 ) -> Vec<String> {
     let mut holder: Option<(&str, u64)> = None;
     let mut out = Vec::new();
-    for r in records.iter().filter(|r| users.contains(&r.user)) {
+    // In order of arrival: a delayed request is logged when it ends.
+    let mut mine: Vec<&RequestRecord> =
+        records.iter().filter(|r| users.contains(&r.user)).collect();
+    mine.sort_by_key(|r| r.at_ms);
+    for r in mine {
         if is_lease(r) && r.name == lease && r.is_write() && (200..300).contains(&r.code) {
             holder = Some((r.user.as_str(), r.at_ms));
             continue;
@@ -1216,28 +1248,23 @@ mod tests {
     }
 
     #[test]
-    fn slowed_requests_are_those_on_the_slowed_paths_inside_the_window() {
-        let cso = Operator::Cso.user();
+    fn slowed_writes_are_counted_by_the_faults_and_none_is_a_failure() {
         let none = BTreeMap::new();
-        let reach = [Reach::Slowed { op: Operator::Cso }];
-        let slowed = [RequestRecord {
-            path: "/apis/apps/v1/namespaces/x/deployments/y".into(),
-            ..rec(1_500, &cso, "patch", "apps/deployments")
+        let slowed = [Reach::Slowed {
+            op: Operator::Cso,
+            requests: 3,
         }];
         assert!(
-            reached(&reach, &evidence(&slowed, &[], "", &none))
+            reached(&slowed, &evidence(&[], &[], "", &none))
                 .1
                 .is_empty()
         );
-        // A Lease request is not slowed (the lease-loss row tests the lease).
-        let lease_only = [RequestRecord {
-            path: "/apis/coordination.k8s.io/v1/namespaces/x/leases/y".into(),
-            ..rec(1_500, &cso, "update", LEASE)
+        let untouched = [Reach::Slowed {
+            op: Operator::Cso,
+            requests: 0,
         }];
         assert_eq!(
-            reached(&reach, &evidence(&lease_only, &[], "", &none))
-                .1
-                .len(),
+            reached(&untouched, &evidence(&[], &[], "", &none)).1.len(),
             1
         );
     }
@@ -1317,5 +1344,23 @@ mod tests {
             leadership_violations(&other, "lock", &users, deadline).len(),
             1
         );
+    }
+
+    #[test]
+    fn an_operator_leads_only_with_a_recent_lease_write_of_its_own() {
+        let cso = Operator::Cso.user();
+        let leases = vec![(Operator::Cso, vec![cso.clone()])];
+        let deadline = Duration::from_secs(107);
+        let lock = Operator::Cso.lease();
+        let recent = [lease(100_000, &cso, lock, 200)];
+        assert!(not_leading(&recent, &leases, 150_000, deadline).is_empty());
+        // Renewed before an outage longer than the deadline: the stored conditions may be
+        // healthy, but nobody leads.
+        assert_eq!(not_leading(&recent, &leases, 300_000, deadline).len(), 1);
+        // A refused renewal, or another operator's lease, is not leading.
+        let refused = [lease(140_000, &cso, lock, 409)];
+        assert_eq!(not_leading(&refused, &leases, 150_000, deadline).len(), 1);
+        let other = [lease(140_000, &cso, "another-lock", 200)];
+        assert_eq!(not_leading(&other, &leases, 150_000, deadline).len(), 1);
     }
 }

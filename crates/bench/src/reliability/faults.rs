@@ -157,8 +157,8 @@ pub(crate) struct Row {
     pub fault: fn(&Timings) -> String,
     /// When, relative to the install.
     pub when: &'static str,
-    /// The operator the row restarts on purpose (one restart expected).
-    pub restarts: Option<Operator>,
+    /// The operators the row restarts on purpose (one restart each expected).
+    pub restarts: &'static [Operator],
     pub run: for<'a> fn(&'a Ctx) -> RowFuture<'a>,
 }
 
@@ -178,7 +178,7 @@ macro_rules! conflict_row {
                 )
             },
             when: "during install (from its first write)",
-            restarts: None,
+            restarts: &[],
             run: |c| Box::pin(api_faults_from_first_write(c, $op, &WRITES, &[409])),
         }
     };
@@ -197,7 +197,7 @@ macro_rules! errors_row {
                 )
             },
             when: "during install (from its first write)",
-            restarts: None,
+            restarts: &[],
             run: |c| Box::pin(api_faults_from_first_write(c, $op, &WRITES, &[500, 503])),
         }
     };
@@ -211,7 +211,7 @@ pub(crate) const ROWS: &[Row] = &[
             "none (the reference: its objects are what every other row must end with)".into()
         },
         when: "-",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(clean_install(c)),
     },
     Row {
@@ -224,7 +224,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "mid-install (the Cinder operator's first write)",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(api_restart(c)),
     },
     Row {
@@ -236,7 +236,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "during install (from the CSO's first write)",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(watch_drop(c)),
     },
     Row {
@@ -248,7 +248,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "during install (from the CSO's first write)",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(watch_410(c)),
     },
     conflict_row!("conflict-409-cso", Operator::Cso),
@@ -263,7 +263,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "during install (from the CSO's first write)",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(throttle_429(c)),
     },
     errors_row!("errors-5xx-cso", Operator::Cso),
@@ -273,7 +273,7 @@ pub(crate) const ROWS: &[Row] = &[
         id: "slow-api",
         fault: |t| {
             format!(
-                "{} s of latency on every request of the three operators but their Lease's for {} s: past the client's {} s read timeout, for longer than the {} s reconcile deadline",
+                "{} s of latency on every write of the three operators but their Lease's (an API server slow to commit) for {} s: past the client's {} s read timeout, for longer than the {} s reconcile deadline",
                 t.latency.as_secs(),
                 t.slow.as_secs(),
                 READ_TIMEOUT.as_secs(),
@@ -281,7 +281,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "during install (from the CSO's first write)",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(slow_api(c)),
     },
     Row {
@@ -293,7 +293,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "from before the install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(openstack_401(c)),
     },
     Row {
@@ -305,7 +305,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "from before the install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(openstack_503(c)),
     },
     Row {
@@ -318,7 +318,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "from before the install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(openstack_timeout(c)),
     },
     Row {
@@ -330,7 +330,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "from before the install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(openstack_truncated(c)),
     },
     Row {
@@ -343,7 +343,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "from before the install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(openstack_oversized(c)),
     },
     Row {
@@ -355,7 +355,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "from before the install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(openstack_echo(c)),
     },
     Row {
@@ -367,7 +367,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "after install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(credentials_bad(c)),
     },
     Row {
@@ -379,7 +379,7 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "during install",
-        restarts: None,
+        restarts: &[],
         run: |c| Box::pin(node_churn(c)),
     },
     Row {
@@ -388,21 +388,21 @@ pub(crate) const ROWS: &[Row] = &[
             "SIGKILL to the CSO; kube-sim's process runner restarts it as the kubelet does".into()
         },
         when: "mid-install (its first write)",
-        restarts: Some(Operator::Cso),
+        restarts: &[Operator::Cso],
         run: |c| Box::pin(sigkill(c, Operator::Cso)),
     },
     Row {
         id: "sigkill-cinder",
         fault: |_| "SIGKILL to the Cinder operator; kube-sim's process runner restarts it".into(),
         when: "mid-install (its first write)",
-        restarts: Some(Operator::Cinder),
+        restarts: &[Operator::Cinder],
         run: |c| Box::pin(sigkill(c, Operator::Cinder)),
     },
     Row {
         id: "sigkill-manila",
         fault: |_| "SIGKILL to the Manila operator; kube-sim's process runner restarts it".into(),
         when: "mid-install (its first write)",
-        restarts: Some(Operator::Manila),
+        restarts: &[Operator::Manila],
         run: |c| Box::pin(sigkill(c, Operator::Manila)),
     },
     Row {
@@ -411,7 +411,7 @@ pub(crate) const ROWS: &[Row] = &[
             "SIGTERM to the Cinder operator (a pod deleted or rolled); kube-sim's process runner restarts it".into()
         },
         when: "mid-install (its first write)",
-        restarts: Some(Operator::Cinder),
+        restarts: &[Operator::Cinder],
         run: |c| Box::pin(sigterm(c, Operator::Cinder)),
     },
     Row {
@@ -424,7 +424,9 @@ pub(crate) const ROWS: &[Row] = &[
             )
         },
         when: "after install",
-        restarts: Some(Operator::Cso),
+        // Every operator's lease lapses in a full outage, and each exits to start again as a
+        // candidate, as library-go's do.
+        restarts: &Operator::ALL,
         run: |c| Box::pin(lease_loss(c)),
     },
 ];
@@ -589,34 +591,51 @@ async fn throttle_429(ctx: &Ctx) -> anyhow::Result<Window> {
 }
 
 async fn slow_api(ctx: &Ctx) -> anyhow::Result<Window> {
+    // Writes only (an etcd slow to commit, the usual slow API server): the operators' caches
+    // stay in sync, so reconciles run and their writes hang past the client's read timeout,
+    // wave after wave, until the reconcile deadline cancels them.
     let latency = ctx.t.latency.as_millis() as u64;
-    let faults = Operator::ALL
+    let faults: Vec<Value> = Operator::ALL
         .iter()
         .flat_map(|op| {
-            SLOWED_PATHS.iter().map(move |path| {
-                json!({"match": {"user": op.user(), "pathContains": path}, "code": 0,
-                       "times": 0, "latencyMs": latency})
+            WRITES.iter().flat_map(move |verb| {
+                SLOWED_PATHS.iter().map(move |path| {
+                    json!({"match": {"verb": verb, "user": op.user(), "pathContains": path},
+                           "code": 0, "times": 0, "latencyMs": latency})
+                })
             })
         })
         .collect();
-    let w = api_faults_during_install(ctx, faults, ctx.t.slow).await?;
-    Ok(w.reaching([
-        Reach::Slowed { op: Operator::Cso },
-        Reach::Logged {
-            needle: CLIENT_TIMEOUT_LOG,
-            what: "a request past the client's read timeout",
-        },
-        Reach::Logged {
-            needle: RECONCILE_DEADLINE_LOG,
-            what: "a reconcile cancelled at its deadline",
-        },
-    ]))
+    let c = &ctx.chain;
+    c.install().await?;
+    c.wait_first_write(Operator::Cso, ctx.t.start_limit).await?;
+    let start = Instant::now();
+    for f in &faults {
+        c.inject(f.clone()).await?;
+    }
+    tokio::time::sleep(ctx.t.slow).await;
+    let matched = c.fault_matches().await?;
+    c.clear_faults().await?;
+    let mut w = Window::new(start, Instant::now());
+    for op in Operator::ALL {
+        w.reach.push(Reach::Slowed {
+            op,
+            requests: matched.get(&op.user()).copied().unwrap_or(0) as usize,
+        });
+    }
+    // The Manila and Cinder operators may not run yet: the CSO's writes are the ones slowed
+    // for sure, and one reconcile somewhere must pass its deadline.
+    w.reach
+        .retain(|r| !matches!(r, Reach::Slowed { op, requests: 0 } if *op != Operator::Cso));
+    w.reach.push(Reach::Logged {
+        needle: RECONCILE_DEADLINE_LOG,
+        what: "a reconcile cancelled at its deadline",
+    });
+    Ok(w)
 }
 
 /// What the operators log when a reconcile passes its deadline (operator-kit `runtime`).
 const RECONCILE_DEADLINE_LOG: &str = "a reconcile ran past its deadline and was cancelled";
-/// What the kube client's error says when an answer does not come within the read timeout.
-const CLIENT_TIMEOUT_LOG: &str = "timed out";
 
 /// Injects `faults` into openstack-sim before the install, and lifts them `hold` after both
 /// driver operators lead (so their first OpenStack calls fall in the window).

@@ -277,7 +277,7 @@ async fn evaluate(
     result.notes.extend(window.notes.iter().cloned());
 
     // Converged, and how long after the fault ended.
-    let (converged_at, last_problems) = wait_converged(ctx, window.end).await;
+    let (converged_at, last_problems) = wait_converged(ctx, window.end, window.twin.as_ref()).await;
     result.converged = converged_at.map(|at| at.saturating_duration_since(window.end));
     let seen = checks::unhealthy_conditions(
         &samples_of(samples),
@@ -425,7 +425,7 @@ async fn evaluate(
     // No crash loop: every operator runs, restarted only where the row restarts it.
     let mut restart_problems = Vec::new();
     for op in Operator::ALL {
-        let expected = u32::from(row.restarts == Some(op));
+        let expected = u32::from(row.restarts.contains(&op));
         match c.process(op) {
             Some(p) => {
                 result.restarts.insert(op, p.restarts);
@@ -481,11 +481,7 @@ async fn evaluate(
     // Fencing: the killed or terminated process wrote nothing it must not, and neither does
     // any operator stopped now.
     let mut fencing = Vec::new();
-    for op in Operator::ALL {
-        let mut users = vec![op.user()];
-        if let (Operator::Cso, Some(twin)) = (op, &window.twin) {
-            users.push(twin.user.clone());
-        }
+    for (op, users) in lease_users(window.twin.as_ref()) {
         for v in checks::leadership_violations(&records, op.lease(), &users, faults::RENEW_DEADLINE)
         {
             fencing.push(format!("{}: {v}", op.label()));
@@ -548,12 +544,29 @@ async fn evaluate(
 
 /// Waits from `after` until the chain is healthy for the settle time: the moment that state
 /// began, or `None` and the last problems at the limit.
-async fn wait_converged(ctx: &Ctx, after: Instant) -> (Option<Instant>, Vec<String>) {
+///
+/// Healthy includes every operator leading (a Lease write of its within the renew deadline):
+/// after an outage the conditions in the store still say what they said before it, and only a
+/// leading operator can keep them true.
+async fn wait_converged(
+    ctx: &Ctx,
+    after: Instant,
+    twin: Option<&chain::Twin>,
+) -> (Option<Instant>, Vec<String>) {
     let until = after + ctx.t.converge_limit;
     let mut since: Option<Instant> = None;
+    let leases = lease_users(twin);
     loop {
-        let problems = checks::health_problems(&ctx.chain.snapshot());
+        let mut problems = checks::health_problems(&ctx.chain.snapshot());
         let now = Instant::now();
+        if problems.is_empty() {
+            problems = checks::not_leading(
+                &ctx.chain.requests(),
+                &leases,
+                ctx.chain.sim_ms(now),
+                faults::RENEW_DEADLINE,
+            );
+        }
         if problems.is_empty() {
             let s = *since.get_or_insert(now);
             if now.duration_since(s) >= ctx.t.settle {
@@ -567,6 +580,20 @@ async fn wait_converged(ctx: &Ctx, after: Instant) -> (Option<Instant>, Vec<Stri
         }
         tokio::time::sleep(SAMPLE_EVERY).await;
     }
+}
+
+/// Each operator's Lease and the users its replicas run as (the CSO's twin, when one runs).
+fn lease_users(twin: Option<&chain::Twin>) -> Vec<(Operator, Vec<String>)> {
+    Operator::ALL
+        .iter()
+        .map(|op| {
+            let mut users = vec![op.user()];
+            if let (Operator::Cso, Some(twin)) = (op, twin) {
+                users.push(twin.user.clone());
+            }
+            (*op, users)
+        })
+        .collect()
 }
 
 /// What a clean install leaves: every object with its content digest, and which of them the
