@@ -116,6 +116,9 @@ pub(crate) struct Window {
     pub reach: Vec<Reach>,
     /// A second replica the row started (`lease-loss`), removed once the row converged.
     pub twin: Option<super::chain::Twin>,
+    /// A bound on converging other than [`Timings::converge_limit`], for a fault whose
+    /// recovery has its own clock (a lapsed lease).
+    pub converge_within: Option<Duration>,
     pub notes: Vec<String>,
 }
 
@@ -131,6 +134,7 @@ impl Window {
             openstack_from: 0,
             reach: Vec::new(),
             twin: None,
+            converge_within: None,
             notes: Vec::new(),
         }
     }
@@ -943,5 +947,11 @@ async fn lease_loss(ctx: &Ctx) -> anyhow::Result<Window> {
         Reach::Restarted { op: Operator::Cso },
     ]);
     w.twin = Some(twin);
+    // A replica that lost its lease restarts as a candidate and tries again every retry
+    // period, jittered by up to 120 % (client-go's); one that never held it waits a lease
+    // duration from its first look. Converging takes up to that, plus the usual bound.
+    let timing = operator_kit::leader::LeaderTimings::DEFAULT;
+    w.converge_within =
+        Some(timing.lease_duration.max(timing.retry_period.mul_f64(2.2)) + ctx.t.converge_limit);
     Ok(w)
 }

@@ -277,7 +277,9 @@ async fn evaluate(
     result.notes.extend(window.notes.iter().cloned());
 
     // Converged, and how long after the fault ended.
-    let (converged_at, last_problems) = wait_converged(ctx, window.end, window.twin.as_ref()).await;
+    let converge_limit = window.converge_within.unwrap_or(ctx.t.converge_limit);
+    let (converged_at, last_problems) =
+        wait_converged(ctx, window.end, converge_limit, window.twin.as_ref()).await;
     result.converged = converged_at.map(|at| at.saturating_duration_since(window.end));
     let seen = checks::unhealthy_conditions(
         &samples_of(samples),
@@ -376,7 +378,7 @@ async fn evaluate(
     if converged_at.is_none() {
         result.problems.push(format!(
             "not converged within {} of the fault's end: {}",
-            secs(ctx.t.converge_limit),
+            secs(converge_limit),
             last_problems.join("; ")
         ));
     }
@@ -551,9 +553,10 @@ async fn evaluate(
 async fn wait_converged(
     ctx: &Ctx,
     after: Instant,
+    limit: Duration,
     twin: Option<&chain::Twin>,
 ) -> (Option<Instant>, Vec<String>) {
-    let until = after + ctx.t.converge_limit;
+    let until = after + limit;
     let mut since: Option<Instant> = None;
     let leases = lease_users(twin);
     loop {

@@ -232,7 +232,10 @@ both ClusterCSIDrivers with their `*Available` conditions True and no `*Degraded
 `*Progressing` True; held for {settle}. The time runs from the end of the fault (the API server \
 answering again, after the restart) to the start of that state, so for faults during the install \
 it includes the rest of the install; for the clean install it is the install, from the release \
-applied. Bound: {limit}.
+applied. Every operator must lead, too (a Lease write of its within the renew deadline): after \
+an outage the stored conditions still say what they said before it. Bound: {limit}; for \
+`lease-loss` the lease duration plus that, since a replica that never held the lease waits a \
+lease duration before taking it.
 - **Conditions**: nothing other than healthy between convergence and the end of the row (after a \
 drift probe) and nothing left behind; and, for the faults where OpenStack refuses the \
 credentials (`openstack-401`, `openstack-echo`, `credentials-bad`), each ClusterCSIDriver says \
