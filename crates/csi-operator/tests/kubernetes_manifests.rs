@@ -218,3 +218,135 @@ fn kubectl_kustomize_builds_the_same_objects() {
         );
     }
 }
+
+/// The images `csi-operator render <operator>` puts in its objects when given none.
+fn render_images(operator: &str, extra: &[&str]) -> BTreeSet<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_csi-operator"))
+        .args(["render", operator])
+        .args(extra)
+        .env_clear()
+        .output()
+        .expect("csi-operator runs");
+    assert!(
+        out.status.success(),
+        "render {operator}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    fn images(v: &Value, out: &mut BTreeSet<String>) {
+        match v {
+            Value::Array(a) => a.iter().for_each(|x| images(x, out)),
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("image", Value::String(s)) => {
+                            out.insert(s.clone());
+                        }
+                        _ => images(x, out),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = BTreeSet::new();
+    for o in operator_kit::assets::parse_values("render", &text).expect("YAML") {
+        images(&o, &mut found);
+    }
+    found
+}
+
+/// The `*_IMAGE` environment of the operator Deployment `name` in `objects`.
+fn deployment_images(objects: &[Value], name: &str) -> std::collections::BTreeMap<String, String> {
+    let d = operator_deployments(objects)
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no Deployment {name}"));
+    d["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(|e| Some((e["name"].as_str()?, e["value"].as_str()?)))
+        .filter(|(k, _)| k.ends_with("_IMAGE"))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// One place names the upstream images (`cluster_storage::kubernetes::UPSTREAM_IMAGES`), and
+/// everything that installs on plain Kubernetes agrees with it: the operators' environment in
+/// `manifests/kubernetes/`, and the images `render` uses when it is given none. Each image
+/// `render` shows is one the operator Deployment of `manifests/kubernetes/` would give it.
+#[test]
+fn the_default_images_agree_everywhere() {
+    use cluster_storage::kubernetes::{UPSTREAM_IMAGES, upstream_operand_images};
+    use cluster_storage::registry::{CINDER, MANILA};
+    let objects = base_objects();
+    for (driver, deployment, operator, extra) in [
+        (
+            &CINDER,
+            "openstack-cinder-csi-driver-operator",
+            "openstack-cinder",
+            &[][..],
+        ),
+        (
+            &MANILA,
+            "manila-csi-driver-operator",
+            "openstack-manila",
+            &["--share-type", "default"][..],
+        ),
+    ] {
+        let manifest = deployment_images(&objects, deployment);
+        let upstream = upstream_operand_images(driver);
+        assert_eq!(manifest, upstream, "{deployment}: manifests/kubernetes/");
+        let rendered = render_images(operator, extra);
+        let given: BTreeSet<String> = manifest.values().cloned().collect();
+        assert!(
+            rendered.is_subset(&given),
+            "render {operator} uses images manifests/kubernetes/ does not give: {:?}",
+            rendered.difference(&given).collect::<Vec<_>>()
+        );
+        assert!(
+            rendered.contains(&manifest["DRIVER_IMAGE"]),
+            "render {operator}: {rendered:?}"
+        );
+    }
+    // And the one place holds the upstream charts' current release (cloud-provider-openstack
+    // openstack-cinder-csi / openstack-manila-csi 2.36.0).
+    let upstream: std::collections::BTreeMap<_, _> = UPSTREAM_IMAGES.iter().copied().collect();
+    for (env, image) in [
+        (
+            "OPENSTACK_CINDER_DRIVER_IMAGE",
+            "registry.k8s.io/provider-os/cinder-csi-plugin:v1.36.0",
+        ),
+        (
+            "MANILA_DRIVER_IMAGE",
+            "registry.k8s.io/provider-os/manila-csi-plugin:v1.36.0",
+        ),
+        (
+            "PROVISIONER_IMAGE",
+            "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0",
+        ),
+        (
+            "ATTACHER_IMAGE",
+            "registry.k8s.io/sig-storage/csi-attacher:v4.10.0",
+        ),
+        (
+            "RESIZER_IMAGE",
+            "registry.k8s.io/sig-storage/csi-resizer:v1.14.0",
+        ),
+        (
+            "SNAPSHOTTER_IMAGE",
+            "registry.k8s.io/sig-storage/csi-snapshotter:v8.4.0",
+        ),
+        (
+            "NODE_DRIVER_REGISTRAR_IMAGE",
+            "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0",
+        ),
+        (
+            "LIVENESS_PROBE_IMAGE",
+            "registry.k8s.io/sig-storage/livenessprobe:v2.17.0",
+        ),
+    ] {
+        assert_eq!(upstream[env], image, "{env}");
+    }
+}
