@@ -13,42 +13,73 @@ use std::collections::BTreeSet;
 use common::kubernetes::*;
 use serde_json::Value;
 
-#[test]
-fn the_checked_in_base_is_what_the_generator_makes() {
-    let dir = kubernetes_dir();
-    let generated = generate();
-    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
-        std::fs::create_dir_all(&dir).expect("create manifests/kubernetes");
-        let keep: BTreeSet<&str> = generated.iter().map(|(n, _)| n.as_str()).collect();
-        for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".yaml") && !keep.contains(name.as_str()) {
-                std::fs::remove_file(e.path()).expect("remove a stale file");
+/// With `UPDATE_MANIFESTS` set, writes `generated` into `dir` (paths relative to it) and
+/// removes the files there it does not name; then returns how `dir` differs from `generated`.
+fn sync_dir(dir: &std::path::Path, generated: &[(String, String)]) -> Vec<String> {
+    fn files(dir: &std::path::Path, under: &std::path::Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                files(&path, under, out);
+            } else if let Ok(rel) = path.strip_prefix(under) {
+                out.push(rel.to_string_lossy().into_owned());
             }
         }
-        for (name, text) in &generated {
-            std::fs::write(dir.join(name), text).expect("write");
+    }
+    let wanted: BTreeSet<&str> = generated.iter().map(|(n, _)| n.as_str()).collect();
+    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
+        let mut on_disk = Vec::new();
+        files(dir, dir, &mut on_disk);
+        for name in on_disk {
+            if !wanted.contains(name.as_str()) {
+                std::fs::remove_file(dir.join(&name)).expect("remove a stale file");
+            }
+        }
+        for (name, text) in generated {
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("create a directory");
+            std::fs::write(path, text).expect("write");
         }
     }
     let mut stale = Vec::new();
-    for (name, text) in &generated {
+    for (name, text) in generated {
         match std::fs::read_to_string(dir.join(name)) {
             Ok(on_disk) if on_disk == *text => {}
             Ok(_) => stale.push(format!("{name}: differs")),
             Err(_) => stale.push(format!("{name}: missing")),
         }
     }
-    let wanted: BTreeSet<String> = generated.iter().map(|(n, _)| n.clone()).collect();
-    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !wanted.contains(&name) {
+    let mut on_disk = Vec::new();
+    files(dir, dir, &mut on_disk);
+    for name in on_disk {
+        if !wanted.contains(name.as_str()) {
             stale.push(format!("{name}: not generated (remove it)"));
         }
     }
+    stale
+}
+
+#[test]
+fn the_checked_in_base_is_what_the_generator_makes() {
+    let stale = sync_dir(&kubernetes_dir(), &generate());
     assert!(
         stale.is_empty(),
         "manifests/kubernetes/ is not what the assets give; regenerate with \
          UPDATE_MANIFESTS=1 cargo test -p csi-operator --test kubernetes_manifests:\n{}",
+        stale.join("\n")
+    );
+}
+
+/// The Helm chart is generated from the same objects as the base (`cluster_storage::chart`);
+/// `chart.rs` checks that it renders them.
+#[test]
+fn the_checked_in_chart_is_what_the_generator_makes() {
+    let stale = sync_dir(&chart_dir(), &generate_chart());
+    assert!(
+        stale.is_empty(),
+        "charts/{}/ is not what the assets give; regenerate with \
+         UPDATE_MANIFESTS=1 cargo test -p csi-operator --test kubernetes_manifests:\n{}",
+        cluster_storage::chart::CHART_NAME,
         stale.join("\n")
     );
 }
@@ -274,7 +305,8 @@ fn deployment_images(objects: &[Value], name: &str) -> std::collections::BTreeMa
 
 /// One place names the upstream images (`cluster_storage::kubernetes::UPSTREAM_IMAGES`), and
 /// everything that installs on plain Kubernetes agrees with it: the operators' environment in
-/// `manifests/kubernetes/`, and the images `render` uses when it is given none. Each image
+/// `manifests/kubernetes/`, the Helm chart's `images` values, and the images `render` uses when
+/// it is given none. Each image
 /// `render` shows is one the operator Deployment of `manifests/kubernetes/` would give it.
 #[test]
 fn the_default_images_agree_everywhere() {
@@ -310,6 +342,23 @@ fn the_default_images_agree_everywhere() {
             "render {operator}: {rendered:?}"
         );
     }
+    // The chart's values (its Deployments take the operand images from them only; chart.rs
+    // checks they render as manifests/kubernetes/ does).
+    let values = std::fs::read_to_string(chart_dir().join("values.yaml")).expect("values.yaml");
+    let values = operator_kit::assets::parse_values("values.yaml", &values)
+        .expect("values.yaml parses")
+        .remove(0);
+    for (i, (env, image)) in UPSTREAM_IMAGES.iter().enumerate() {
+        let key = cluster_storage::chart::image_key(i);
+        assert_eq!(
+            values["images"][&key], *image,
+            "the chart's images.{key} ({env})"
+        );
+    }
+    assert_eq!(
+        values["images"].as_object().map(|m| m.len()),
+        Some(UPSTREAM_IMAGES.len())
+    );
     // And the one place holds the upstream charts' current release (cloud-provider-openstack
     // openstack-cinder-csi / openstack-manila-csi 2.36.0).
     let upstream: std::collections::BTreeMap<_, _> = UPSTREAM_IMAGES.iter().copied().collect();
