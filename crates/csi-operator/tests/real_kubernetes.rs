@@ -187,6 +187,90 @@ async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_contr
     );
 }
 
+/// The Helm chart on the same plane, as a chart user installs it: `helm install` with their
+/// own operator image (the kubelet runs only that name, so a chart that ignored the value
+/// would run nothing) and their own namespace for the operators, then the two credentials
+/// Secrets; both drivers become available, every pod admitted, no request refused by RBAC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_plane() {
+    const CHART_IMAGE: &str = "registry.example.com/storage/csi-operator:v0.1.0-chart";
+    const OPERATORS_NS: &str = "openstack-csi";
+    let openstack = openstack_sim::SimConfig {
+        share_types: Some(vec![openstack_sim::SimShareType::new("default")]),
+        ..Default::default()
+    };
+    let mut c = RealCluster::kubernetes(openstack, &[CHART_IMAGE]).await;
+    let (repository, tag) = CHART_IMAGE.rsplit_once(':').expect("a tag");
+    let installed = c
+        .helm(&[
+            "install",
+            "openstack-csi",
+            "charts/openstack-csi-operators",
+            "--namespace",
+            "default",
+            "--set",
+            &format!("image.repository={repository}"),
+            "--set",
+            &format!("image.tag={tag}"),
+            "--set",
+            &format!("namespaces.operators={OPERATORS_NS}"),
+        ])
+        .expect("helm install");
+    assert!(installed.contains("STATUS: deployed"), "{installed}");
+
+    let clouds = c.openstack.clouds_yaml("openstack");
+    let ca = c.openstack.ca_pem().map(str::to_owned);
+    Api::<Secret>::namespaced(c.client.clone(), OPERATORS_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("openstack-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("openstack-cloud-credentials");
+    Api::<Secret>::namespaced(c.client.clone(), MANILA_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("manila-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("manila-cloud-credentials");
+
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    c.wait("Manila available", async |c| {
+        driver_available(c, "manila.csi.openstack.org", &MANILA_AVAILABLE).await
+    })
+    .await;
+    let workloads = c
+        .wait("every workload's pods ready", async |c| {
+            workloads_complete(c, &[OPERATORS_NS, MANILA_NS]).await
+        })
+        .await;
+    assert!(workloads >= 6, "{workloads} workloads");
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+    // Nothing landed in the default namespace of the operators.
+    let default_ns = Api::<Namespace>::all(c.client.clone())
+        .get_opt(DRIVERS_NS)
+        .await
+        .expect("get");
+    assert!(default_ns.is_none(), "{DRIVERS_NS} was created");
+    let status = c
+        .helm(&["status", "openstack-csi", "--namespace", "default"])
+        .expect("helm status");
+    assert!(status.contains("STATUS: deployed"), "{status}");
+}
+
 /// What Helm's ownership metadata left on an object.
 fn helm_metadata(meta: &kube::api::ObjectMeta) -> Vec<String> {
     let mut left: Vec<String> = meta
