@@ -391,3 +391,70 @@ fn bad_values_fail_with_a_clear_message() {
         assert!(out.status.success(), "--set {set}: {}", err(&out));
     }
 }
+
+/// A copy of what `hack/release.sh` reads, in a scratch directory: the script, Cargo.toml, the
+/// chart and the two kustomize directories.
+fn release_tree() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = std::env::temp_dir().join(format!("release-tree-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for part in [
+        "hack/release.sh",
+        "Cargo.toml",
+        "charts",
+        "manifests/kubernetes",
+        "manifests/adopt-helm-cinder",
+    ] {
+        let to = dir.join(part);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        let out = Command::new("cp")
+            .arg("-r")
+            .arg(root.join(part))
+            .arg(&to)
+            .output()
+            .expect("cp");
+        assert!(out.status.success(), "cp {part}: {}", err(&out));
+    }
+    dir
+}
+
+/// `hack/release.sh check` passes on this tree (chart, manifests and Cargo.toml of one version,
+/// the chart packages), and refuses a tree whose versions disagree, saying what to do.
+#[test]
+fn the_release_check_passes_and_refuses_a_version_mismatch() {
+    let dir = release_tree();
+    let check = || {
+        Command::new("bash")
+            .arg(dir.join("hack/release.sh"))
+            .arg("check")
+            .output()
+            .expect("bash")
+    };
+    let out = check();
+    assert!(out.status.success(), "{}{}", text(&out), err(&out));
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        dir.join(format!("target/dist/openstack-csi-operators-{version}.tgz"))
+            .exists(),
+        "{}",
+        text(&out)
+    );
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+    let bumped = cargo.replacen(
+        &format!("version = \"{version}\""),
+        "version = \"9.9.9\"",
+        1,
+    );
+    assert_ne!(bumped, cargo);
+    std::fs::write(dir.join("Cargo.toml"), bumped).expect("write");
+    let out = check();
+    assert!(!out.status.success(), "a version mismatch passed");
+    assert!(
+        err(&out).contains(&format!(
+            "Chart.yaml version is {version}, Cargo.toml says 9.9.9"
+        )) && err(&out).contains("UPDATE_MANIFESTS=1"),
+        "{}",
+        err(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
