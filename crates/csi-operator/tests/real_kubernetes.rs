@@ -4,7 +4,10 @@
 //! says, with the real `kubectl apply -k manifests/kubernetes` and the two credentials Secrets;
 //! from there the real controller-manager creates the operator pods, the kubelet stand-in runs
 //! them as processes of this crate's binary under their ServiceAccounts' tokens, and they
-//! install both drivers. The test only watches.
+//! install both drivers. The test only watches. The Helm chart (`charts/openstack-csi-operators`)
+//! is installed the same way with the real `helm install`, and the switch from the upstream
+//! Cinder chart is done both with the `manifests/adopt-helm-cinder` overlay and with the chart's
+//! `cinder.adoptHelmRelease` values.
 
 mod common;
 mod real;
@@ -293,6 +296,26 @@ fn helm_metadata(meta: &kube::api::ObjectMeta) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_helm_adoption_overlay_takes_over_the_upstream_charts_release_on_a_real_control_plane()
 {
+    adoption_takes_over(Install::Overlay).await;
+}
+
+/// The same switch with our Helm chart instead of the overlay: `cinder.adoptHelmRelease` gives
+/// the Cinder operator the flag and the adoption's rights in the release's namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_adoption_values_take_over_the_upstream_charts_release_on_a_real_control_plane()
+{
+    adoption_takes_over(Install::Chart).await;
+}
+
+/// How the operators are installed for an adoption.
+enum Install {
+    /// `kubectl apply -k manifests/adopt-helm-cinder`.
+    Overlay,
+    /// `helm install` of charts/openstack-csi-operators with `cinder.adoptHelmRelease`.
+    Chart,
+}
+
+async fn adoption_takes_over(install: Install) {
     use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
     let mut c = RealCluster::kubernetes(openstack_sim::SimConfig::default(), &[IMAGE]).await;
 
@@ -312,9 +335,33 @@ async fn the_helm_adoption_overlay_takes_over_the_upstream_charts_release_on_a_r
         .await
         .unwrap();
 
-    // `kubectl apply -k manifests/adopt-helm-cinder` and the Cinder credentials.
-    c.kubectl(&["apply", "-k", "manifests/adopt-helm-cinder"])
-        .expect("kubectl apply -k the overlay");
+    // The operators with the adoption, and the Cinder credentials.
+    match install {
+        Install::Overlay => {
+            c.kubectl(&["apply", "-k", "manifests/adopt-helm-cinder"])
+                .expect("kubectl apply -k the overlay");
+        }
+        Install::Chart => {
+            c.helm(&[
+                "install",
+                "openstack-csi",
+                "charts/openstack-csi-operators",
+                "--namespace",
+                "default",
+                "--set",
+                &format!(
+                    "cinder.adoptHelmRelease.name={}",
+                    common::kubernetes::RELEASE
+                ),
+                "--set",
+                &format!(
+                    "cinder.adoptHelmRelease.namespace={}",
+                    common::kubernetes::RELEASE_NS
+                ),
+            ])
+            .expect("helm install with the adoption");
+        }
+    }
     let clouds = c.openstack.clouds_yaml("openstack");
     let ca = c.openstack.ca_pem().map(str::to_owned);
     Api::<Secret>::namespaced(c.client.clone(), DRIVERS_NS)
