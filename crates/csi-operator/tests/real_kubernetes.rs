@@ -220,6 +220,14 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
         ])
         .expect("helm install");
     assert!(installed.contains("STATUS: deployed"), "{installed}");
+    // The chart's notes give the next steps for the namespaces chosen.
+    assert!(
+        installed.contains(&format!(
+            "kubectl -n {OPERATORS_NS} create secret generic openstack-cloud-credentials"
+        )) && installed
+            .contains("kubectl wait --for=create clustercsidriver/manila.csi.openstack.org"),
+        "{installed}"
+    );
 
     let clouds = c.openstack.clouds_yaml("openstack");
     let ca = c.openstack.ca_pem().map(str::to_owned);
