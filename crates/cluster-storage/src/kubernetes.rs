@@ -51,17 +51,22 @@ pub const DEFAULT_CLUSTER_ID: &str = "kubernetes";
 /// `images:` (docs/install-kubernetes.md).
 pub const OPERATOR_IMAGE: &str = "quay.io/example/csi-operator";
 
-/// The operand images on Kubernetes: the upstream projects' own releases, as the
-/// cloud-provider-openstack charts of Kubernetes 1.32 use them. Keyed by the CSO environment
-/// variable that carries each on OpenShift.
+/// The operand images on Kubernetes: the upstream projects' own releases, as the current
+/// cloud-provider-openstack charts ship them (`openstack-cinder-csi` and `openstack-manila-csi`
+/// 2.36.0, appVersion v1.36.0: their `values.yaml` name the sidecars). The one place that names
+/// them: `manifests/kubernetes/`, the Helm chart's operator environment and `render`'s
+/// defaults all come from here, and `csi-operator/tests/kubernetes_manifests.rs` checks they
+/// agree. The NFS node plugin is not in those charts (Manila's chart expects one installed
+/// beside it); it is csi-driver-nfs's release. Keyed by the CSO environment variable that
+/// carries each on OpenShift.
 pub const UPSTREAM_IMAGES: &[(&str, &str)] = &[
     (
         "OPENSTACK_CINDER_DRIVER_IMAGE",
-        "registry.k8s.io/provider-os/cinder-csi-plugin:v1.32.0",
+        "registry.k8s.io/provider-os/cinder-csi-plugin:v1.36.0",
     ),
     (
         "MANILA_DRIVER_IMAGE",
-        "registry.k8s.io/provider-os/manila-csi-plugin:v1.32.0",
+        "registry.k8s.io/provider-os/manila-csi-plugin:v1.36.0",
     ),
     (
         "MANILA_NFS_DRIVER_IMAGE",
@@ -69,27 +74,27 @@ pub const UPSTREAM_IMAGES: &[(&str, &str)] = &[
     ),
     (
         "PROVISIONER_IMAGE",
-        "registry.k8s.io/sig-storage/csi-provisioner:v5.1.0",
+        "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0",
     ),
     (
         "ATTACHER_IMAGE",
-        "registry.k8s.io/sig-storage/csi-attacher:v4.7.0",
+        "registry.k8s.io/sig-storage/csi-attacher:v4.10.0",
     ),
     (
         "RESIZER_IMAGE",
-        "registry.k8s.io/sig-storage/csi-resizer:v1.12.0",
+        "registry.k8s.io/sig-storage/csi-resizer:v1.14.0",
     ),
     (
         "SNAPSHOTTER_IMAGE",
-        "registry.k8s.io/sig-storage/csi-snapshotter:v8.1.0",
+        "registry.k8s.io/sig-storage/csi-snapshotter:v8.4.0",
     ),
     (
         "NODE_DRIVER_REGISTRAR_IMAGE",
-        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.12.0",
+        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0",
     ),
     (
         "LIVENESS_PROBE_IMAGE",
-        "registry.k8s.io/sig-storage/livenessprobe:v2.14.0",
+        "registry.k8s.io/sig-storage/livenessprobe:v2.17.0",
     ),
     (
         "KUBE_RBAC_PROXY_IMAGE",
@@ -481,7 +486,7 @@ mod tests {
         let cinder = super::upstream_operand_images(&crate::registry::CINDER);
         assert_eq!(
             cinder["DRIVER_IMAGE"],
-            "registry.k8s.io/provider-os/cinder-csi-plugin:v1.32.0"
+            "registry.k8s.io/provider-os/cinder-csi-plugin:v1.36.0"
         );
         assert!(cinder.contains_key("PROVISIONER_IMAGE"));
         assert!(!cinder.contains_key("OPERATOR_IMAGE"));

@@ -10,6 +10,7 @@
 //! the watch caches, applies and writes the two statuses.
 
 pub mod build;
+pub mod chart;
 pub mod kubernetes;
 pub mod olm;
 pub mod olm_sync;

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::chain::*;
-use common::kubernetes::*;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ObjectMeta, PostParams};
@@ -79,8 +78,11 @@ const GUIDES: &[(&str, Guide)] = &[
     ),
 ];
 
+/// The operator image docs/install-kubernetes.md's overlay names (the user's own registry; the
+/// base's placeholder image is not run, so a guide that forgot to set it fails).
+const INSTALLED_IMAGE: &str = "registry.example.com/storage/csi-operator:v0.1.0";
 /// The operator image docs/upgrade.md's overlay names (the same binary, under a new tag).
-const UPGRADED_IMAGE: &str = "quay.io/example/csi-operator:v0.1.1";
+const UPGRADED_IMAGE: &str = "registry.example.com/storage/csi-operator:v0.1.1";
 
 /// How a guide is tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,15 +167,10 @@ async fn the_kubernetes_guides_run_end_to_end() {
     settings.kube.tls = true;
     settings.openstack.tls = true;
     settings.openstack.share_types = Some(vec![openstack_sim::SimShareType::new("default")]);
-    let mut processes = ProcessConfig::default();
-    for d in operator_deployments(&base_objects()) {
-        let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
-            .as_str()
-            .expect("an image");
-        processes = processes.with_image(image, csi_operator(&[]));
-    }
-    // The operator image upgrade.md moves to.
-    processes = processes.with_image(UPGRADED_IMAGE, csi_operator(&[]));
+    // The operator image install-kubernetes.md sets first, and the one upgrade.md moves to.
+    let processes = ProcessConfig::default()
+        .with_image(INSTALLED_IMAGE, csi_operator(&[]))
+        .with_image(UPGRADED_IMAGE, csi_operator(&[]));
     let chain = Chain::bare(settings, processes).await;
     let bed = &chain.bed;
     Api::<Secret>::namespaced(bed.client.clone(), "kube-system")

@@ -4,7 +4,10 @@
 //! says, with the real `kubectl apply -k manifests/kubernetes` and the two credentials Secrets;
 //! from there the real controller-manager creates the operator pods, the kubelet stand-in runs
 //! them as processes of this crate's binary under their ServiceAccounts' tokens, and they
-//! install both drivers. The test only watches.
+//! install both drivers. The test only watches. The Helm chart (`charts/openstack-csi-operators`)
+//! is installed the same way with the real `helm install`, and the switch from the upstream
+//! Cinder chart is done both with the `manifests/adopt-helm-cinder` overlay and with the chart's
+//! `cinder.adoptHelmRelease` values.
 
 mod common;
 mod real;
@@ -187,6 +190,98 @@ async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_contr
     );
 }
 
+/// The Helm chart on the same plane, as a chart user installs it: `helm install` with their
+/// own operator image (the kubelet runs only that name, so a chart that ignored the value
+/// would run nothing) and their own namespace for the operators, then the two credentials
+/// Secrets; both drivers become available, every pod admitted, no request refused by RBAC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_plane() {
+    const CHART_IMAGE: &str = "registry.example.com/storage/csi-operator:v0.1.0-chart";
+    const OPERATORS_NS: &str = "openstack-csi";
+    let openstack = openstack_sim::SimConfig {
+        share_types: Some(vec![openstack_sim::SimShareType::new("default")]),
+        ..Default::default()
+    };
+    let mut c = RealCluster::kubernetes(openstack, &[CHART_IMAGE]).await;
+    let (repository, tag) = CHART_IMAGE.rsplit_once(':').expect("a tag");
+    let installed = c
+        .helm(&[
+            "install",
+            "openstack-csi",
+            "charts/openstack-csi-operators",
+            "--namespace",
+            "default",
+            "--set",
+            &format!("image.repository={repository}"),
+            "--set",
+            &format!("image.tag={tag}"),
+            "--set",
+            &format!("namespaces.operators={OPERATORS_NS}"),
+        ])
+        .expect("helm install");
+    assert!(installed.contains("STATUS: deployed"), "{installed}");
+    // The chart's notes give the next steps for the namespaces chosen.
+    assert!(
+        installed.contains(&format!(
+            "kubectl -n {OPERATORS_NS} create secret generic openstack-cloud-credentials"
+        )) && installed
+            .contains("kubectl wait --for=create clustercsidriver/manila.csi.openstack.org"),
+        "{installed}"
+    );
+
+    let clouds = c.openstack.clouds_yaml("openstack");
+    let ca = c.openstack.ca_pem().map(str::to_owned);
+    Api::<Secret>::namespaced(c.client.clone(), OPERATORS_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("openstack-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("openstack-cloud-credentials");
+    Api::<Secret>::namespaced(c.client.clone(), MANILA_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("manila-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("manila-cloud-credentials");
+
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    c.wait("Manila available", async |c| {
+        driver_available(c, "manila.csi.openstack.org", &MANILA_AVAILABLE).await
+    })
+    .await;
+    let workloads = c
+        .wait("every workload's pods ready", async |c| {
+            workloads_complete(c, &[OPERATORS_NS, MANILA_NS]).await
+        })
+        .await;
+    assert!(workloads >= 6, "{workloads} workloads");
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+    // Nothing landed in the default namespace of the operators.
+    let default_ns = Api::<Namespace>::all(c.client.clone())
+        .get_opt(DRIVERS_NS)
+        .await
+        .expect("get");
+    assert!(default_ns.is_none(), "{DRIVERS_NS} was created");
+    let status = c
+        .helm(&["status", "openstack-csi", "--namespace", "default"])
+        .expect("helm status");
+    assert!(status.contains("STATUS: deployed"), "{status}");
+}
+
 /// What Helm's ownership metadata left on an object.
 fn helm_metadata(meta: &kube::api::ObjectMeta) -> Vec<String> {
     let mut left: Vec<String> = meta
@@ -209,6 +304,26 @@ fn helm_metadata(meta: &kube::api::ObjectMeta) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_helm_adoption_overlay_takes_over_the_upstream_charts_release_on_a_real_control_plane()
 {
+    adoption_takes_over(Install::Overlay).await;
+}
+
+/// The same switch with our Helm chart instead of the overlay: `cinder.adoptHelmRelease` gives
+/// the Cinder operator the flag and the adoption's rights in the release's namespace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_adoption_values_take_over_the_upstream_charts_release_on_a_real_control_plane()
+{
+    adoption_takes_over(Install::Chart).await;
+}
+
+/// How the operators are installed for an adoption.
+enum Install {
+    /// `kubectl apply -k manifests/adopt-helm-cinder`.
+    Overlay,
+    /// `helm install` of charts/openstack-csi-operators with `cinder.adoptHelmRelease`.
+    Chart,
+}
+
+async fn adoption_takes_over(install: Install) {
     use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
     let mut c = RealCluster::kubernetes(openstack_sim::SimConfig::default(), &[IMAGE]).await;
 
@@ -228,9 +343,33 @@ async fn the_helm_adoption_overlay_takes_over_the_upstream_charts_release_on_a_r
         .await
         .unwrap();
 
-    // `kubectl apply -k manifests/adopt-helm-cinder` and the Cinder credentials.
-    c.kubectl(&["apply", "-k", "manifests/adopt-helm-cinder"])
-        .expect("kubectl apply -k the overlay");
+    // The operators with the adoption, and the Cinder credentials.
+    match install {
+        Install::Overlay => {
+            c.kubectl(&["apply", "-k", "manifests/adopt-helm-cinder"])
+                .expect("kubectl apply -k the overlay");
+        }
+        Install::Chart => {
+            c.helm(&[
+                "install",
+                "openstack-csi",
+                "charts/openstack-csi-operators",
+                "--namespace",
+                "default",
+                "--set",
+                &format!(
+                    "cinder.adoptHelmRelease.name={}",
+                    common::kubernetes::RELEASE
+                ),
+                "--set",
+                &format!(
+                    "cinder.adoptHelmRelease.namespace={}",
+                    common::kubernetes::RELEASE_NS
+                ),
+            ])
+            .expect("helm install with the adoption");
+        }
+    }
     let clouds = c.openstack.clouds_yaml("openstack");
     let ca = c.openstack.ca_pem().map(str::to_owned);
     Api::<Secret>::namespaced(c.client.clone(), DRIVERS_NS)

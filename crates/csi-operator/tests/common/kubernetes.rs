@@ -24,18 +24,48 @@ pub fn operator_image() -> String {
     )
 }
 
-/// What the generator writes: every object file and `kustomization.yaml`, as `(name, text)`.
-pub fn generate() -> Vec<(String, String)> {
+/// `charts/openstack-csi-operators/`.
+pub fn chart_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../charts")
+        .join(cluster_storage::chart::CHART_NAME)
+}
+
+fn inputs() -> KubernetesInputs {
     let openshift = testbed::cvo::load(&super::manifest_dir())
         .expect("manifests/openshift/ loads")
         .into_iter()
         .map(|m| m.object)
         .collect();
-    let inputs = KubernetesInputs {
+    KubernetesInputs {
         operator_image: operator_image(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         openshift,
-    };
+    }
+}
+
+/// What the chart generator writes: every file of the chart, as `(path under the chart, text)`.
+pub fn generate_chart() -> Vec<(String, String)> {
+    let inputs = inputs();
+    let files: Vec<ManifestFile> = kubernetes::manifests(&inputs).expect("the base generates");
+    let rbac_path = kubernetes_dir().join("../adopt-helm-cinder/rbac.yaml");
+    let rbac = std::fs::read_to_string(&rbac_path).expect("manifests/adopt-helm-cinder/rbac.yaml");
+    let adoption_rbac =
+        operator_kit::assets::parse_values("rbac.yaml", &rbac).expect("rbac.yaml parses");
+    cluster_storage::chart::chart(&cluster_storage::chart::ChartInputs {
+        kubernetes: &inputs,
+        files: &files,
+        adoption_rbac,
+    })
+    .expect("the chart generates")
+    .into_iter()
+    .map(|f| (f.path, f.text))
+    .collect()
+}
+
+/// What the generator writes: every object file and `kustomization.yaml`, as `(name, text)`.
+pub fn generate() -> Vec<(String, String)> {
+    let inputs = inputs();
     let files: Vec<ManifestFile> = kubernetes::manifests(&inputs).expect("the base generates");
     let mut out: Vec<(String, String)> = files
         .iter()

