@@ -531,6 +531,8 @@ pub(crate) struct Evidence<'a> {
     pub logs: &'a str,
     pub restarts: &'a BTreeMap<Operator, u32>,
     pub renew_deadline: Duration,
+    /// The users each operator's replicas run as.
+    pub lease_users: &'a [(Operator, Vec<String>)],
 }
 
 /// Paths the `slow-api` row slows: every API group the operators use but
@@ -651,8 +653,16 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                 )
             }
             Reach::LeaseLapsed { op } => {
-                let renewals: Vec<u64> = of(*op)
+                // By any of its replicas: a second one may be the next to hold it.
+                let users: Vec<String> = ev
+                    .lease_users
                     .iter()
+                    .find(|(o, _)| o == op)
+                    .map_or_else(|| vec![op.user()], |(_, u)| u.clone());
+                let mut renewals: Vec<u64> = ev
+                    .records
+                    .iter()
+                    .filter(|r| users.contains(&r.user))
                     .filter(|r| {
                         is_lease(r)
                             && r.name == op.lease()
@@ -661,6 +671,7 @@ pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<Strin
                     })
                     .map(|r| r.at_ms)
                     .collect();
+                renewals.sort_unstable();
                 // The longest pause between two renewals that overlaps the fault.
                 let gap = renewals
                     .windows(2)
@@ -1101,6 +1112,7 @@ mod tests {
             logs,
             restarts,
             renew_deadline: Duration::from_secs(107),
+            lease_users: &[],
         }
     }
 

@@ -277,7 +277,7 @@ pub(crate) const ROWS: &[Row] = &[
         id: "slow-api",
         fault: |t| {
             format!(
-                "{} s of latency on every write of the three operators but their Lease's (an API server slow to commit) for {} s: past the client's {} s read timeout, for longer than the {} s reconcile deadline",
+                "{} s of latency on every write of the three operators but their Lease's (an API server slow to commit) for {} s: past the client's {} s read timeout, for longer than the {} s reconcile deadline; the fault ends when the last delayed write is answered",
                 t.latency.as_secs(),
                 t.slow.as_secs(),
                 READ_TIMEOUT.as_secs(),
@@ -620,6 +620,9 @@ async fn slow_api(ctx: &Ctx) -> anyhow::Result<Window> {
     tokio::time::sleep(ctx.t.slow).await;
     let matched = c.fault_matches().await?;
     c.clear_faults().await?;
+    // A write that arrived just before the faults were cleared is still delayed: the fault is
+    // over when that one is answered (as in `openstack-timeout`).
+    tokio::time::sleep(ctx.t.latency).await;
     let mut w = Window::new(start, Instant::now());
     for op in Operator::ALL {
         w.reach.push(Reach::Slowed {

@@ -384,16 +384,29 @@ async fn evaluate(
     }
 
     // Objects, the drift probe, and nothing left behind.
-    if let Some(twin) = &window.twin {
-        c.remove_twin(twin)
-            .await
-            .context("cannot remove the second CSO replica")?;
-    }
     if let Some(at) = converged_at {
-        objects_check(c, row.id == CLEAN_INSTALL, reference, result).await;
+        if window.twin.is_none() {
+            objects_check(c, row.id == CLEAN_INSTALL, reference, result).await;
+        }
+        // Whichever replica leads must see the probe.
         match drift_probe(c).await {
             Ok(d) => result.probe = Some(d),
             Err(e) => result.problems.push(format!("drift probe: {e:#}")),
+        }
+        if let Some(twin) = &window.twin {
+            // The second replica goes (its objects are not the operators'); if it led, the
+            // first takes over at its next retry, and the objects are compared after that.
+            c.remove_twin(twin)
+                .await
+                .context("cannot remove the second CSO replica")?;
+            let (led, problems) = wait_converged(ctx, Instant::now(), converge_limit, None).await;
+            if led.is_none() {
+                result.problems.push(format!(
+                    "after the second replica was removed: {}",
+                    problems.join("; ")
+                ));
+            }
+            objects_check(c, false, reference, result).await;
         }
         tokio::time::sleep(ctx.t.settle).await;
         // The settle time after `at` was seen healthy by the wait itself.
@@ -471,6 +484,7 @@ async fn evaluate(
         logs: &logs,
         restarts: &result.restarts,
         renew_deadline: faults::RENEW_DEADLINE,
+        lease_users: &lease_users(window.twin.as_ref()),
     };
     let (reached, unreached) = checks::reached(&window.reach, &evidence);
     result.reached = if reached.is_empty() {
