@@ -111,6 +111,36 @@ async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
         refused.join("\n")
     );
 
+    // Until the credentials exist, each operator says so with the command that creates them
+    // (no cloud credential operator here).
+    for (cr, condition, command) in [
+        (
+            "cinder.csi.openstack.org",
+            "ConfigSyncDegraded",
+            format!(
+                "kubectl -n {DRIVERS_NS} create secret generic openstack-cloud-credentials --from-file=clouds.yaml=./clouds.yaml"
+            ),
+        ),
+        (
+            "manila.csi.openstack.org",
+            "CSIControllerDisabled",
+            format!(
+                "kubectl -n {DRIVERS_NS} create secret generic openstack-cloud-credentials --from-file=clouds.yaml=./clouds.yaml"
+            ),
+        ),
+    ] {
+        let message = chain
+            .wait(&format!("{cr} {condition} to name the Secret"), || async {
+                match chain.cr_conditions(cr).await.get(condition) {
+                    Some((status, _, message)) if status == "True" => Ok(message.clone()),
+                    other => Err(format!("{other:?}")),
+                }
+            })
+            .await;
+        assert!(message.contains(&command), "{cr} {condition}: {message}");
+        assert!(!message.contains("CredentialsRequest"), "{cr}: {message}");
+    }
+
     // The credentials, as the guide says for users of the upstream charts: their cloud.conf,
     // converted by `csi-operator convert-cloud-conf`.
     let cloud_conf = format!(

@@ -43,6 +43,12 @@ pub struct Kit {
 }
 
 impl Kit {
+    /// Whether the cluster is plain Kubernetes: no `Infrastructure/cluster` in the cache (as
+    /// [`BaseFacts::kubernetes`](super::BaseFacts::kubernetes) is decided).
+    pub fn on_kubernetes(&self) -> bool {
+        self.cache.get::<Infrastructure>(None, "cluster").is_none()
+    }
+
     /// Applies `d` with the kit's apply engine; see [`Kit::apply_with`].
     pub async fn apply(
         &self,
