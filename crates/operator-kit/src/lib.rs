@@ -35,5 +35,6 @@ pub mod progressing;
 pub mod redact;
 pub mod runtime;
 pub mod serving;
+pub mod settings;
 pub mod status;
 pub mod steps;

@@ -28,7 +28,7 @@ use crate::hooks::TopologyMode;
 use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
-pub use operator::{CsiOperator, Kit, Settings};
+pub use operator::{CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
 pub use step::{Hold, Pass, StepError};
 
 /// The CRD that must be served before a VolumeSnapshotClass can be applied.
@@ -130,6 +130,12 @@ pub trait Driver: Send + Sync + 'static {
     fn daemonsets(&self, facts: &Self::Facts) -> Vec<Workload>;
     /// The VolumeSnapshotClass, applied once its CRD is served.
     fn snapshot_class(&self, facts: &Self::Facts) -> Result<Desired, BuildError>;
+
+    /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
+    /// StorageClass of the driver settings may not take it.
+    fn reserved_storage_class(&self, _name: &str) -> bool {
+        false
+    }
 
     /// After the management state, before anything is read for the facts.
     fn prepare(&mut self, _kit: &Kit, _pass: &mut Pass) -> impl Future<Output = Flow> + Send {
