@@ -411,6 +411,20 @@ async fn k0s_and_one_replica(c: &RealCluster) -> Result<(), String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn driver_settings_take_effect_and_are_kept_on_a_real_control_plane() {
     let mut c = RealCluster::kubernetes(openstack_sim::SimConfig::default(), &[IMAGE]).await;
+    // The Prometheus operator's ServiceMonitor CRD, as kube-prometheus-stack installs it.
+    c.kubectl(&[
+        "apply",
+        "-f",
+        "crates/openshift-api/crds/servicemonitors.monitoring.coreos.com.yaml",
+    ])
+    .expect("the ServiceMonitor CRD");
+    c.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "--timeout=60s",
+    ])
+    .expect("the CRD established");
     c.kubectl(&["apply", "-k", "manifests/kubernetes"])
         .expect("kubectl apply -k");
     let dir = std::env::temp_dir().join(format!("driver-settings-{}", std::process::id()));
@@ -420,6 +434,7 @@ async fn driver_settings_take_effect_and_are_kept_on_a_real_control_plane() {
         &file,
         "kubeletDir: /var/lib/k0s/kubelet\ncontroller:\n  replicas: 1\n\
          imagePullSecrets: [{name: my-registry}]\n\
+         serviceMonitor: {labels: {release: kube-prometheus-stack}}\n\
          storageClasses:\n- name: fast-ssd\n  parameters: {type: ssd}\n",
     )
     .unwrap();
@@ -456,6 +471,56 @@ async fn driver_settings_take_effect_and_are_kept_on_a_real_control_plane() {
         .await
         .expect("the extra StorageClass");
     assert_eq!(sc.provisioner, "cinder.csi.openstack.org");
+
+    // The driver's ServiceMonitor, accepted by the API server with the Prometheus operator's
+    // CRD: labelled for kube-prometheus-stack, verifying the certificate the operator issued
+    // (no cert-manager here: its own self-signed `tls.crt`), not OpenShift's service CA.
+    let monitor = c
+        .wait("the driver's ServiceMonitor", async |c| {
+            let out = c
+                .kubectl(&[
+                    "-n",
+                    DRIVERS_NS,
+                    "get",
+                    "servicemonitor",
+                    "openstack-cinder-csi-driver-controller-monitor",
+                    "-o",
+                    "json",
+                ])
+                .map_err(|e| e.to_string())?;
+            serde_json::from_str::<serde_json::Value>(&out).map_err(|e| e.to_string())
+        })
+        .await;
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"], "kube-prometheus-stack",
+        "{monitor}"
+    );
+    let endpoints = monitor["spec"]["endpoints"].as_array().expect("endpoints");
+    assert_eq!(endpoints.len(), 5, "{monitor}");
+    for e in endpoints {
+        assert_eq!(
+            e["tlsConfig"],
+            json!({
+                "ca": {"secret": {
+                    "name": "openstack-cinder-csi-driver-controller-metrics-serving-cert",
+                    "key": "tls.crt",
+                    }},
+                "serverName": format!("openstack-cinder-csi-driver-controller-metrics.{DRIVERS_NS}.svc"),
+            }),
+            "{e}"
+        );
+    }
+
+    // At rest with the settings and the ServiceMonitor: no write by the operator for 15 s.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = c.requests().len();
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let idle = c.requests().split_off(before);
+    assert_eq!(
+        operator_writes(&idle),
+        Vec::<String>::new(),
+        "writes while idle"
+    );
 
     // An administrator edits the DaemonSet back to /var/lib/kubelet and scales the Deployment.
     let patch = r#"{"spec":{"template":{"spec":{"volumes":[{"name":"kubelet-dir","hostPath":{"path":"/var/lib/kubelet","type":"Directory"}}]}}}}"#;

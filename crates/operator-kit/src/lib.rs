@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod metrics_cert;
 pub mod observed_config;
 pub mod process;
+pub mod process_metrics;
 pub mod progressing;
 pub mod redact;
 pub mod runtime;

@@ -80,6 +80,9 @@ pub struct DriverSettings {
     pub image_pull_secrets: Vec<String>,
     /// Whether the driver's ServiceMonitor is applied (the charts' `podMonitor.enabled`).
     pub service_monitor: bool,
+    /// Labels added to the driver's ServiceMonitor (the charts' `podMonitor.additionalLabels`;
+    /// kube-prometheus-stack selects by `release: <its Helm release>`).
+    pub service_monitor_labels: BTreeMap<String, String>,
     pub storage_classes: Vec<ExtraStorageClass>,
 }
 
@@ -92,6 +95,7 @@ impl Default for DriverSettings {
             node: BTreeMap::new(),
             image_pull_secrets: Vec::new(),
             service_monitor: true,
+            service_monitor_labels: BTreeMap::new(),
             storage_classes: Vec::new(),
         }
     }
@@ -384,6 +388,54 @@ fn storage_class(key: &str, v: &Value) -> Result<ExtraStorageClass, SettingsErro
     Ok(class)
 }
 
+/// A label key: an optional DNS subdomain prefix and `/`, and a name of up to 63 characters.
+fn label_key(k: &str) -> bool {
+    let (prefix, name) = match k.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, k),
+    };
+    prefix.is_none_or(|p| dns_name(p, 253)) && !name.is_empty() && label_value(name)
+}
+
+/// A label value: up to 63 of `[A-Za-z0-9._-]`, starting and ending alphanumeric (or empty).
+fn label_value(v: &str) -> bool {
+    v.len() <= 63
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        && v.bytes().next().is_none_or(|b| b.is_ascii_alphanumeric())
+        && v.bytes().last().is_none_or(|b| b.is_ascii_alphanumeric())
+}
+
+fn labels(key: &str, v: &Value) -> Result<BTreeMap<String, String>, SettingsError> {
+    let Value::Object(m) = v else {
+        return err(
+            key,
+            format!(
+                "expected a mapping like {{release: kube-prometheus-stack}}, got {}",
+                kind_of(v)
+            ),
+        );
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        let at = join(key, k);
+        if !label_key(k) {
+            return err(&at, "not a valid label key");
+        }
+        let v = string(&at, v)?;
+        if !label_value(&v) {
+            return err(
+                &at,
+                format!(
+                    "{v:?} is not a valid label value (up to 63 letters, digits, '-', '_', '.')"
+                ),
+            );
+        }
+        out.insert(k.clone(), v);
+    }
+    Ok(out)
+}
+
 fn kubelet_dir(key: &str, v: &Value) -> Result<String, SettingsError> {
     let dir = string(key, v)?;
     let trimmed = if dir.len() > 1 {
@@ -502,9 +554,12 @@ pub fn parse(text: &str) -> Result<DriverSettings, SettingsError> {
         }
     }
     if let Some(v) = top.get("serviceMonitor") {
-        let m = mapping("serviceMonitor", v, &["enabled"])?;
+        let m = mapping("serviceMonitor", v, &["enabled", "labels"])?;
         if let Some(e) = m.get("enabled") {
             s.service_monitor = boolean("serviceMonitor.enabled", e)?;
+        }
+        if let Some(l) = m.get("labels") {
+            s.service_monitor_labels = labels("serviceMonitor.labels", l)?;
         }
     }
     if let Some(v) = top.get("storageClasses") {
@@ -533,6 +588,55 @@ pub fn parse(text: &str) -> Result<DriverSettings, SettingsError> {
         }
     }
     Ok(s)
+}
+
+/// The driver's ServiceMonitor as applied: the settings' labels added and, on plain Kubernetes
+/// (`kubernetes`), each endpoint's TLS verified against the driver's metrics serving
+/// certificate instead of OpenShift's service CA (a file only OpenShift's Prometheus has). The
+/// CA comes from the serving-cert Secret of the endpoint's Service (`requests`, found by the
+/// endpoint's `serverName`): its `ca.crt` when it has one (cert-manager writes it), else its
+/// `tls.crt`, which is its own CA when the operator issued it self-signed (`has_ca` says
+/// whether Secret `(namespace, name)` has `ca.crt`). The Prometheus operator reads that Secret
+/// from the ServiceMonitor's namespace.
+pub fn service_monitor(
+    object: &mut DynamicObject,
+    labels: &BTreeMap<String, String>,
+    kubernetes: bool,
+    requests: &[crate::metrics_cert::Request],
+    has_ca: impl Fn(&str, &str) -> bool,
+) {
+    if !labels.is_empty() {
+        let l = object.metadata.labels.get_or_insert_with(Default::default);
+        for (k, v) in labels {
+            l.insert(k.clone(), v.clone());
+        }
+    }
+    if !kubernetes {
+        return;
+    }
+    let Some(Value::Array(endpoints)) = object.data.pointer_mut("/spec/endpoints") else {
+        return;
+    };
+    for e in endpoints {
+        let Some(server) = e.pointer("/tlsConfig/serverName").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(r) = requests
+            .iter()
+            .find(|r| server == format!("{}.{}.svc", r.service, r.namespace))
+        else {
+            continue;
+        };
+        let key = if has_ca(&r.namespace, &r.secret) {
+            "ca.crt"
+        } else {
+            "tls.crt"
+        };
+        e["tlsConfig"] = json!({
+            "ca": {"secret": {"name": r.secret, "key": key}},
+            "serverName": server,
+        });
+    }
 }
 
 /// The pod spec of a Deployment or DaemonSet.
@@ -670,11 +774,15 @@ impl DriverSettings {
                         "annotations": {DEFAULT_CLASS_ANNOTATION: if c.is_default { "true" } else { "false" }},
                     },
                     "provisioner": provisioner,
-                    "parameters": c.parameters,
                     "reclaimPolicy": c.reclaim_policy.as_deref().unwrap_or("Delete"),
                     "volumeBindingMode": c.volume_binding_mode.as_deref().unwrap_or("WaitForFirstConsumer"),
                     "allowVolumeExpansion": c.allow_volume_expansion.unwrap_or(true),
                 });
+                // Left out when empty, as the API server stores them, so a class at rest is
+                // never written again.
+                if !c.parameters.is_empty() {
+                    v["parameters"] = json!(c.parameters);
+                }
                 if !c.mount_options.is_empty() {
                     v["mountOptions"] = json!(c.mount_options);
                 }
@@ -1039,6 +1147,82 @@ storageClasses:
             e.0.contains("node.containers.csi-provisioner: no node DaemonSet"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_service_monitor_gets_the_labels_and_on_kubernetes_the_serving_cert_ca() {
+        let s = parse("serviceMonitor: {labels: {release: kube-prometheus-stack}}").expect("valid");
+        let monitor = || {
+            obj(json!({
+                "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+                "metadata": {"name": "m", "namespace": "drivers"},
+                "spec": {"endpoints": [
+                    {"port": "a-m", "scheme": "https", "tlsConfig": {
+                        "caFile": "/etc/prometheus/configmaps/serving-certs-ca-bundle/service-ca.crt",
+                        "serverName": "svc.drivers.svc"}},
+                    {"port": "other", "tlsConfig": {"caFile": "/x", "serverName": "elsewhere.drivers.svc"}}
+                ]}
+            }))
+        };
+        let requests = [crate::metrics_cert::Request {
+            namespace: "drivers".into(),
+            service: "svc".into(),
+            secret: "svc-cert".into(),
+        }];
+        let mut openshift = monitor();
+        service_monitor(
+            &mut openshift,
+            &s.service_monitor_labels,
+            false,
+            &requests,
+            |_, _| false,
+        );
+        assert_eq!(
+            openshift.metadata.labels.as_ref().expect("labels")["release"],
+            "kube-prometheus-stack"
+        );
+        assert_eq!(
+            openshift.data["spec"],
+            monitor().data["spec"],
+            "OpenShift keeps service-ca"
+        );
+        for (has_ca, key) in [(false, "tls.crt"), (true, "ca.crt")] {
+            let mut m = monitor();
+            service_monitor(&mut m, &BTreeMap::new(), true, &requests, |ns, name| {
+                assert_eq!((ns, name), ("drivers", "svc-cert"));
+                has_ca
+            });
+            assert!(m.metadata.labels.is_none());
+            assert_eq!(
+                m.data["spec"]["endpoints"][0]["tlsConfig"],
+                json!({"ca": {"secret": {"name": "svc-cert", "key": key}}, "serverName": "svc.drivers.svc"})
+            );
+            assert_eq!(
+                m.data["spec"]["endpoints"][1],
+                monitor().data["spec"]["endpoints"][1]
+            );
+        }
+        for (text, want) in [
+            (
+                "serviceMonitor: {labels: [release]}",
+                "serviceMonitor.labels: expected a mapping",
+            ),
+            (
+                "serviceMonitor: {labels: {release: \"a b\"}}",
+                "serviceMonitor.labels.release: \"a b\" is not a valid label value",
+            ),
+            (
+                "serviceMonitor: {labels: {\"-x\": y}}",
+                "serviceMonitor.labels.-x: not a valid label key",
+            ),
+            (
+                "serviceMonitor: {labels: {release: 1}}",
+                "serviceMonitor.labels.release: expected a string",
+            ),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -255,7 +255,7 @@ impl<D: Driver> CsiOperator<D> {
             .await;
         let settings = self.driver_settings(&mut pass, &facts);
         let mut groups = self.driver.static_groups(&self.kit, &facts);
-        self.service_monitors(&mut pass, &mut groups, settings.as_ref())
+        self.service_monitors(&mut pass, &mut groups, settings.as_ref(), facts_kubernetes)
             .await;
         if facts_kubernetes {
             let services: Vec<Desired> = groups
@@ -401,8 +401,37 @@ impl<D: Driver> CsiOperator<D> {
         pass: &mut Pass,
         groups: &mut [super::Group],
         settings: Option<&DriverSettings>,
+        kubernetes: bool,
     ) {
-        if settings.is_some_and(|s| s.service_monitor) {
+        if let Some(s) = settings.filter(|s| s.service_monitor) {
+            let services: Vec<Desired> = groups
+                .iter()
+                .filter_map(|g| g.objects.as_ref().ok())
+                .flatten()
+                .filter(|d| d.resource.kind == "Service")
+                .cloned()
+                .collect();
+            let requests = crate::metrics_cert::requests(&services);
+            let has_ca = |ns: &str, name: &str| {
+                self.kit
+                    .cache
+                    .secret(ns, name)
+                    .and_then(|s| s.data)
+                    .is_some_and(|d| d.contains_key("ca.crt"))
+            };
+            for group in groups.iter_mut() {
+                for d in group.objects.iter_mut().flatten() {
+                    if d.resource.kind == "ServiceMonitor" {
+                        settings::service_monitor(
+                            &mut d.object,
+                            &s.service_monitor_labels,
+                            kubernetes,
+                            &requests,
+                            has_ca,
+                        );
+                    }
+                }
+            }
             return;
         }
         let mut removed = Vec::new();
