@@ -836,6 +836,39 @@ async fn driver_settings_reach_the_driver_and_are_kept() {
     assert!(kubelet_paths_moved(&paths), "{paths:?}");
     assert_eq!(replicas, 1);
 
+    // The operator restarts with the mistake still there: it knows no good settings, so it
+    // leaves the workloads as they are (no fall-back to /var/lib/kubelet) and says so.
+    let pid = chain
+        .wait_running(DRIVERS_NS, CINDER_OPERATOR)
+        .await
+        .pid
+        .expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    chain
+        .wait("the restarted operator to report the settings", || async {
+            let restarted = chain
+                .pods(DRIVERS_NS, CINDER_OPERATOR)
+                .iter()
+                .any(|p| p.running() && p.pid.is_some_and(|p| p != pid));
+            match chain.cr_conditions(cr).await.get("DriverSettingsDegraded") {
+                Some((s, _, m))
+                    if restarted && s == "True" && m.contains("are left as they are") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("restarted {restarted}: {other:?}")),
+            }
+        })
+        .await;
+    // Its status write ends the reconcile that skipped the workloads: they are as they were.
+    let (paths, replicas, _) = cinder_workloads(&bed.client).await.expect("workloads");
+    assert!(kubelet_paths_moved(&paths), "after a restart: {paths:?}");
+    assert_eq!(replicas, 1, "after a restart");
+
     // Fixed, without the StorageClass: it goes, the condition clears.
     config_maps
         .replace(
