@@ -679,8 +679,27 @@ impl DriverSettings {
             }
         }
         let have: BTreeSet<String> = nodes.iter().flat_map(|d| container_names(d)).collect();
+        let qualified: BTreeSet<String> = nodes
+            .iter()
+            .flat_map(|d| {
+                let ds = d.metadata.name.clone().unwrap_or_default();
+                container_names(d)
+                    .into_iter()
+                    .map(move |c| format!("{ds}/{c}"))
+            })
+            .collect();
         for name in self.node.keys() {
-            if !have.contains(name) {
+            if name.contains('/') {
+                if !qualified.contains(name) {
+                    return err(
+                        &format!("node.containers.{name}"),
+                        format!(
+                            "no node DaemonSet/container of that name; they are {}",
+                            qualified.iter().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    );
+                }
+            } else if !have.contains(name) {
                 return err(
                     &format!("node.containers.{name}"),
                     format!(
@@ -713,11 +732,14 @@ impl DriverSettings {
         self.apply_pod(object, &self.node);
     }
 
+    /// `containers` by container name, or by `<workload>/<container>` (which wins): Manila's
+    /// two node DaemonSets both have a `csi-driver`.
     fn apply_pod(
         &self,
         object: &mut DynamicObject,
         containers: &BTreeMap<String, ContainerSettings>,
     ) {
+        let workload = object.metadata.name.clone().unwrap_or_default();
         let Some(spec) = pod_spec(object) else {
             return;
         };
@@ -741,7 +763,10 @@ impl DriverSettings {
                 let Some(name) = c.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                let Some(settings) = containers.get(name) else {
+                let Some(settings) = containers
+                    .get(&format!("{workload}/{name}"))
+                    .or_else(|| containers.get(name))
+                else {
                     continue;
                 };
                 let Some(c) = c.as_object_mut() else {
@@ -1126,6 +1151,39 @@ storageClasses:
             let e = parse(text).expect_err(text).to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_container_can_be_named_with_its_daemonset() {
+        let nfs = obj(json!({
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "nfs"},
+            "spec": {"template": {"spec": {"containers": [{"name": "csi-driver", "args": ["--nfs"]}]}}}
+        }));
+        let s = parse(
+            "node: {containers: {node/csi-driver: {extraArgs: [--only-node]}, csi-driver: {extraArgs: [--both]}}}",
+        )
+        .expect("parses");
+        s.check_containers(&controller(), &[&node(), &nfs])
+            .expect("known");
+        let (mut n, mut f) = (node(), nfs.clone());
+        s.apply_node(&mut n);
+        s.apply_node(&mut f);
+        assert_eq!(
+            n.data["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!(["--endpoint=$(CSI_ENDPOINT)", "--only-node"])
+        );
+        assert_eq!(
+            f.data["spec"]["template"]["spec"]["containers"][0]["args"],
+            json!(["--nfs", "--both"])
+        );
+        let bad = parse("node: {containers: {nfs/registrar: {extraArgs: [--x]}}}").expect("parses");
+        let e = bad
+            .check_containers(&controller(), &[&node(), &nfs])
+            .expect_err("not in nfs");
+        assert!(
+            e.0.contains("node.containers.nfs/registrar: no node DaemonSet/container of that name; they are nfs/csi-driver, node/csi-driver, node/registrar, node/wait"),
+            "{e}"
+        );
     }
 
     #[test]
