@@ -892,5 +892,71 @@ async fn driver_settings_reach_the_driver_and_are_kept() {
             }
         })
         .await;
+
+    // Manila's settings, in its driver's namespace: both node DaemonSets move to k0s's kubelet
+    // directory, and a container named with its DaemonSet gets resources only there (both
+    // have a `csi-driver`).
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(bed.client.clone(), MANILA_NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "openstack-manila-csi-driver-operator-settings"},
+                "data": {"settings.yaml": "kubeletDir: /var/lib/k0s/kubelet\n\
+                    node: {containers: {csi-nodeplugin-nfsplugin/csi-driver: {resources: {limits: {memory: 256Mi}}}}}\n\
+                    storageClasses: [{name: manila-gold, parameters: {type: gold}}]\n"},
+            }))
+            .expect("a ConfigMap"),
+        )
+        .await
+        .expect("Manila's settings");
+    let daemonsets: Api<DynamicObject> = Api::namespaced_with(
+        bed.client.clone(),
+        MANILA_NS,
+        &kube::core::ApiResource::erase::<k8s_openapi::api::apps::v1::DaemonSet>(&()),
+    );
+    let (node, nfs) = chain
+        .wait("Manila's settings applied", || async {
+            let mut both = Vec::new();
+            for name in [
+                "openstack-manila-csi-nodeplugin",
+                "csi-nodeplugin-nfsplugin",
+            ] {
+                let ds = daemonsets.get(name).await.map_err(|e| e.to_string())?;
+                let text = serde_json::to_string(&ds.data).map_err(|e| e.to_string())?;
+                if text.contains("/var/lib/kubelet") || !text.contains("/var/lib/k0s/kubelet") {
+                    return Err(format!("{name} not moved"));
+                }
+                both.push(ds.data["spec"]["template"]["spec"]["containers"].clone());
+            }
+            Ok((both[0].clone(), both[1].clone()))
+        })
+        .await;
+    assert_eq!(
+        nfs[0]["resources"],
+        serde_json::json!({"limits": {"memory": "256Mi"}}),
+        "{nfs}"
+    );
+    assert!(
+        node.as_array()
+            .expect("containers")
+            .iter()
+            .all(|c| c["resources"]["limits"]["memory"] != "256Mi"),
+        "{node}"
+    );
+    let sc = chain
+        .wait("Manila's extra StorageClass", || async {
+            Api::<k8s_openapi::api::storage::v1::StorageClass>::all(bed.client.clone())
+                .get("manila-gold")
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    assert_eq!(sc.provisioner, "manila.csi.openstack.org");
+    let c = chain.cr_conditions("manila.csi.openstack.org").await;
+    assert_eq!(
+        c.get("DriverSettingsDegraded").map(|c| c.0.as_str()),
+        Some("False"),
+        "{c:#?}"
+    );
     chain.assert_no_denials();
 }
