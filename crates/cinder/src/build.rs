@@ -535,4 +535,35 @@ mod tests {
         // The rest still prints.
         assert!(format!("{f:?}").contains("mycluster-x7k2p"));
     }
+
+    /// The driver settings' kubeletDir reaches every kubelet path of the real node asset,
+    /// and nothing else moves (docs/driver-settings.md).
+    #[test]
+    fn the_kubelet_dir_setting_moves_every_kubelet_path_of_the_node_plugin() {
+        let before = node_desired(&facts()).expect("builds");
+        let text = serde_json::to_string(&before.object.data).expect("json");
+        assert!(text.matches("/var/lib/kubelet").count() >= 4, "{text}");
+        let settings =
+            operator_kit::settings::parse("kubeletDir: /var/snap/microk8s/common/var/lib/kubelet")
+                .expect("valid");
+        let mut after = before.clone();
+        settings.apply_node(&mut after.object);
+        let moved = serde_json::to_string(&after.object.data).expect("json");
+        assert_eq!(
+            moved.replace(
+                "/var/snap/microk8s/common/var/lib/kubelet",
+                "/var/lib/kubelet"
+            ),
+            text,
+            "only kubelet paths change"
+        );
+        assert!(
+            !moved.contains("\"/var/lib/kubelet") && !moved.contains("=/var/lib/kubelet"),
+            "{moved}"
+        );
+        let c = controller_desired(&facts()).expect("builds");
+        settings
+            .check_containers(&c.object, &[&after.object])
+            .expect("no container named");
+    }
 }

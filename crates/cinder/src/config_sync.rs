@@ -10,7 +10,7 @@ use openshift_api::config::Infrastructure;
 use openstack::Retry;
 use operator_kit::cache::Background;
 use operator_kit::conditions;
-use operator_kit::csi::{Kit, Pass, StepError, clouds_yaml_of, fingerprint};
+use operator_kit::csi::{self, Kit, Pass, StepError, clouds_yaml_of, fingerprint};
 use tracing::warn;
 
 use crate::build;
@@ -147,6 +147,7 @@ impl ConfigSync {
             let task = list_zones(
                 self.openstack.clone(),
                 ns.to_string(),
+                kit.on_kubernetes(),
                 credentials.clone(),
                 ca.as_ref().map(|c| c.pem.as_bytes().to_vec()),
             );
@@ -206,12 +207,13 @@ impl ConfigSync {
 async fn list_zones(
     session: Arc<openstack::Session>,
     namespace: String,
+    kubernetes: bool,
     credentials: Option<Secret>,
     ca: Option<Vec<u8>>,
 ) -> Result<bool, TopologyError> {
     let lookup = |(message, retry)| TopologyError::Lookup { message, retry };
-    let client =
-        openstack_client(&session, &namespace, credentials.as_ref(), ca).map_err(lookup)?;
+    let client = openstack_client(&session, &namespace, kubernetes, credentials.as_ref(), ca)
+        .map_err(lookup)?;
     let failed = |e: openstack::Error| lookup((e.to_string(), e.kind().retry()));
     let compute = client.compute_availability_zones().await.map_err(failed)?;
     let volume = client.volume_availability_zones().await.map_err(failed)?;
@@ -251,18 +253,35 @@ pub(crate) fn openstack_inputs(kit: &Kit) -> Result<OpenStackInputs, String> {
 
 /// An OpenStack client for the cloud of the `clouds.yaml` in the credentials Secret (cloud
 /// `openstack`), trusting `ca`. The error is a message naming the Secret, never a secret
-/// value, and how soon trying again may help.
+/// value, and how soon trying again may help. A missing Secret or key is explained for the
+/// platform (`kubernetes`: the `kubectl create secret` command; else the cloud credential
+/// operator).
 pub(crate) fn openstack_client(
     session: &openstack::Session,
     namespace: &str,
+    kubernetes: bool,
     credentials: Option<&Secret>,
     ca: Option<Vec<u8>>,
 ) -> Result<Arc<openstack::Client>, (String, Retry)> {
     let secret_name = format!("{namespace}/{CREDENTIALS_SECRET}");
     // Only a new Secret can mend these, and a new Secret is listed at once.
     let unusable = |message: String| (message, Retry::AtRefresh);
-    let clouds = clouds_yaml_of(credentials)
-        .ok_or_else(|| unusable(format!("Secret {secret_name} has no clouds.yaml key; it is created from the CredentialsRequest by the cloud credential operator")))?;
+    let hint = || csi::credentials_secret_hint(kubernetes, namespace, CREDENTIALS_SECRET);
+    let clouds = match (credentials, clouds_yaml_of(credentials)) {
+        (_, Some(clouds)) => clouds,
+        (None, None) => {
+            return Err(unusable(format!(
+                "Secret {secret_name} does not exist; {}",
+                hint()
+            )));
+        }
+        (Some(_), None) => {
+            return Err(unusable(format!(
+                "Secret {secret_name} has no clouds.yaml key; {}",
+                hint()
+            )));
+        }
+    };
     let text = std::str::from_utf8(clouds).map_err(|_| {
         unusable(format!(
             "clouds.yaml in Secret {secret_name} is not UTF-8 text"
@@ -279,4 +298,45 @@ pub(crate) fn openstack_client(
     session
         .client(cloud, &options)
         .map_err(|e| (e.to_string(), e.kind().retry()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    fn message(kubernetes: bool, credentials: Option<&Secret>) -> String {
+        let session = openstack::Session::new();
+        match openstack_client(&session, "drivers", kubernetes, credentials, None) {
+            Ok(_) => panic!("no client without clouds.yaml"),
+            Err((message, retry)) => {
+                assert_eq!(retry, Retry::AtRefresh, "{message}");
+                message
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_secret_is_explained_for_the_platform() {
+        let command = "kubectl -n drivers create secret generic openstack-cloud-credentials \
+                       --from-file=clouds.yaml=./clouds.yaml";
+        let without_key = Secret {
+            data: Some([("cacert".to_string(), ByteString(b"pem".to_vec()))].into()),
+            ..Secret::default()
+        };
+        for secret in [None, Some(&without_key)] {
+            let kubernetes = message(true, secret);
+            assert!(kubernetes.contains(command), "{kubernetes}");
+            assert!(!kubernetes.contains("CredentialsRequest"), "{kubernetes}");
+            let openshift = message(false, secret);
+            assert!(
+                openshift.contains("cloud credential operator")
+                    && openshift.contains("CredentialsRequest"),
+                "{openshift}"
+            );
+            assert!(!openshift.contains("kubectl"), "{openshift}");
+        }
+        assert!(message(true, None).contains("drivers/openstack-cloud-credentials does not exist"));
+        assert!(message(true, Some(&without_key)).contains("has no clouds.yaml key"));
+    }
 }

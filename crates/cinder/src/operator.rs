@@ -89,6 +89,11 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         .cluster_selected(
             &ar("storage.k8s.io/v1", "StorageClass"),
             &volume_type_classes::class_selector(),
+        )
+        // The extra classes of the driver settings (operator_kit::settings).
+        .cluster_selected(
+            &ar("storage.k8s.io/v1", "StorageClass"),
+            &operator_kit::settings::extra_class_selector(CSI_DRIVER_NAME),
         );
     for kind in [
         ("v1", "ConfigMap"),
@@ -232,6 +237,14 @@ impl csi::Driver for Cinder {
         "OpenStackCinderDriverStaticResourcesControllerDegraded",
         "OpenStackCinderDriverConditionalStaticResourcesControllerDegraded",
     ];
+
+    /// `standard-csi`, the per-volume-type classes `csi-cinder-<type>` and, when adopting a
+    /// Helm release, the chart's classes.
+    fn reserved_storage_class(&self, name: &str) -> bool {
+        name == "standard-csi"
+            || name.starts_with("csi-cinder-")
+            || crate::helm_adoption::CHART_STORAGE_CLASSES.contains(&name)
+    }
 
     fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
         let ns = kit.namespace.as_str();

@@ -110,9 +110,11 @@ impl VolumeTypeClasses {
         if !running && self.listing.is_due(now, &fingerprint) {
             let session = self.openstack.clone();
             let namespace = kit.namespace.clone();
+            let kubernetes = kit.on_kubernetes();
             let task = async move {
-                let client = openstack_client(&session, &namespace, credentials.as_ref(), ca)
-                    .map_err(|(message, retry)| Failure { message, retry })?;
+                let client =
+                    openstack_client(&session, &namespace, kubernetes, credentials.as_ref(), ca)
+                        .map_err(|(message, retry)| Failure { message, retry })?;
                 client.volume_types().await.map_err(|e| Failure {
                     message: e.to_string(),
                     retry: e.kind().retry(),

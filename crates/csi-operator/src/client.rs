@@ -92,6 +92,17 @@ pub struct ProcessFlags {
     pub leader_election: crate::flags::LeaderElectionFlags,
 }
 
+/// The source commit for `<prefix>_build_info`: the one `--version` prints, or `unknown` when
+/// the build did not record it (build.rs).
+pub fn revision() -> &'static str {
+    let commit = env!("CSI_OPERATOR_GIT_COMMIT");
+    if commit.starts_with("unknown") {
+        "unknown"
+    } else {
+        commit
+    }
+}
+
 /// What every operator subcommand passes to [`run_operator`].
 pub struct Launch {
     /// Namespace of the lease.
@@ -121,6 +132,7 @@ pub async fn run_operator<R: operator_kit::process::Reconciler>(
     reconciler: R,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    metrics.set_build_info(env!("CARGO_PKG_VERSION"), revision());
     // The flags given were checked at start (`LeaderElectionFlags::check`); a contradiction
     // with the topology's defaults fails here, before campaigning.
     let base = if launch.leader_election.is_complete() {

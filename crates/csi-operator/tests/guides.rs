@@ -42,6 +42,14 @@ const GUIDES: &[(&str, Guide)] = &[
         ),
     ),
     (
+        "driver-settings",
+        Guide::NotRun(
+            "its commands change the Cinder driver the later guides use; real_kubernetes.rs \
+             (driver_settings_take_effect_and_are_kept_on_a_real_control_plane) runs them with \
+             the real kubectl, and kubernetes_e2e.rs plays every key on kube-sim",
+        ),
+    ),
+    (
         "manila-network",
         Guide::NotRun(
             "diagnosis on a real cloud with the `openstack` CLI and `oc debug node`, neither of \

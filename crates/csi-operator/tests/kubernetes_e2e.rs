@@ -111,6 +111,36 @@ async fn both_drivers_install_from_the_kustomize_base_on_plain_kubernetes() {
         refused.join("\n")
     );
 
+    // Until the credentials exist, each operator says so with the command that creates them
+    // (no cloud credential operator here).
+    for (cr, condition, command) in [
+        (
+            "cinder.csi.openstack.org",
+            "ConfigSyncDegraded",
+            format!(
+                "kubectl -n {DRIVERS_NS} create secret generic openstack-cloud-credentials --from-file=clouds.yaml=./clouds.yaml"
+            ),
+        ),
+        (
+            "manila.csi.openstack.org",
+            "CSIControllerDisabled",
+            format!(
+                "kubectl -n {DRIVERS_NS} create secret generic openstack-cloud-credentials --from-file=clouds.yaml=./clouds.yaml"
+            ),
+        ),
+    ] {
+        let message = chain
+            .wait(&format!("{cr} {condition} to name the Secret"), || async {
+                match chain.cr_conditions(cr).await.get(condition) {
+                    Some((status, _, message)) if status == "True" => Ok(message.clone()),
+                    other => Err(format!("{other:?}")),
+                }
+            })
+            .await;
+        assert!(message.contains(&command), "{cr} {condition}: {message}");
+        assert!(!message.contains("CredentialsRequest"), "{cr}: {message}");
+    }
+
     // The credentials, as the guide says for users of the upstream charts: their cloud.conf,
     // converted by `csi-operator convert-cloud-conf`.
     let cloud_conf = format!(
@@ -591,4 +621,342 @@ async fn a_role_without_cert_manager_rights_is_reported_with_what_to_grant() {
         !writers.contains(&service_account(CINDER_OPERATOR)),
         "{writers:?}"
     );
+}
+
+/// The Cinder driver settings (docs/driver-settings.md) of the e2e tests: every knob.
+const CINDER_SETTINGS: &str = r#"
+kubeletDir: /var/lib/k0s/kubelet
+controller:
+  replicas: 1
+  containers:
+    csi-provisioner:
+      extraArgs: ["--worker-threads=20"]
+      resources: {requests: {cpu: 20m, memory: 64Mi}}
+node:
+  containers:
+    csi-driver:
+      resources: {limits: {memory: 512Mi}}
+imagePullSecrets: [{name: my-registry}]
+serviceMonitor: {enabled: false}
+storageClasses:
+  - name: fast-ssd
+    parameters: {type: ssd}
+    reclaimPolicy: Retain
+"#;
+
+fn settings_config_map(text: &str) -> k8s_openapi::api::core::v1::ConfigMap {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "openstack-cinder-csi-driver-operator-settings", "namespace": DRIVERS_NS},
+        "data": {"settings.yaml": text},
+    }))
+    .expect("a ConfigMap")
+}
+
+/// The node DaemonSet's host paths, the controller's replicas and its provisioner's args.
+async fn cinder_workloads(client: &kube::Client) -> Result<(Vec<String>, i64, Value), String> {
+    let ds: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        DRIVERS_NS,
+        &kube::core::ApiResource::erase::<k8s_openapi::api::apps::v1::DaemonSet>(&()),
+    );
+    let ds = ds
+        .get("openstack-cinder-csi-driver-node")
+        .await
+        .map_err(|e| e.to_string())?;
+    let paths = ds.data["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["hostPath"]["path"].as_str().map(str::to_string))
+        .collect();
+    let d = Api::<Deployment>::namespaced(client.clone(), DRIVERS_NS)
+        .get("openstack-cinder-csi-driver-controller")
+        .await
+        .map_err(|e| e.to_string())?;
+    let d = serde_json::to_value(d).map_err(|e| e.to_string())?;
+    let replicas = d["spec"]["replicas"].as_i64().unwrap_or(-1);
+    let spec = d["spec"]["template"]["spec"].clone();
+    Ok((paths, replicas, spec))
+}
+
+fn kubelet_paths_moved(paths: &[String]) -> bool {
+    !paths.is_empty()
+        && paths.iter().any(|p| p.starts_with("/var/lib/k0s/kubelet"))
+        && !paths.iter().any(|p| p.starts_with("/var/lib/kubelet"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn driver_settings_reach_the_driver_and_are_kept() {
+    let mut settings = Settings::plain_kubernetes();
+    settings.openstack.share_types = Some(vec![openstack_sim::SimShareType::new("default")]);
+    let objects = base_objects();
+    let mut processes = ProcessConfig::default();
+    for d in operator_deployments(&objects) {
+        let image = d["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .expect("an image");
+        processes = processes.with_image(image, csi_operator(&[]));
+    }
+    let chain = Chain::bare(settings, processes).await;
+    let bed = &chain.bed;
+    install(&chain, &objects).await;
+    let config_maps =
+        Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(bed.client.clone(), DRIVERS_NS);
+    config_maps
+        .create(
+            &PostParams::default(),
+            &settings_config_map(CINDER_SETTINGS),
+        )
+        .await
+        .expect("the settings ConfigMap");
+    chain.wait_running(DRIVERS_NS, CINDER_OPERATOR).await;
+
+    // Every knob shows in what the operator applied.
+    let spec = chain
+        .wait("the settings applied", || async {
+            let (paths, replicas, spec) = cinder_workloads(&bed.client).await?;
+            if kubelet_paths_moved(&paths) && replicas == 1 {
+                Ok(spec)
+            } else {
+                Err(format!("{paths:?} replicas {replicas}"))
+            }
+        })
+        .await;
+    let provisioner = spec["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .find(|c| c["name"] == "csi-provisioner")
+        .expect("the provisioner")
+        .clone();
+    assert!(
+        provisioner["args"]
+            .as_array()
+            .expect("args")
+            .contains(&Value::from("--worker-threads=20")),
+        "{provisioner}"
+    );
+    assert_eq!(
+        provisioner["resources"],
+        serde_json::json!({"requests": {"cpu": "20m", "memory": "64Mi"}})
+    );
+    assert_eq!(
+        spec["imagePullSecrets"],
+        serde_json::json!([{"name": "my-registry"}])
+    );
+    let sc = chain
+        .wait("the extra StorageClass", || async {
+            Api::<k8s_openapi::api::storage::v1::StorageClass>::all(bed.client.clone())
+                .get("fast-ssd")
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    assert_eq!(sc.provisioner, "cinder.csi.openstack.org");
+    assert_eq!(sc.reclaim_policy.as_deref(), Some("Retain"));
+    let cr = "cinder.csi.openstack.org";
+    let c = chain.cr_conditions(cr).await;
+    assert_eq!(
+        c.get("DriverSettingsDegraded").map(|c| c.0.as_str()),
+        Some("False"),
+        "{c:#?}"
+    );
+
+    // Someone edits the DaemonSet and scales the Deployment: the operator puts them back.
+    let ds: Api<DynamicObject> = Api::namespaced_with(
+        bed.client.clone(),
+        DRIVERS_NS,
+        &kube::core::ApiResource::erase::<k8s_openapi::api::apps::v1::DaemonSet>(&()),
+    );
+    let mut live = ds
+        .get("openstack-cinder-csi-driver-node")
+        .await
+        .expect("the DaemonSet");
+    for v in live.data["spec"]["template"]["spec"]["volumes"]
+        .as_array_mut()
+        .expect("volumes")
+    {
+        if let Some(p) = v["hostPath"]["path"].as_str() {
+            let back = p.replace("/var/lib/k0s/kubelet", "/var/lib/kubelet");
+            v["hostPath"]["path"] = Value::from(back);
+        }
+    }
+    ds.replace(
+        "openstack-cinder-csi-driver-node",
+        &PostParams::default(),
+        &live,
+    )
+    .await
+    .expect("the edit");
+    Api::<Deployment>::namespaced(bed.client.clone(), DRIVERS_NS)
+        .patch(
+            "openstack-cinder-csi-driver-controller",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .expect("the scale");
+    chain
+        .wait("the edits reverted", || async {
+            let (paths, replicas, _) = cinder_workloads(&bed.client).await?;
+            if kubelet_paths_moved(&paths) && replicas == 1 {
+                Ok(())
+            } else {
+                Err(format!("{paths:?} replicas {replicas}"))
+            }
+        })
+        .await;
+
+    // A mistake in the ConfigMap: the condition names the key; nothing applied is lost.
+    config_maps
+        .replace(
+            "openstack-cinder-csi-driver-operator-settings",
+            &PostParams::default(),
+            &settings_config_map("kubeletDir: /var/lib/k0s/kubelet\ncontroller: {replica: 2}\n"),
+        )
+        .await
+        .expect("the bad settings");
+    let message = chain
+        .wait("DriverSettingsDegraded", || async {
+            match chain.cr_conditions(cr).await.get("DriverSettingsDegraded") {
+                Some((s, _, m)) if s == "True" => Ok(m.clone()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    assert!(
+        message.contains("controller.replica: unknown key; the keys allowed here are replicas"),
+        "{message}"
+    );
+    assert!(
+        message.contains("the settings last read stay applied"),
+        "{message}"
+    );
+    let (paths, replicas, _) = cinder_workloads(&bed.client).await.expect("workloads");
+    assert!(kubelet_paths_moved(&paths), "{paths:?}");
+    assert_eq!(replicas, 1);
+
+    // The operator restarts with the mistake still there: it knows no good settings, so it
+    // leaves the workloads as they are (no fall-back to /var/lib/kubelet) and says so.
+    let pid = chain
+        .wait_running(DRIVERS_NS, CINDER_OPERATOR)
+        .await
+        .pid
+        .expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    chain
+        .wait("the restarted operator to report the settings", || async {
+            let restarted = chain
+                .pods(DRIVERS_NS, CINDER_OPERATOR)
+                .iter()
+                .any(|p| p.running() && p.pid.is_some_and(|p| p != pid));
+            match chain.cr_conditions(cr).await.get("DriverSettingsDegraded") {
+                Some((s, _, m))
+                    if restarted && s == "True" && m.contains("are left as they are") =>
+                {
+                    Ok(())
+                }
+                other => Err(format!("restarted {restarted}: {other:?}")),
+            }
+        })
+        .await;
+    // Its status write ends the reconcile that skipped the workloads: they are as they were.
+    let (paths, replicas, _) = cinder_workloads(&bed.client).await.expect("workloads");
+    assert!(kubelet_paths_moved(&paths), "after a restart: {paths:?}");
+    assert_eq!(replicas, 1, "after a restart");
+
+    // Fixed, without the StorageClass: it goes, the condition clears.
+    config_maps
+        .replace(
+            "openstack-cinder-csi-driver-operator-settings",
+            &PostParams::default(),
+            &settings_config_map("kubeletDir: /var/lib/k0s/kubelet\ncontroller: {replicas: 1}\n"),
+        )
+        .await
+        .expect("the fixed settings");
+    chain
+        .wait("the extra StorageClass deleted", || async {
+            let gone = Api::<k8s_openapi::api::storage::v1::StorageClass>::all(bed.client.clone())
+                .get_opt("fast-ssd")
+                .await
+                .map_err(|e| e.to_string())?
+                .is_none();
+            let c = chain.cr_conditions(cr).await;
+            match c.get("DriverSettingsDegraded") {
+                Some((s, _, _)) if s == "False" && gone => Ok(()),
+                other => Err(format!("gone {gone}, {other:?}")),
+            }
+        })
+        .await;
+
+    // Manila's settings, in its driver's namespace: both node DaemonSets move to k0s's kubelet
+    // directory, and a container named with its DaemonSet gets resources only there (both
+    // have a `csi-driver`).
+    Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(bed.client.clone(), MANILA_NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "openstack-manila-csi-driver-operator-settings"},
+                "data": {"settings.yaml": "kubeletDir: /var/lib/k0s/kubelet\n\
+                    node: {containers: {csi-nodeplugin-nfsplugin/csi-driver: {resources: {limits: {memory: 256Mi}}}}}\n\
+                    storageClasses: [{name: manila-gold, parameters: {type: gold}}]\n"},
+            }))
+            .expect("a ConfigMap"),
+        )
+        .await
+        .expect("Manila's settings");
+    let daemonsets: Api<DynamicObject> = Api::namespaced_with(
+        bed.client.clone(),
+        MANILA_NS,
+        &kube::core::ApiResource::erase::<k8s_openapi::api::apps::v1::DaemonSet>(&()),
+    );
+    let (node, nfs) = chain
+        .wait("Manila's settings applied", || async {
+            let mut both = Vec::new();
+            for name in [
+                "openstack-manila-csi-nodeplugin",
+                "csi-nodeplugin-nfsplugin",
+            ] {
+                let ds = daemonsets.get(name).await.map_err(|e| e.to_string())?;
+                let text = serde_json::to_string(&ds.data).map_err(|e| e.to_string())?;
+                if text.contains("/var/lib/kubelet") || !text.contains("/var/lib/k0s/kubelet") {
+                    return Err(format!("{name} not moved"));
+                }
+                both.push(ds.data["spec"]["template"]["spec"]["containers"].clone());
+            }
+            Ok((both[0].clone(), both[1].clone()))
+        })
+        .await;
+    assert_eq!(
+        nfs[0]["resources"],
+        serde_json::json!({"limits": {"memory": "256Mi"}}),
+        "{nfs}"
+    );
+    assert!(
+        node.as_array()
+            .expect("containers")
+            .iter()
+            .all(|c| c["resources"]["limits"]["memory"] != "256Mi"),
+        "{node}"
+    );
+    let sc = chain
+        .wait("Manila's extra StorageClass", || async {
+            Api::<k8s_openapi::api::storage::v1::StorageClass>::all(bed.client.clone())
+                .get("manila-gold")
+                .await
+                .map_err(|e| e.to_string())
+        })
+        .await;
+    assert_eq!(sc.provisioner, "manila.csi.openstack.org");
+    let c = chain.cr_conditions("manila.csi.openstack.org").await;
+    assert_eq!(
+        c.get("DriverSettingsDegraded").map(|c| c.0.as_str()),
+        Some("False"),
+        "{c:#?}"
+    );
+    chain.assert_no_denials();
 }

@@ -505,3 +505,244 @@ async fn adoption_takes_over(install: Install) {
         "the Cinder operator's requests refused"
     );
 }
+
+/// The node DaemonSet's host paths and the controller's replicas, as the API server has them.
+async fn cinder_knobs(c: &RealCluster) -> Result<(Vec<String>, i64), String> {
+    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+    let ds = Api::<DaemonSet>::namespaced(c.client.clone(), DRIVERS_NS)
+        .get("openstack-cinder-csi-driver-node")
+        .await
+        .map_err(|e| e.to_string())?;
+    let paths = ds
+        .spec
+        .and_then(|s| s.template.spec)
+        .map(|s| s.volumes.unwrap_or_default())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| v.host_path.map(|h| h.path))
+        .collect();
+    let d = Api::<Deployment>::namespaced(c.client.clone(), DRIVERS_NS)
+        .get("openstack-cinder-csi-driver-controller")
+        .await
+        .map_err(|e| e.to_string())?;
+    let replicas = d.spec.and_then(|s| s.replicas).unwrap_or(-1);
+    Ok((paths, i64::from(replicas)))
+}
+
+/// The settings are in force: every kubelet host path under k0s's directory, one replica.
+async fn k0s_and_one_replica(c: &RealCluster) -> Result<(), String> {
+    let (paths, replicas) = cinder_knobs(c).await?;
+    let moved = !paths.is_empty()
+        && paths.iter().any(|p| p.starts_with("/var/lib/k0s/kubelet"))
+        && !paths.iter().any(|p| p.starts_with("/var/lib/kubelet"));
+    if moved && replicas == 1 {
+        Ok(())
+    } else {
+        Err(format!("host paths {paths:?}, replicas {replicas}"))
+    }
+}
+
+/// docs/driver-settings.md on the real control plane: the settings ConfigMap, created with
+/// kubectl as the guide says, moves the node plugin to k0s's kubelet directory and sets one
+/// controller replica; the real API server accepts the objects, the operator keeps them after
+/// an administrator edits the DaemonSet and scales the Deployment, and a mistake in the
+/// ConfigMap is reported without undoing anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn driver_settings_take_effect_and_are_kept_on_a_real_control_plane() {
+    let mut c = RealCluster::kubernetes(openstack_sim::SimConfig::default(), &[IMAGE]).await;
+    // The Prometheus operator's ServiceMonitor CRD, as kube-prometheus-stack installs it.
+    c.kubectl(&[
+        "apply",
+        "-f",
+        "crates/openshift-api/crds/servicemonitors.monitoring.coreos.com.yaml",
+    ])
+    .expect("the ServiceMonitor CRD");
+    c.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/servicemonitors.monitoring.coreos.com",
+        "--timeout=60s",
+    ])
+    .expect("the CRD established");
+    c.kubectl(&["apply", "-k", "manifests/kubernetes"])
+        .expect("kubectl apply -k");
+    let dir = std::env::temp_dir().join(format!("driver-settings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("settings.yaml");
+    std::fs::write(
+        &file,
+        "kubeletDir: /var/lib/k0s/kubelet\ncontroller:\n  replicas: 1\n\
+         imagePullSecrets: [{name: my-registry}]\n\
+         serviceMonitor: {labels: {release: kube-prometheus-stack}}\n\
+         storageClasses:\n- name: fast-ssd\n  parameters: {type: ssd}\n",
+    )
+    .unwrap();
+    let from_file = format!("--from-file=settings.yaml={}", file.display());
+    c.kubectl(&[
+        "-n",
+        DRIVERS_NS,
+        "create",
+        "configmap",
+        "openstack-cinder-csi-driver-operator-settings",
+        &from_file,
+    ])
+    .expect("kubectl create configmap");
+    let clouds = c.openstack.clouds_yaml("openstack");
+    let ca = c.openstack.ca_pem().map(str::to_owned);
+    Api::<Secret>::namespaced(c.client.clone(), DRIVERS_NS)
+        .create(
+            &PostParams::default(),
+            &credentials("openstack-cloud-credentials", &clouds, ca.as_deref()),
+        )
+        .await
+        .expect("openstack-cloud-credentials");
+
+    c.wait("Cinder available", async |c| {
+        driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+    })
+    .await;
+    c.wait("the settings in force", async |c| {
+        k0s_and_one_replica(c).await
+    })
+    .await;
+    let sc = Api::<k8s_openapi::api::storage::v1::StorageClass>::all(c.client.clone())
+        .get("fast-ssd")
+        .await
+        .expect("the extra StorageClass");
+    assert_eq!(sc.provisioner, "cinder.csi.openstack.org");
+
+    // The driver's ServiceMonitor, accepted by the API server with the Prometheus operator's
+    // CRD: labelled for kube-prometheus-stack, verifying the certificate the operator issued
+    // (no cert-manager here: its own self-signed `tls.crt`), not OpenShift's service CA.
+    let monitor = c
+        .wait("the driver's ServiceMonitor", async |c| {
+            let out = c
+                .kubectl(&[
+                    "-n",
+                    DRIVERS_NS,
+                    "get",
+                    "servicemonitor",
+                    "openstack-cinder-csi-driver-controller-monitor",
+                    "-o",
+                    "json",
+                ])
+                .map_err(|e| e.to_string())?;
+            serde_json::from_str::<serde_json::Value>(&out).map_err(|e| e.to_string())
+        })
+        .await;
+    assert_eq!(
+        monitor["metadata"]["labels"]["release"], "kube-prometheus-stack",
+        "{monitor}"
+    );
+    let endpoints = monitor["spec"]["endpoints"].as_array().expect("endpoints");
+    assert_eq!(endpoints.len(), 5, "{monitor}");
+    for e in endpoints {
+        assert_eq!(
+            e["tlsConfig"],
+            json!({
+                "ca": {"secret": {
+                    "name": "openstack-cinder-csi-driver-controller-metrics-serving-cert",
+                    "key": "tls.crt",
+                    }},
+                "serverName": format!("openstack-cinder-csi-driver-controller-metrics.{DRIVERS_NS}.svc"),
+            }),
+            "{e}"
+        );
+    }
+
+    // At rest with the settings and the ServiceMonitor: no write by the operator for 15 s.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = c.requests().len();
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let idle = c.requests().split_off(before);
+    assert_eq!(
+        operator_writes(&idle),
+        Vec::<String>::new(),
+        "writes while idle"
+    );
+
+    // An administrator edits the DaemonSet back to /var/lib/kubelet and scales the Deployment.
+    let patch = r#"{"spec":{"template":{"spec":{"volumes":[{"name":"kubelet-dir","hostPath":{"path":"/var/lib/kubelet","type":"Directory"}}]}}}}"#;
+    c.kubectl(&[
+        "-n",
+        DRIVERS_NS,
+        "patch",
+        "daemonset",
+        "openstack-cinder-csi-driver-node",
+        "--type=strategic",
+        "-p",
+        patch,
+    ])
+    .expect("kubectl patch daemonset");
+    c.kubectl(&[
+        "-n",
+        DRIVERS_NS,
+        "scale",
+        "deployment",
+        "openstack-cinder-csi-driver-controller",
+        "--replicas=3",
+    ])
+    .expect("kubectl scale");
+    c.wait("the edits reverted", async |c| k0s_and_one_replica(c).await)
+        .await;
+
+    // A typo: the condition names the key, and nothing applied is lost.
+    std::fs::write(
+        &file,
+        "kubeletDir: /var/lib/k0s/kubelet\ncontroler: {replicas: 1}\n",
+    )
+    .unwrap();
+    let yaml = c
+        .kubectl(&[
+            "-n",
+            DRIVERS_NS,
+            "create",
+            "configmap",
+            "openstack-cinder-csi-driver-operator-settings",
+            &from_file,
+            "--dry-run=client",
+            "-o",
+            "yaml",
+        ])
+        .expect("the new ConfigMap");
+    let replaced = dir.join("configmap.yaml");
+    std::fs::write(&replaced, yaml).unwrap();
+    c.kubectl(&["replace", "-f", &replaced.display().to_string()])
+        .expect("kubectl replace");
+    let message = c
+        .wait("DriverSettingsDegraded", async |c| {
+            let cr = c
+                .get(
+                    "operator.openshift.io/v1",
+                    "ClusterCSIDriver",
+                    "clustercsidrivers",
+                    "cinder.csi.openstack.org",
+                )
+                .await
+                .ok_or("no CR")?;
+            match RealCluster::conditions(&cr).get("DriverSettingsDegraded") {
+                Some((s, _, m)) if s == "True" => Ok(m.clone()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+    assert!(
+        message.contains("controler: unknown key; the keys allowed here are kubeletDir"),
+        "{message}"
+    );
+    k0s_and_one_replica(&c).await.expect("nothing undone");
+    assert!(
+        Api::<k8s_openapi::api::storage::v1::StorageClass>::all(c.client.clone())
+            .get_opt("fast-ssd")
+            .await
+            .unwrap()
+            .is_some(),
+        "the extra StorageClass kept"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -614,4 +614,28 @@ mod tests {
         // The rest still prints.
         assert!(format!("{f:?}").contains("mycluster-x7k2p"));
     }
+
+    /// The driver settings' kubeletDir reaches every kubelet path of both node DaemonSets
+    /// (host paths, mounts, socket addresses, the wait script), and nothing else moves.
+    #[test]
+    fn the_kubelet_dir_setting_moves_every_kubelet_path_of_both_node_plugins() {
+        let settings =
+            operator_kit::settings::parse("kubeletDir: /var/lib/k0s/kubelet").expect("valid");
+        for before in [
+            node_desired(&facts()).expect("builds"),
+            nfs_desired(&facts()).expect("builds"),
+        ] {
+            let text = serde_json::to_string(&before.object.data).expect("json");
+            assert!(text.contains("/var/lib/kubelet"), "{text}");
+            let mut after = before.clone();
+            settings.apply_node(&mut after.object);
+            let moved = serde_json::to_string(&after.object.data).expect("json");
+            assert!(!moved.contains("/var/lib/kubelet"), "{moved}");
+            assert_eq!(
+                moved.replace("/var/lib/k0s/kubelet", "/var/lib/kubelet"),
+                text,
+                "only kubelet paths change"
+            );
+        }
+    }
 }

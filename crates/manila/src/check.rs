@@ -237,8 +237,9 @@ impl ManilaCheck {
             let cache = std::mem::take(&mut self.export_cache);
             let cluster_id = cluster_id.to_string();
             let read_exports_now = self.exports_due(now, &fp);
+            let kubernetes = kit.on_kubernetes();
             let work = async move {
-                let listed = list_share_types(&session, credentials, ca, ns).await;
+                let listed = list_share_types(&session, credentials, ca, ns, kubernetes).await;
                 let (types, exports, cache) = match listed {
                     Ok((types, client)) if !cluster_id.is_empty() && read_exports_now => {
                         let read = tokio::time::timeout(
@@ -388,23 +389,23 @@ async fn list_share_types(
     credentials: Option<Secret>,
     ca: Option<Vec<u8>>,
     ns: String,
+    kubernetes: bool,
 ) -> Result<(Vec<String>, Arc<openstack::Client>), Failure> {
-    let secret_name = format!("{ns}/{OPERATOR_CREDENTIALS_SECRET}");
+    let invalid = |what: &dyn std::fmt::Display| {
+        Failure::invalid_credentials(&ns, OPERATOR_CREDENTIALS_SECRET, kubernetes, what)
+    };
     let Some(secret) = credentials else {
-        return Err(Failure::invalid_credentials(
-            &secret_name,
-            "the Secret does not exist",
-        ));
+        return Err(invalid(&"the Secret does not exist"));
     };
     let clouds = secret
         .data
         .as_ref()
         .and_then(|d| d.get("clouds.yaml"))
-        .ok_or_else(|| Failure::invalid_credentials(&secret_name, "it has no clouds.yaml key"))?;
-    let text = std::str::from_utf8(&clouds.0)
-        .map_err(|_| Failure::invalid_credentials(&secret_name, "clouds.yaml is not UTF-8 text"))?;
+        .ok_or_else(|| invalid(&"it has no clouds.yaml key"))?;
+    let text =
+        std::str::from_utf8(&clouds.0).map_err(|_| invalid(&"clouds.yaml is not UTF-8 text"))?;
     let cloud = openstack::CloudConfig::from_clouds_yaml(text, openstack::DEFAULT_CLOUD)
-        .map_err(|e| Failure::invalid_credentials(&secret_name, e))?;
+        .map_err(|e| invalid(&e))?;
     let options = openstack::ClientOptions {
         ca_bundle: ca,
         request_timeout: OPENSTACK_TIMEOUT,

@@ -64,12 +64,18 @@ impl Failure {
     }
 
     /// The credentials cannot be used at all (missing Secret, key, or malformed clouds.yaml).
-    pub fn invalid_credentials(secret: &str, what: impl std::fmt::Display) -> Self {
+    /// The message says where the Secret comes from on this platform (`kubernetes`: the
+    /// `kubectl create secret` command; else the cloud credential operator).
+    pub fn invalid_credentials(
+        namespace: &str,
+        name: &str,
+        kubernetes: bool,
+        what: impl std::fmt::Display,
+    ) -> Self {
+        let hint = operator_kit::csi::credentials_secret_hint(kubernetes, namespace, name);
         Self::new(
             FailureKind::InvalidCredentials,
-            format!(
-                "the credentials in Secret {secret} cannot be used: {what}; the cloud credential operator creates this Secret from a CredentialsRequest, check that it holds a valid clouds.yaml with a cloud named \"openstack\""
-            ),
+            format!("the credentials in Secret {namespace}/{name} cannot be used: {what}; {hint}"),
         )
     }
 
@@ -567,8 +573,19 @@ mod tests {
             assert_eq!(f.kind, kind, "{error}");
             assert!(f.message.contains(text), "{}", f.message);
         }
-        let f = Failure::invalid_credentials("ns/secret", "no clouds.yaml key");
+        let f = Failure::invalid_credentials("ns", "secret", false, "no clouds.yaml key");
         assert!(f.message.contains("ns/secret") && f.message.contains("no clouds.yaml key"));
+        assert!(f.message.contains("CredentialsRequest"), "{}", f.message);
+        assert!(!f.message.contains("kubectl"), "{}", f.message);
+        let f = Failure::invalid_credentials("ns", "secret", true, "the Secret does not exist");
+        assert!(
+            f.message.contains(
+                "`kubectl -n ns create secret generic secret --from-file=clouds.yaml=./clouds.yaml"
+            ),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("CredentialsRequest"), "{}", f.message);
     }
 
     #[test]

@@ -122,10 +122,17 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
         crate::assets::SERVICE_MONITOR_CRD,
     );
-    builder = builder.namespaced(&ar("v1", "ConfigMap")).cluster_selected(
-        &ar("storage.k8s.io/v1", "StorageClass"),
-        &crate::storage_classes::class_selector(),
-    );
+    builder = builder
+        .namespaced(&ar("v1", "ConfigMap"))
+        .cluster_selected(
+            &ar("storage.k8s.io/v1", "StorageClass"),
+            &crate::storage_classes::class_selector(),
+        )
+        // The extra classes of the driver settings (operator_kit::settings).
+        .cluster_selected(
+            &ar("storage.k8s.io/v1", "StorageClass"),
+            &operator_kit::settings::extra_class_selector(CSI_DRIVER_NAME),
+        );
     // Secrets by name only, so the Role can name them: the operator never needs to see a
     // Secret it does not know (a namespace-wide watch would read every credential there).
     for (namespace, name) in secrets_read(opts) {
@@ -315,6 +322,11 @@ impl csi::Driver for Manila {
             pass.board.set_condition(c);
         }
         Flow::Continue
+    }
+
+    /// The share-type classes `csi-manila-<share type>`.
+    fn reserved_storage_class(&self, name: &str) -> bool {
+        name.starts_with(crate::STORAGE_CLASS_PREFIX)
     }
 
     fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {

@@ -523,18 +523,14 @@ impl Cache {
                         Scope::NamespacedObject(ns.to_string(), name.to_string()),
                     ))
                 }),
-            _ => self
+            _ => match self
                 .inner
                 .entries
                 .get(&Key::new(ar, Scope::ClusterObject(name.to_string())))
-                .or_else(|| {
-                    self.inner.entries.iter().find_map(|(key, entry)| {
-                        (key.api_version == ar.api_version
-                            && key.plural == ar.plural
-                            && matches!(key.scope, Scope::ClusterSelected(_)))
-                        .then_some(entry)
-                    })
-                }),
+            {
+                Some(entry) => Some(entry),
+                None => return self.lookup_selected(ar, name),
+            },
         };
         let Some(entry) = entry else {
             return Lookup::NotCached;
@@ -563,11 +559,68 @@ impl Cache {
         }
     }
 
+    /// A cluster-scoped object of a kind watched by label selectors only: found when any of
+    /// those watches holds it (a kind may have several, e.g. Cinder's per-volume-type classes
+    /// and the extra classes of the driver settings); absent when every one has synced and
+    /// none does, with the lowest resourceVersion they have seen (so a write of ours that one
+    /// watch has not delivered yet is not taken for a deletion); otherwise as a watch that has
+    /// not synced.
+    fn lookup_selected(&self, ar: &ApiResource, name: &str) -> Lookup {
+        let mut absent_rv: Option<u64> = None;
+        let mut pending: Option<Lookup> = None;
+        let mut any = false;
+        for (key, entry) in &self.inner.entries {
+            if key.api_version != ar.api_version
+                || key.plural != ar.plural
+                || !matches!(key.scope, Scope::ClusterSelected(_))
+            {
+                continue;
+            }
+            any = true;
+            let state = *entry
+                .state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match state {
+                SyncState::Synced => {
+                    let key = ObjectRef::new_with(name, entry.ar.clone());
+                    if let Some(o) = entry.store.get(&key) {
+                        return Lookup::Found(o);
+                    }
+                    let rv = entry.seen_rv.load(Ordering::Acquire);
+                    absent_rv = Some(absent_rv.map_or(rv, |r| r.min(rv)));
+                }
+                SyncState::NotServed => {
+                    pending.get_or_insert(Lookup::NotServed);
+                }
+                SyncState::Starting | SyncState::Forbidden => {
+                    pending.get_or_insert(Lookup::NotCached);
+                }
+            }
+        }
+        match (any, pending, absent_rv) {
+            (false, _, _) => Lookup::NotCached,
+            (true, Some(p), _) => p,
+            (true, None, Some(seen_rv)) => Lookup::Absent { seen_rv },
+            (true, None, None) => Lookup::NotCached,
+        }
+    }
+
     /// Every cached object of a kind in a namespace (namespaced watches only).
     pub fn list(&self, ar: &ApiResource, namespace: &str) -> Vec<Arc<DynamicObject>> {
         self.inner
             .entries
             .get(&Key::new(ar, Scope::Namespace(namespace.to_string())))
+            .map(|e| e.store.state())
+            .unwrap_or_default()
+    }
+
+    /// Every cached object of a cluster-scoped kind watched with `selector`
+    /// ([`CacheBuilder::cluster_selected`]).
+    pub fn list_selected(&self, ar: &ApiResource, selector: &str) -> Vec<Arc<DynamicObject>> {
+        self.inner
+            .entries
+            .get(&Key::new(ar, Scope::ClusterSelected(selector.to_string())))
             .map(|e| e.store.state())
             .unwrap_or_default()
     }

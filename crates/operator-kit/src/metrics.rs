@@ -38,6 +38,12 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    revision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WriteLabels {
     kind: String,
     verb: &'static str,
@@ -50,6 +56,7 @@ pub struct Metrics {
     errors: Family<ErrorLabels, Counter>,
     writes: Family<WriteLabels, Counter>,
     duration: Histogram,
+    build_info: Family<BuildLabels, prometheus_client::metrics::gauge::Gauge>,
 }
 
 /// A write the apply engine made, for the `writes` counter.
@@ -71,9 +78,20 @@ impl WriteVerb {
 }
 
 impl Metrics {
-    /// Metrics named `<prefix>_reconciles_total` and so on (prefix e.g. `openstack_cinder_operator`).
+    /// Metrics named `<prefix>_reconciles_total` and so on (prefix e.g. `openstack_cinder_operator`),
+    /// beside the process's `process_*` metrics ([`crate::process_metrics`]) and
+    /// `<prefix>_build_info` (1, labelled with the version and revision set by
+    /// [`Metrics::set_build_info`]).
     pub fn new(prefix: &str) -> Arc<Self> {
-        let mut registry = Registry::with_prefix(prefix);
+        let mut root = Registry::default();
+        root.register_collector(Box::new(crate::process_metrics::ProcessCollector));
+        let registry = root.sub_registry_with_prefix(prefix);
+        let build_info = Family::<BuildLabels, prometheus_client::metrics::gauge::Gauge>::default();
+        registry.register(
+            "build_info",
+            "1, labelled with the operator's version and the source revision it was built from",
+            build_info.clone(),
+        );
         let reconciles = Family::<ResultLabels, Counter>::default();
         let errors = Family::<ErrorLabels, Counter>::default();
         let writes = Family::<WriteLabels, Counter>::default();
@@ -102,12 +120,24 @@ impl Metrics {
             duration.clone(),
         );
         Arc::new(Self {
-            registry: Mutex::new(registry),
+            registry: Mutex::new(root),
             reconciles,
             errors,
             writes,
             duration,
+            build_info,
         })
+    }
+
+    /// Sets `<prefix>_build_info{version, revision} 1` (replacing an earlier value).
+    pub fn set_build_info(&self, version: &str, revision: &str) {
+        self.build_info.clear();
+        self.build_info
+            .get_or_create(&BuildLabels {
+                version: version.to_string(),
+                revision: revision.to_string(),
+            })
+            .set(1);
     }
 
     /// One finished reconcile.
@@ -300,13 +330,19 @@ mod tests {
         metrics.reconciled(Duration::from_millis(3), true);
         metrics.error("openstack");
         metrics.write("Deployment", WriteVerb::Create);
+        metrics.set_build_info("1.2.3", "abc");
         let page = metrics.render();
         let mut checked = 0;
         for line in page.lines().filter(|l| l.starts_with("# TYPE ")) {
             let mut parts = line.split_whitespace().skip(2);
             let (name, kind) = (parts.next().unwrap(), parts.next().unwrap());
-            let suffix = name.strip_prefix("p_").expect("prefixed");
-            let documented = format!("`<prefix>_{suffix}");
+            let documented = match name.strip_prefix("p_") {
+                Some(suffix) => format!("`<prefix>_{suffix}"),
+                None => {
+                    assert!(name.starts_with("process_"), "{name} is not prefixed");
+                    format!("`{name}")
+                }
+            };
             let row = docs
                 .lines()
                 .find(|l| l.starts_with(&format!("| {documented}")))
@@ -332,7 +368,43 @@ mod tests {
             }
             checked += 1;
         }
-        assert_eq!(checked, 4, "{page}");
+        // Four of the operator, build_info, and the six process_* of a Linux process.
+        assert_eq!(checked, 11, "{page}");
+    }
+
+    #[test]
+    fn process_metrics_and_build_info_are_on_the_page() {
+        let m = Metrics::new("op");
+        let page = m.render();
+        assert!(!page.contains("op_build_info{"), "not set yet: {page}");
+        m.set_build_info("0.1.0", "0123abc");
+        let page = m.render();
+        assert!(
+            page.contains("op_build_info{version=\"0.1.0\",revision=\"0123abc\"} 1"),
+            "{page}"
+        );
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_virtual_memory_bytes ",
+            "process_open_fds ",
+            "process_max_fds ",
+            "process_start_time_seconds ",
+        ] {
+            let line = page
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{name}: {page}"));
+            let value: f64 = line[name.len()..].trim().parse().expect("a number");
+            assert!(value >= 0.0, "{line}");
+        }
+        assert!(
+            !page.contains("op_process_"),
+            "process metrics are not prefixed"
+        );
+        assert!(page.trim_end().ends_with("# EOF"), "{page}");
+        m.set_build_info("0.2.0", "def");
+        assert_eq!(m.render().matches("op_build_info{").count(), 1);
     }
 
     use super::*;

@@ -28,7 +28,7 @@ use crate::hooks::TopologyMode;
 use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
-pub use operator::{CsiOperator, Kit, Settings};
+pub use operator::{CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
 pub use step::{Hold, Pass, StepError};
 
 /// The CRD that must be served before a VolumeSnapshotClass can be applied.
@@ -130,6 +130,12 @@ pub trait Driver: Send + Sync + 'static {
     fn daemonsets(&self, facts: &Self::Facts) -> Vec<Workload>;
     /// The VolumeSnapshotClass, applied once its CRD is served.
     fn snapshot_class(&self, facts: &Self::Facts) -> Result<Desired, BuildError>;
+
+    /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
+    /// StorageClass of the driver settings may not take it.
+    fn reserved_storage_class(&self, _name: &str) -> bool {
+        false
+    }
 
     /// After the management state, before anything is read for the facts.
     fn prepare(&mut self, _kit: &Kit, _pass: &mut Pass) -> impl Future<Output = Flow> + Send {
@@ -254,10 +260,53 @@ pub fn clouds_yaml_of(secret: Option<&Secret>) -> Option<&[u8]> {
     Some(&secret?.data.as_ref()?.get("clouds.yaml")?.0)
 }
 
+/// Where the credentials Secret `namespace/name` comes from, for a condition message that
+/// says it is missing or unusable. On OpenShift the cloud credential operator creates it from
+/// a CredentialsRequest; on plain Kubernetes (`kubernetes`: no `Infrastructure/cluster`, see
+/// [`Kit::on_kubernetes`]) nobody does, so the message gives the administrator's command, with
+/// this Secret's namespace and name, as docs/install-kubernetes.md types it.
+pub fn credentials_secret_hint(kubernetes: bool, namespace: &str, name: &str) -> String {
+    if kubernetes {
+        format!(
+            "create it from a clouds.yaml with a cloud named \"openstack\": `kubectl -n {namespace} \
+             create secret generic {name} --from-file=clouds.yaml=./clouds.yaml --save-config` \
+             (add `--from-file=cacert=./ca.pem` when the cloud's endpoints use a private CA; to \
+             replace an existing Secret, add `--dry-run=client -o yaml | kubectl apply -f -`)"
+        )
+    } else {
+        format!(
+            "the cloud credential operator creates Secret {namespace}/{name} from a \
+             CredentialsRequest; check that it holds a valid clouds.yaml with a cloud named \
+             \"openstack\""
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use k8s_openapi::ByteString;
+
+    #[test]
+    fn the_credentials_hint_fits_the_platform() {
+        let k = credentials_secret_hint(true, "drivers", "openstack-cloud-credentials");
+        assert!(
+            k.contains(
+                "kubectl -n drivers create secret generic openstack-cloud-credentials \
+                 --from-file=clouds.yaml=./clouds.yaml"
+            ),
+            "{k}"
+        );
+        assert!(!k.contains("CredentialsRequest"), "{k}");
+        let o = credentials_secret_hint(false, "drivers", "openstack-cloud-credentials");
+        assert!(
+            o.contains("cloud credential operator")
+                && o.contains("CredentialsRequest")
+                && o.contains("drivers/openstack-cloud-credentials"),
+            "{o}"
+        );
+        assert!(!o.contains("kubectl"), "{o}");
+    }
 
     #[test]
     fn unknown_log_levels_are_a_readable_condition() {

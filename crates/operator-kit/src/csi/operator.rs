@@ -13,6 +13,8 @@ use super::{BaseFacts, Driver, Flow, Pass, StepError, log_level_condition};
 
 /// Condition prefix of the metrics serving certificate step (plain Kubernetes only).
 pub const METRICS_CERT_PREFIX: &str = "MetricsServingCertController";
+/// Condition prefix of the extra StorageClasses of the driver settings.
+pub const EXTRA_CLASSES_PREFIX: &str = "ExtraStorageClassController";
 use crate::apply::{Applied, Applier, ApplyError};
 use crate::cache::Cache;
 use crate::conditions::{self, OperatorCondition};
@@ -25,6 +27,7 @@ use crate::logging::LogControl;
 use crate::loglevel::LogLevel;
 use crate::metrics::{Metrics, WriteVerb};
 use crate::runtime::Outcome;
+use crate::settings::{self, DriverSettings};
 use crate::status::{StatusBoard, StatusWriter};
 use crate::steps::{self, Management};
 
@@ -43,6 +46,12 @@ pub struct Kit {
 }
 
 impl Kit {
+    /// Whether the cluster is plain Kubernetes: no `Infrastructure/cluster` in the cache (as
+    /// [`BaseFacts::kubernetes`](super::BaseFacts::kubernetes) is decided).
+    pub fn on_kubernetes(&self) -> bool {
+        self.cache.get::<Infrastructure>(None, "cluster").is_none()
+    }
+
     /// Applies `d` with the kit's apply engine; see [`Kit::apply_with`].
     pub async fn apply(
         &self,
@@ -113,6 +122,9 @@ pub struct CsiOperator<D: Driver> {
     /// The operator's name (its user agent): the name of its self-signed cert-manager Issuer.
     operator_name: &'static str,
     cert_manager: Option<crate::cert_manager::CertManager>,
+    /// The driver settings last read without error ([`crate::settings`]): kept applied while
+    /// the ConfigMap holds a mistake.
+    last_good_settings: Option<DriverSettings>,
 }
 
 impl<D: Driver> CsiOperator<D> {
@@ -156,6 +168,7 @@ impl<D: Driver> CsiOperator<D> {
             reported_missing: false,
             operator_name: settings.user_agent,
             cert_manager: settings.cert_manager,
+            last_good_settings: None,
         }
     }
 
@@ -240,7 +253,10 @@ impl<D: Driver> CsiOperator<D> {
         self.driver
             .configure(&self.kit, &mut pass, &mut facts)
             .await;
-        let groups = self.driver.static_groups(&self.kit, &facts);
+        let settings = self.driver_settings(&mut pass, &facts);
+        let mut groups = self.driver.static_groups(&self.kit, &facts);
+        self.service_monitors(&mut pass, &mut groups, settings.as_ref(), facts_kubernetes)
+            .await;
         if facts_kubernetes {
             let services: Vec<Desired> = groups
                 .iter()
@@ -264,15 +280,25 @@ impl<D: Driver> CsiOperator<D> {
         self.driver
             .before_workloads(&self.kit, &mut pass, &mut facts)
             .await;
-        let controller = self.driver.controller(&facts);
-        match pass.hold_workloads.clone() {
-            None => {
+        let mut controller = self.driver.controller(&facts);
+        match (pass.hold_workloads.clone(), &settings) {
+            // The settings are wrong and none were read before: the live workloads stay as
+            // they are (reverting them to defaults could move a kubelet directory back), and
+            // so do their conditions; DriverSettingsDegraded says why.
+            (None, None) => {}
+            (None, Some(settings)) => {
+                if let Ok(d) = controller.desired.as_mut() {
+                    settings.apply_controller(&mut d.object);
+                }
                 self.kit.controller_step(&mut pass, controller).await;
-                for daemonset in self.driver.daemonsets(&facts) {
+                for mut daemonset in self.driver.daemonsets(&facts) {
+                    if let Ok(d) = daemonset.desired.as_mut() {
+                        settings.apply_node(&mut d.object);
+                    }
                     self.kit.daemonset_step(&mut pass, daemonset).await;
                 }
             }
-            Some(hold) => {
+            (Some(hold), _) => {
                 let prefixes: Vec<&str> = std::iter::once(controller.prefix)
                     .chain(self.driver.daemonsets(&facts).iter().map(|w| w.prefix))
                     .collect();
@@ -284,11 +310,234 @@ impl<D: Driver> CsiOperator<D> {
         self.driver
             .after_workloads(&self.kit, &mut pass, &facts)
             .await;
+        if let Some(settings) = &settings {
+            let result = self.extra_storage_classes(settings).await;
+            if self.has_settings() || result.is_err() {
+                pass.post(EXTRA_CLASSES_PREFIX, result);
+            } else {
+                pass.board
+                    .remove_condition(&conditions::degraded_type(EXTRA_CLASSES_PREFIX));
+            }
+        }
         let snapshot_class = self.driver.snapshot_class(&facts);
         self.kit
             .snapshot_class_step(&mut pass, snapshot_class)
             .await;
         self.flush(&pass).await
+    }
+
+    /// The name of the driver's settings ConfigMap, in the driver's namespace.
+    fn settings_name(&self) -> String {
+        settings::config_map_name(self.operator_name)
+    }
+
+    /// Whether the administrator created the settings ConfigMap.
+    fn has_settings(&self) -> bool {
+        self.kit
+            .cache
+            .config_map(&self.kit.namespace, &self.settings_name())
+            .is_some()
+    }
+
+    /// The driver settings to apply ([`crate::settings`]): the defaults without the
+    /// ConfigMap; its contents when they are valid; else the ones last read (`None` when
+    /// there are none: nothing they govern is written). `DriverSettingsDegraded` is set only
+    /// while the ConfigMap exists (or just went), so a cluster that never created one, OpenShift
+    /// included, sees no new condition.
+    fn driver_settings(&mut self, pass: &mut Pass, facts: &D::Facts) -> Option<DriverSettings> {
+        let ns = self.kit.namespace.clone();
+        let name = self.settings_name();
+        let condition = conditions::degraded_type(settings::PREFIX);
+        let Some(cm) = self.kit.cache.config_map(&ns, &name) else {
+            pass.board.remove_condition(&condition);
+            self.last_good_settings = Some(DriverSettings::default());
+            return self.last_good_settings.clone();
+        };
+        let parsed = read_settings(&cm).and_then(|s| {
+            let controller = self.driver.controller(facts).desired;
+            let nodes = self.driver.daemonsets(facts);
+            if let Ok(c) = &controller {
+                let nodes: Vec<&kube::api::DynamicObject> = nodes
+                    .iter()
+                    .filter_map(|w| w.desired.as_ref().ok())
+                    .map(|d| &d.object)
+                    .collect();
+                s.check_containers(&c.object, &nodes)?;
+            }
+            Ok(s)
+        });
+        match parsed {
+            Ok(s) => {
+                pass.post::<()>(settings::PREFIX, Ok(()));
+                self.last_good_settings = Some(s);
+            }
+            Err(e) => {
+                let kept = if self.last_good_settings.is_some() {
+                    "the settings last read stay applied"
+                } else {
+                    "the controller Deployment, the node DaemonSets, the ServiceMonitor and the \
+                     extra StorageClasses are left as they are"
+                };
+                self.kit.metrics.error("config");
+                pass.post::<()>(
+                    settings::PREFIX,
+                    Err(format!(
+                        "ConfigMap {ns}/{name}, key {}: {e}; {kept} until it is corrected (see \
+                         docs/driver-settings.md)",
+                        settings::DATA_KEY
+                    )
+                    .into()),
+                );
+            }
+        }
+        self.last_good_settings.clone()
+    }
+
+    /// The ServiceMonitor objects of the static groups, as `serviceMonitor.enabled` says:
+    /// enabled, applied with their group; disabled, taken out of it and deleted when ours
+    /// exists; settings unknown (`None`), taken out and left as they are.
+    async fn service_monitors(
+        &self,
+        pass: &mut Pass,
+        groups: &mut [super::Group],
+        settings: Option<&DriverSettings>,
+        kubernetes: bool,
+    ) {
+        if let Some(s) = settings.filter(|s| s.service_monitor) {
+            let services: Vec<Desired> = groups
+                .iter()
+                .filter_map(|g| g.objects.as_ref().ok())
+                .flatten()
+                .filter(|d| d.resource.kind == "Service")
+                .cloned()
+                .collect();
+            let requests = crate::metrics_cert::requests(&services);
+            let has_ca = |ns: &str, name: &str| {
+                self.kit
+                    .cache
+                    .secret(ns, name)
+                    .and_then(|s| s.data)
+                    .is_some_and(|d| d.contains_key("ca.crt"))
+            };
+            for group in groups.iter_mut() {
+                for d in group.objects.iter_mut().flatten() {
+                    if d.resource.kind == "ServiceMonitor" {
+                        settings::service_monitor(
+                            &mut d.object,
+                            &s.service_monitor_labels,
+                            kubernetes,
+                            &requests,
+                            has_ca,
+                        );
+                    }
+                }
+            }
+            return;
+        }
+        let mut removed = Vec::new();
+        for group in groups.iter_mut() {
+            if let Ok(objects) = group.objects.as_mut() {
+                objects.retain(|d| {
+                    let monitor = d.resource.kind == "ServiceMonitor";
+                    if monitor {
+                        removed.push(d.clone());
+                    }
+                    !monitor
+                });
+            }
+        }
+        if settings.is_none() {
+            return;
+        }
+        let mut errors = Vec::new();
+        for d in removed {
+            let ns = d.object.metadata.namespace.clone();
+            let name = d.object.metadata.name.clone().unwrap_or_default();
+            if !matches!(
+                self.kit.cache.lookup(&d.resource, ns.as_deref(), &name),
+                crate::cache::Lookup::Found(_)
+            ) {
+                continue;
+            }
+            match self
+                .kit
+                .applier
+                .delete(&d.resource, ns.as_deref(), &name)
+                .await
+            {
+                Ok(true) => self.kit.metrics.write("ServiceMonitor", WriteVerb::Delete),
+                Ok(false) => {}
+                Err(e) => errors.push(format!(
+                    "cannot delete ServiceMonitor {}/{name} (serviceMonitor.enabled is false): {e}",
+                    ns.unwrap_or_default()
+                )),
+            }
+        }
+        if !errors.is_empty() {
+            pass.post::<()>(settings::PREFIX, Err(errors.join("; ").into()));
+        }
+    }
+
+    /// Applies the extra StorageClasses of the settings and deletes those of ours (labelled
+    /// [`settings::EXTRA_CLASS_LABEL`] with this driver) no longer listed. A name already
+    /// taken by a class that is not an extra class of this driver, or one the driver itself
+    /// names, is refused, never taken over.
+    async fn extra_storage_classes(&self, settings: &DriverSettings) -> Result<(), StepError> {
+        let provisioner = D::CR_NAME;
+        let resource = ar("storage.k8s.io/v1", "StorageClass");
+        let ours = |o: &kube::api::DynamicObject| {
+            o.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(settings::EXTRA_CLASS_LABEL))
+                .is_some_and(|v| v == provisioner)
+        };
+        let mut errors = Vec::new();
+        let wanted = settings.storage_classes(provisioner)?;
+        let mut names = std::collections::BTreeSet::new();
+        for d in &wanted {
+            let name = d.object.metadata.name.clone().unwrap_or_default();
+            names.insert(name.clone());
+            if self.driver.reserved_storage_class(&name) {
+                errors.push(format!(
+                    "storageClasses: {name} is a name the operator gives its own StorageClasses; choose another"
+                ));
+                continue;
+            }
+            if let crate::cache::Lookup::Found(live) = self.kit.cache.lookup(&resource, None, &name)
+                && !ours(&live)
+            {
+                errors.push(format!(
+                    "storageClasses: StorageClass {name} already exists and is not an extra class of {provisioner}; choose another name, or delete it first to have the operator manage it"
+                ));
+                continue;
+            }
+            if let Err(e) = self.kit.apply(d, None).await {
+                errors.push(format!("StorageClass {name}: {e}"));
+            }
+        }
+        let selector = settings::extra_class_selector(provisioner);
+        for live in self.kit.cache.list_selected(&resource, &selector) {
+            let name = live.metadata.name.clone().unwrap_or_default();
+            if names.contains(&name) || !ours(&live) {
+                continue;
+            }
+            match self
+                .kit
+                .applier
+                .delete_owned(&resource, None, &name, &ours)
+                .await
+            {
+                Ok(true) => self.kit.metrics.write("StorageClass", WriteVerb::Delete),
+                Ok(false) => {}
+                Err(e) => errors.push(format!("cannot delete StorageClass {name}: {e}")),
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; ").into())
+        }
     }
 
     /// The ClusterCSIDriver is absent: create it when asked to, else say once, at `info`, what
@@ -550,6 +799,25 @@ impl<D: Driver> CsiOperator<D> {
             }
         }
     }
+}
+
+/// The settings of a driver's ConfigMap: only [`settings::DATA_KEY`] may be set.
+fn read_settings(
+    cm: &k8s_openapi::api::core::v1::ConfigMap,
+) -> Result<DriverSettings, settings::SettingsError> {
+    let data = cm.data.clone().unwrap_or_default();
+    let other: Vec<&String> = data
+        .keys()
+        .filter(|k| *k != settings::DATA_KEY)
+        .chain(cm.binary_data.iter().flat_map(|b| b.keys()))
+        .collect();
+    if let Some(k) = other.first() {
+        return Err(settings::SettingsError(format!(
+            "data key {k:?} is not read; put the settings under the key {} only",
+            settings::DATA_KEY
+        )));
+    }
+    settings::parse(data.get(settings::DATA_KEY).map_or("", String::as_str))
 }
 
 /// The conditions of a workload the driver holds back: not Available, Progressing, not
