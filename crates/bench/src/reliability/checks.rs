@@ -557,6 +557,31 @@ pub(crate) const SLOWED_PATHS: [&str; 16] = [
     "/apis/authorization.k8s.io/",
 ];
 
+/// What makes a row's checks empty: a fault that lasted no time (any row but the clean
+/// install), and an OpenStack refusal no longer than the time the operators get to notice it,
+/// which leaves the refusal check nothing to check.
+pub(crate) fn window_problems(
+    is_reference: bool,
+    (start, end): (Instant, Instant),
+    refused: Option<(Instant, Instant)>,
+    notice: Duration,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if !is_reference && end <= start {
+        out.push("the fault's window is empty: it lasted no time".to_string());
+    }
+    if let Some((from, to)) = refused
+        && to.saturating_duration_since(from) <= notice
+    {
+        out.push(format!(
+            "the refusal check never ran: OpenStack refused the credentials for {}, not longer than the {} the operators get to notice",
+            secs(to.saturating_duration_since(from)),
+            secs(notice)
+        ));
+    }
+    out
+}
+
 /// For each reach: what was seen (for the table) and, when nothing was, why the row fails.
 pub(crate) fn reached(reach: &[Reach], ev: &Evidence) -> (Vec<String>, Vec<String>) {
     let mut seen = Vec::new();
@@ -1374,5 +1399,23 @@ mod tests {
         assert_eq!(not_leading(&refused, &leases, 150_000, deadline).len(), 1);
         let other = [lease(140_000, &cso, "another-lock", 200)];
         assert_eq!(not_leading(&other, &leases, 150_000, deadline).len(), 1);
+    }
+
+    #[test]
+    fn an_empty_window_or_a_refusal_shorter_than_the_notice_fails_the_row() {
+        let t0 = Instant::now();
+        let notice = Duration::from_secs(10);
+        let later = |s| t0 + Duration::from_secs(s);
+        assert!(window_problems(false, (t0, later(5)), None, notice).is_empty());
+        assert!(
+            window_problems(true, (t0, t0), None, notice).is_empty(),
+            "the reference"
+        );
+        assert_eq!(window_problems(false, (t0, t0), None, notice).len(), 1);
+        // The old 5 s OpenStack refusal: the check from 10 s on had nothing to look at.
+        let short = window_problems(false, (t0, later(5)), Some((t0, later(5))), notice);
+        assert_eq!(short.len(), 1);
+        assert!(short[0].contains("never ran"), "{short:?}");
+        assert!(window_problems(false, (t0, later(20)), Some((t0, later(20))), notice).is_empty());
     }
 }

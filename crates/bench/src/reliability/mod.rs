@@ -269,11 +269,13 @@ async fn evaluate(
     let window: Window = (row.run)(ctx).await?;
     if window.end > window.start {
         result.fault_length = Some(window.end - window.start);
-    } else if row.id != CLEAN_INSTALL {
-        result
-            .problems
-            .push("the fault's window is empty: it lasted no time".into());
     }
+    result.problems.extend(checks::window_problems(
+        row.id == CLEAN_INSTALL,
+        (window.start, window.end),
+        window.refused,
+        ctx.t.notice,
+    ));
     result.notes.extend(window.notes.iter().cloned());
 
     // Converged, and how long after the fault ended.
@@ -348,13 +350,8 @@ async fn evaluate(
     let mut condition_problems = Vec::new();
     if let Some((from, to)) = window.refused {
         let from = from + ctx.t.notice;
-        if to <= from {
-            condition_problems.push(format!(
-                "the refusal check never ran: OpenStack refused the credentials for {}, not longer than the {} the operators get to notice",
-                secs(to.saturating_duration_since(from - ctx.t.notice)),
-                secs(ctx.t.notice)
-            ));
-        } else {
+        // A refusal no longer than the notice time is a problem of its own (window_problems).
+        if to > from {
             let unreported = checks::refusal_unreported(&samples_of(samples), from, to);
             if !unreported.is_empty() {
                 condition_problems.push(format!(
