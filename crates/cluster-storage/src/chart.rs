@@ -442,6 +442,9 @@ pub fn chart(inputs: &ChartInputs) -> Result<Vec<ChartFile>, KubernetesError> {
         condition: Some("and .Values.cinder.enabled .Values.cinder.adoptHelmRelease.name".into()),
         body,
     });
+    for (driver, operator, namespace) in SETTINGS {
+        templates.push(settings_template(driver, operator, namespace));
+    }
     templates.push(Template {
         path: "templates/validate.yaml".into(),
         condition: None,
@@ -477,6 +480,47 @@ pub fn chart(inputs: &ChartInputs) -> Result<Vec<ChartFile>, KubernetesError> {
         text: notes(),
     });
     Ok(files)
+}
+
+/// The drivers' settings ConfigMaps (docs/driver-settings.md): the driver, the operator's name
+/// (which names the ConfigMap) and the value of the namespace it is read from.
+const SETTINGS: [(&str, &str, &str); 2] = [
+    (
+        "cinder",
+        "openstack-cinder-csi-driver-operator",
+        ".Values.namespaces.operators",
+    ),
+    (
+        "manila",
+        "openstack-manila-csi-driver-operator",
+        ".Values.namespaces.manilaDriver",
+    ),
+];
+
+/// The settings ConfigMap of `driver`, rendered only when its `settings` value is not empty:
+/// with the default values the chart renders exactly the base, and the operator keeps doing
+/// what it does without the ConfigMap. Removing the settings from the values makes Helm delete
+/// the ConfigMap, which returns the driver to the defaults.
+fn settings_template(driver: &str, operator: &str, namespace: &str) -> Template {
+    let name = operator_kit::settings::config_map_name(operator);
+    let key = operator_kit::settings::DATA_KEY;
+    Template {
+        path: format!("templates/settings-{driver}.yaml"),
+        condition: Some(format!(
+            "and .Values.{driver}.enabled .Values.{driver}.settings"
+        )),
+        body: format!(
+            "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name}
+  namespace: {{{{ {namespace} }}}}
+data:
+  {key}: |
+    {{{{- toYaml .Values.{driver}.settings | nindent 4 }}}}
+"
+        ),
+    }
 }
 
 /// What `helm install` prints: the next steps of docs/install-kubernetes.md for the namespaces
@@ -576,8 +620,8 @@ pub fn values(inputs: &KubernetesInputs, placement: &Value) -> Value {
             "config": CONFIG_NAMESPACE,
         },
         "clusterID": DEFAULT_CLUSTER_ID,
-        "cinder": {"enabled": true, "adoptHelmRelease": {"name": "", "namespace": ADOPTION_NAMESPACE}},
-        "manila": {"enabled": true},
+        "cinder": {"enabled": true, "adoptHelmRelease": {"name": "", "namespace": ADOPTION_NAMESPACE}, "settings": {}},
+        "manila": {"enabled": true, "settings": {}},
         "certManager": {"issuer": {"kind": "ClusterIssuer", "name": ""}},
         "resources": placement["resources"],
         "nodeSelector": placement["nodeSelector"].as_object().cloned().unwrap_or_default(),
@@ -610,9 +654,12 @@ const VALUE_DOCS: &[(&str, &str)] = &[
     ),
     (
         "cinder",
-        "The Cinder operator. adoptHelmRelease: take over the CSIDriver and StorageClasses of a\nrunning openstack-cinder-csi release (docs/switch-from-helm.md); name empty = no adoption.",
+        "The Cinder operator. adoptHelmRelease: take over the CSIDriver and StorageClasses of a\nrunning openstack-cinder-csi release (docs/switch-from-helm.md); name empty = no adoption.\nsettings: the driver's settings (docs/driver-settings.md: kubeletDir, controller replicas,\ncontainers' resources and extraArgs, imagePullSecrets, serviceMonitor, storageClasses),\nrendered as its settings ConfigMap; {} = no ConfigMap, the operator's defaults.",
     ),
-    ("manila", "The Manila operator."),
+    (
+        "manila",
+        "The Manila operator. settings: as cinder.settings, for the Manila driver (its node\ncontainers: openstack-manila-csi-nodeplugin/csi-driver, csi-nodeplugin-nfsplugin/csi-driver).",
+    ),
     (
         "certManager",
         "Where cert-manager runs, the issuer of the drivers' metrics serving certificates\n(kind Issuer or ClusterIssuer); name empty = a self-signed Issuer per driver namespace.",
@@ -688,8 +735,12 @@ pub fn schema() -> Value {
                     "name": {"type": "string", "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", "maxLength": 53},
                     "namespace": ns,
                 }), &["name", "namespace"]),
+                "settings": settings_schema(),
             }), &["enabled"]),
-            "manila": strict(json!({"enabled": {"type": "boolean"}}), &["enabled"]),
+            "manila": strict(json!({
+                "enabled": {"type": "boolean"},
+                "settings": settings_schema(),
+            }), &["enabled"]),
             "certManager": strict(json!({
                 "issuer": strict(json!({
                     "kind": {"type": "string", "enum": ["Issuer", "ClusterIssuer"]},
@@ -702,6 +753,49 @@ pub fn schema() -> Value {
             "affinity": {"type": "object"},
         },
     })
+}
+
+/// The keys of docs/driver-settings.md, typed as far as a schema can (the operator parses the
+/// ConfigMap strictly and says what is wrong in `DriverSettingsDegraded`; this refuses what it
+/// can before anything is installed).
+fn settings_schema() -> Value {
+    let strict = |properties: Value| json!({"type": "object", "additionalProperties": false, "properties": properties});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let quantities =
+        json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}});
+    let container = strict(json!({
+        "extraArgs": strings,
+        "resources": strict(json!({"requests": quantities, "limits": quantities})),
+    }));
+    let containers = json!({"type": "object", "additionalProperties": container});
+    let name =
+        json!({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "maxLength": 253});
+    let mut class = strict(json!({
+        "name": name,
+        "parameters": {"type": "object", "additionalProperties": {"type": "string"}},
+        "reclaimPolicy": {"type": "string", "enum": ["Delete", "Retain"]},
+        "volumeBindingMode": {"type": "string", "enum": ["Immediate", "WaitForFirstConsumer"]},
+        "allowVolumeExpansion": {"type": "boolean"},
+        "mountOptions": strings,
+        "isDefault": {"type": "boolean"},
+    }));
+    class["required"] = json!(["name"]);
+    let mut secret = strict(json!({"name": name}));
+    secret["required"] = json!(["name"]);
+    strict(json!({
+        "kubeletDir": {"type": "string", "pattern": "^/[^\\s]*[^/\\s]/?$"},
+        "controller": strict(json!({
+            "replicas": {"type": "integer", "minimum": 1, "maximum": i32::MAX},
+            "containers": containers,
+        })),
+        "node": strict(json!({"containers": containers})),
+        "imagePullSecrets": {"type": "array", "items": secret},
+        "serviceMonitor": strict(json!({
+            "enabled": {"type": "boolean"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        })),
+        "storageClasses": {"type": "array", "items": class},
+    }))
 }
 
 /// The checks a schema cannot say, with messages that say what to do.

@@ -192,8 +192,11 @@ async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_contr
 
 /// The Helm chart on the same plane, as a chart user installs it: `helm install` with their
 /// own operator image (the kubelet runs only that name, so a chart that ignored the value
-/// would run nothing) and their own namespace for the operators, then the two credentials
-/// Secrets; both drivers become available, every pod admitted, no request refused by RBAC.
+/// would run nothing), their own namespace for the operators and each driver's
+/// `settings.kubeletDir` (k0s's), then the two credentials Secrets; both drivers become
+/// available with their node DaemonSets under k0s's kubelet directory (the settings
+/// ConfigMaps the chart rendered, read where each operator looks), every pod admitted, no
+/// request refused by RBAC.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_plane() {
     const CHART_IMAGE: &str = "registry.example.com/storage/csi-operator:v0.1.0-chart";
@@ -217,6 +220,10 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
             &format!("image.tag={tag}"),
             "--set",
             &format!("namespaces.operators={OPERATORS_NS}"),
+            "--set",
+            "cinder.settings.kubeletDir=/var/lib/k0s/kubelet",
+            "--set",
+            "manila.settings.kubeletDir=/var/lib/k0s/kubelet",
         ])
         .expect("helm install");
     assert!(installed.contains("STATUS: deployed"), "{installed}");
@@ -260,6 +267,16 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
         })
         .await;
     assert!(workloads >= 6, "{workloads} workloads");
+    for (namespace, daemonset) in [
+        (OPERATORS_NS, "openstack-cinder-csi-driver-node"),
+        (MANILA_NS, "openstack-manila-csi-nodeplugin"),
+        (MANILA_NS, "csi-nodeplugin-nfsplugin"),
+    ] {
+        c.wait("the chart's kubeletDir in force", async |c| {
+            under_k0s(c, namespace, daemonset).await
+        })
+        .await;
+    }
     assert_eq!(
         c.failed_creates().await,
         Vec::<String>::new(),
@@ -508,25 +525,43 @@ async fn adoption_takes_over(install: Install) {
 
 /// The node DaemonSet's host paths and the controller's replicas, as the API server has them.
 async fn cinder_knobs(c: &RealCluster) -> Result<(Vec<String>, i64), String> {
-    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-    let ds = Api::<DaemonSet>::namespaced(c.client.clone(), DRIVERS_NS)
-        .get("openstack-cinder-csi-driver-node")
-        .await
-        .map_err(|e| e.to_string())?;
-    let paths = ds
-        .spec
-        .and_then(|s| s.template.spec)
-        .map(|s| s.volumes.unwrap_or_default())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|v| v.host_path.map(|h| h.path))
-        .collect();
+    use k8s_openapi::api::apps::v1::Deployment;
+    let paths = host_paths(c, DRIVERS_NS, "openstack-cinder-csi-driver-node").await?;
     let d = Api::<Deployment>::namespaced(c.client.clone(), DRIVERS_NS)
         .get("openstack-cinder-csi-driver-controller")
         .await
         .map_err(|e| e.to_string())?;
     let replicas = d.spec.and_then(|s| s.replicas).unwrap_or(-1);
     Ok((paths, i64::from(replicas)))
+}
+
+/// The host paths of DaemonSet `namespace/name`, as the API server has them.
+async fn host_paths(c: &RealCluster, namespace: &str, name: &str) -> Result<Vec<String>, String> {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    let ds = Api::<DaemonSet>::namespaced(c.client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(ds
+        .spec
+        .and_then(|s| s.template.spec)
+        .map(|s| s.volumes.unwrap_or_default())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| v.host_path.map(|h| h.path))
+        .collect())
+}
+
+/// Every kubelet host path of DaemonSet `namespace/name` under k0s's directory.
+async fn under_k0s(c: &RealCluster, namespace: &str, name: &str) -> Result<(), String> {
+    let paths = host_paths(c, namespace, name).await?;
+    if paths.iter().any(|p| p.starts_with("/var/lib/k0s/kubelet"))
+        && !paths.iter().any(|p| p.starts_with("/var/lib/kubelet"))
+    {
+        Ok(())
+    } else {
+        Err(format!("{namespace}/{name}: host paths {paths:?}"))
+    }
 }
 
 /// The settings are in force: every kubelet host path under k0s's directory, one replica.
