@@ -134,6 +134,8 @@ enum Block {
     Resources,
     /// Extra `args` items of the operator `driver` ("cinder" or "manila").
     Args(&'static str),
+    /// The labels of the operators' ServiceMonitors.
+    MonitoringLabels,
 }
 
 impl Block {
@@ -145,10 +147,11 @@ impl Block {
             Block::ImagePullSecrets => "zzhelm-block-pull-secrets-zz".into(),
             Block::Resources => "zzhelm-block-resources-zz".into(),
             Block::Args(d) => format!("zzhelm-block-args-{d}-zz"),
+            Block::MonitoringLabels => "zzhelm-block-monitoring-labels-zz".into(),
         }
     }
 
-    fn all() -> [Block; 7] {
+    fn all() -> [Block; 8] {
         [
             Block::Affinity,
             Block::Tolerations,
@@ -157,6 +160,7 @@ impl Block {
             Block::Resources,
             Block::Args("cinder"),
             Block::Args("manila"),
+            Block::MonitoringLabels,
         ]
     }
 
@@ -173,6 +177,7 @@ impl Block {
             Block::Affinity => field("affinity"),
             Block::Tolerations => field("tolerations"),
             Block::NodeSelector => field("nodeSelector"),
+            Block::MonitoringLabels => field("monitoring.labels"),
             Block::ImagePullSecrets => field("imagePullSecrets"),
             Block::Resources => format!(
                 "{pad}{key}:\n{pad}  {{{{- toYaml .Values.resources | nindent {} }}}}\n",
@@ -442,6 +447,20 @@ pub fn chart(inputs: &ChartInputs) -> Result<Vec<ChartFile>, KubernetesError> {
         condition: Some("and .Values.cinder.enabled .Values.cinder.adoptHelmRelease.name".into()),
         body,
     });
+    for mut sm in crate::kubernetes::operator_service_monitors(inputs.files)? {
+        let driver = driver_of(&sm).ok_or_else(|| {
+            KubernetesError::Missing(format!("the driver of {}", sm["metadata"]["name"]))
+        })?;
+        sm["metadata"]["labels"] = json!(Block::MonitoringLabels.text());
+        tokenize_namespaces(&mut sm);
+        templates.push(Template {
+            path: format!("templates/servicemonitor-{driver}-operator.yaml"),
+            condition: Some(format!(
+                "and .Values.{driver}.enabled .Values.monitoring.enabled ({MONITORING_CAPABILITY})"
+            )),
+            body: template_text(&sm, "operator ServiceMonitor")?,
+        });
+    }
     for (driver, operator, namespace) in SETTINGS {
         templates.push(settings_template(driver, operator, namespace));
     }
@@ -481,6 +500,12 @@ pub fn chart(inputs: &ChartInputs) -> Result<Vec<ChartFile>, KubernetesError> {
     });
     Ok(files)
 }
+
+/// Whether the cluster serves ServiceMonitors (the Prometheus operator's CRD): without it an
+/// install with one would fail, so the chart leaves them out and `helm upgrade` adds them once
+/// the CRD is there.
+const MONITORING_CAPABILITY: &str =
+    ".Capabilities.APIVersions.Has \"monitoring.coreos.com/v1/ServiceMonitor\"";
 
 /// The drivers' settings ConfigMaps (docs/driver-settings.md): the driver, the operator's name
 /// (which names the ConfigMap) and the value of the namespace it is read from.
@@ -623,6 +648,10 @@ pub fn values(inputs: &KubernetesInputs, placement: &Value) -> Value {
         "cinder": {"enabled": true, "adoptHelmRelease": {"name": "", "namespace": ADOPTION_NAMESPACE}, "settings": {}},
         "manila": {"enabled": true, "settings": {}},
         "certManager": {"issuer": {"kind": "ClusterIssuer", "name": ""}},
+        "monitoring": {
+            "enabled": true,
+            "labels": {crate::kubernetes::MONITOR_LABEL.0: crate::kubernetes::MONITOR_LABEL.1},
+        },
         "resources": placement["resources"],
         "nodeSelector": placement["nodeSelector"].as_object().cloned().unwrap_or_default(),
         "tolerations": placement["tolerations"].as_array().cloned().unwrap_or_default(),
@@ -663,6 +692,10 @@ const VALUE_DOCS: &[(&str, &str)] = &[
     (
         "certManager",
         "Where cert-manager runs, the issuer of the drivers' metrics serving certificates\n(kind Issuer or ClusterIssuer); name empty = a self-signed Issuer per driver namespace.",
+    ),
+    (
+        "monitoring",
+        "The operators' own ServiceMonitors (their /metrics: build_info, process_*, reconciles;\ndocs/metrics.md), rendered only where the monitoring.coreos.com/v1 ServiceMonitor CRD is\nserved (install the Prometheus operator first, or helm upgrade after it). labels: what your\nPrometheus selects (kube-prometheus-stack: release: <its release name>).",
     ),
     ("resources", "Resources of both operator containers."),
     ("nodeSelector", "Placement of both operator Deployments."),
@@ -747,6 +780,10 @@ pub fn schema() -> Value {
                     "name": {"type": "string", "pattern": "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$"},
                 }), &["kind", "name"]),
             }), &[]),
+            "monitoring": strict(json!({
+                "enabled": {"type": "boolean"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            }), &["enabled"]),
             "resources": {"type": "object"},
             "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
             "tolerations": {"type": "array", "items": {"type": "object"}},

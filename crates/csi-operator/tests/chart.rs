@@ -232,7 +232,7 @@ fn golden(name: &str, rendered: &str) {
 fn helm_template_matches_the_golden_files() {
     golden("chart-default.yaml", &template(&[]));
     let knobs = every_knob().to_string_lossy().into_owned();
-    let rendered = template(&["-f", &knobs]);
+    let rendered = template(&["-f", &knobs, "--api-versions", SERVICE_MONITOR_API]);
     golden("chart-every-knob.yaml", &rendered);
     // Every knob shows in what it renders.
     let objects = objects("helm template", &rendered);
@@ -357,6 +357,20 @@ fn helm_template_matches_the_golden_files() {
             );
         }
     }
+    // The operators' own ServiceMonitors, with the labels and namespace of the values.
+    let monitors: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "ServiceMonitor")
+        .collect();
+    assert_eq!(monitors.len(), 2);
+    for m in monitors {
+        assert_eq!(m["metadata"]["labels"]["release"], "prometheus");
+        assert_eq!(m["metadata"]["namespace"], "openstack-csi");
+        let server = m["spec"]["endpoints"][0]["tlsConfig"]["serverName"]
+            .as_str()
+            .expect("serverName");
+        assert!(server.ends_with("-metrics.openstack-csi.svc"), "{server}");
+    }
     // No object names the default operators' namespace any more (the template file names
     // in helm's `# Source:` comments still do).
     for o in &objects {
@@ -366,6 +380,41 @@ fn helm_template_matches_the_golden_files() {
             key(o)
         );
     }
+}
+
+/// What `helm install` sees where the Prometheus operator's CRD is installed.
+const SERVICE_MONITOR_API: &str = "monitoring.coreos.com/v1/ServiceMonitor";
+
+/// The operators' ServiceMonitors are rendered only where their API is served and
+/// `monitoring.enabled` is on, one per enabled driver.
+#[test]
+fn operator_service_monitors_need_their_api_and_the_value() {
+    let count = |extra: &[&str]| {
+        objects("helm template", &template(extra))
+            .iter()
+            .filter(|o| o["kind"] == "ServiceMonitor")
+            .count()
+    };
+    assert_eq!(count(&[]), 0, "without the API");
+    assert_eq!(count(&["--api-versions", SERVICE_MONITOR_API]), 2);
+    assert_eq!(
+        count(&[
+            "--api-versions",
+            SERVICE_MONITOR_API,
+            "--set",
+            "monitoring.enabled=false"
+        ]),
+        0
+    );
+    assert_eq!(
+        count(&[
+            "--api-versions",
+            SERVICE_MONITOR_API,
+            "--set",
+            "manila.enabled=false"
+        ]),
+        1
+    );
 }
 
 #[test]
