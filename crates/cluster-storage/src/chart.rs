@@ -134,6 +134,8 @@ enum Block {
     Resources,
     /// Extra `args` items of the operator `driver` ("cinder" or "manila").
     Args(&'static str),
+    /// The labels of the operators' ServiceMonitors.
+    MonitoringLabels,
 }
 
 impl Block {
@@ -145,10 +147,11 @@ impl Block {
             Block::ImagePullSecrets => "zzhelm-block-pull-secrets-zz".into(),
             Block::Resources => "zzhelm-block-resources-zz".into(),
             Block::Args(d) => format!("zzhelm-block-args-{d}-zz"),
+            Block::MonitoringLabels => "zzhelm-block-monitoring-labels-zz".into(),
         }
     }
 
-    fn all() -> [Block; 7] {
+    fn all() -> [Block; 8] {
         [
             Block::Affinity,
             Block::Tolerations,
@@ -157,6 +160,7 @@ impl Block {
             Block::Resources,
             Block::Args("cinder"),
             Block::Args("manila"),
+            Block::MonitoringLabels,
         ]
     }
 
@@ -173,6 +177,7 @@ impl Block {
             Block::Affinity => field("affinity"),
             Block::Tolerations => field("tolerations"),
             Block::NodeSelector => field("nodeSelector"),
+            Block::MonitoringLabels => field("monitoring.labels"),
             Block::ImagePullSecrets => field("imagePullSecrets"),
             Block::Resources => format!(
                 "{pad}{key}:\n{pad}  {{{{- toYaml .Values.resources | nindent {} }}}}\n",
@@ -442,6 +447,23 @@ pub fn chart(inputs: &ChartInputs) -> Result<Vec<ChartFile>, KubernetesError> {
         condition: Some("and .Values.cinder.enabled .Values.cinder.adoptHelmRelease.name".into()),
         body,
     });
+    for mut sm in crate::kubernetes::operator_service_monitors(inputs.files)? {
+        let driver = driver_of(&sm).ok_or_else(|| {
+            KubernetesError::Missing(format!("the driver of {}", sm["metadata"]["name"]))
+        })?;
+        sm["metadata"]["labels"] = json!(Block::MonitoringLabels.text());
+        tokenize_namespaces(&mut sm);
+        templates.push(Template {
+            path: format!("templates/servicemonitor-{driver}-operator.yaml"),
+            condition: Some(format!(
+                "and .Values.{driver}.enabled .Values.monitoring.enabled ({MONITORING_CAPABILITY})"
+            )),
+            body: template_text(&sm, "operator ServiceMonitor")?,
+        });
+    }
+    for (driver, operator, namespace) in SETTINGS {
+        templates.push(settings_template(driver, operator, namespace));
+    }
     templates.push(Template {
         path: "templates/validate.yaml".into(),
         condition: None,
@@ -477,6 +499,53 @@ pub fn chart(inputs: &ChartInputs) -> Result<Vec<ChartFile>, KubernetesError> {
         text: notes(),
     });
     Ok(files)
+}
+
+/// Whether the cluster serves ServiceMonitors (the Prometheus operator's CRD): without it an
+/// install with one would fail, so the chart leaves them out and `helm upgrade` adds them once
+/// the CRD is there.
+const MONITORING_CAPABILITY: &str =
+    ".Capabilities.APIVersions.Has \"monitoring.coreos.com/v1/ServiceMonitor\"";
+
+/// The drivers' settings ConfigMaps (docs/driver-settings.md): the driver, the operator's name
+/// (which names the ConfigMap) and the value of the namespace it is read from.
+const SETTINGS: [(&str, &str, &str); 2] = [
+    (
+        "cinder",
+        "openstack-cinder-csi-driver-operator",
+        ".Values.namespaces.operators",
+    ),
+    (
+        "manila",
+        "openstack-manila-csi-driver-operator",
+        ".Values.namespaces.manilaDriver",
+    ),
+];
+
+/// The settings ConfigMap of `driver`, rendered only when its `settings` value is not empty:
+/// with the default values the chart renders exactly the base, and the operator keeps doing
+/// what it does without the ConfigMap. Removing the settings from the values makes Helm delete
+/// the ConfigMap, which returns the driver to the defaults.
+fn settings_template(driver: &str, operator: &str, namespace: &str) -> Template {
+    let name = operator_kit::settings::config_map_name(operator);
+    let key = operator_kit::settings::DATA_KEY;
+    Template {
+        path: format!("templates/settings-{driver}.yaml"),
+        condition: Some(format!(
+            "and .Values.{driver}.enabled .Values.{driver}.settings"
+        )),
+        body: format!(
+            "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name}
+  namespace: {{{{ {namespace} }}}}
+data:
+  {key}: |
+    {{{{- toYaml .Values.{driver}.settings | nindent 4 }}}}
+"
+        ),
+    }
 }
 
 /// What `helm install` prints: the next steps of docs/install-kubernetes.md for the namespaces
@@ -576,9 +645,13 @@ pub fn values(inputs: &KubernetesInputs, placement: &Value) -> Value {
             "config": CONFIG_NAMESPACE,
         },
         "clusterID": DEFAULT_CLUSTER_ID,
-        "cinder": {"enabled": true, "adoptHelmRelease": {"name": "", "namespace": ADOPTION_NAMESPACE}},
-        "manila": {"enabled": true},
+        "cinder": {"enabled": true, "adoptHelmRelease": {"name": "", "namespace": ADOPTION_NAMESPACE}, "settings": {}},
+        "manila": {"enabled": true, "settings": {}},
         "certManager": {"issuer": {"kind": "ClusterIssuer", "name": ""}},
+        "monitoring": {
+            "enabled": true,
+            "labels": {crate::kubernetes::MONITOR_LABEL.0: crate::kubernetes::MONITOR_LABEL.1},
+        },
         "resources": placement["resources"],
         "nodeSelector": placement["nodeSelector"].as_object().cloned().unwrap_or_default(),
         "tolerations": placement["tolerations"].as_array().cloned().unwrap_or_default(),
@@ -610,12 +683,19 @@ const VALUE_DOCS: &[(&str, &str)] = &[
     ),
     (
         "cinder",
-        "The Cinder operator. adoptHelmRelease: take over the CSIDriver and StorageClasses of a\nrunning openstack-cinder-csi release (docs/switch-from-helm.md); name empty = no adoption.",
+        "The Cinder operator. adoptHelmRelease: take over the CSIDriver and StorageClasses of a\nrunning openstack-cinder-csi release (docs/switch-from-helm.md); name empty = no adoption.\nsettings: the driver's settings (docs/driver-settings.md: kubeletDir, controller replicas,\ncontainers' resources and extraArgs, imagePullSecrets, serviceMonitor, storageClasses),\nrendered as its settings ConfigMap; {} = no ConfigMap, the operator's defaults.",
     ),
-    ("manila", "The Manila operator."),
+    (
+        "manila",
+        "The Manila operator. settings: as cinder.settings, for the Manila driver (its node\ncontainers: openstack-manila-csi-nodeplugin/csi-driver, csi-nodeplugin-nfsplugin/csi-driver).",
+    ),
     (
         "certManager",
         "Where cert-manager runs, the issuer of the drivers' metrics serving certificates\n(kind Issuer or ClusterIssuer); name empty = a self-signed Issuer per driver namespace.",
+    ),
+    (
+        "monitoring",
+        "The operators' own ServiceMonitors (their /metrics: build_info, process_*, reconciles;\ndocs/metrics.md), rendered only where the monitoring.coreos.com/v1 ServiceMonitor CRD is\nserved (install the Prometheus operator first, or helm upgrade after it). labels: what your\nPrometheus selects (kube-prometheus-stack: release: <its release name>).",
     ),
     ("resources", "Resources of both operator containers."),
     ("nodeSelector", "Placement of both operator Deployments."),
@@ -688,20 +768,71 @@ pub fn schema() -> Value {
                     "name": {"type": "string", "pattern": "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$", "maxLength": 53},
                     "namespace": ns,
                 }), &["name", "namespace"]),
+                "settings": settings_schema(),
             }), &["enabled"]),
-            "manila": strict(json!({"enabled": {"type": "boolean"}}), &["enabled"]),
+            "manila": strict(json!({
+                "enabled": {"type": "boolean"},
+                "settings": settings_schema(),
+            }), &["enabled"]),
             "certManager": strict(json!({
                 "issuer": strict(json!({
                     "kind": {"type": "string", "enum": ["Issuer", "ClusterIssuer"]},
                     "name": {"type": "string", "pattern": "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$"},
                 }), &["kind", "name"]),
             }), &[]),
+            "monitoring": strict(json!({
+                "enabled": {"type": "boolean"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            }), &["enabled"]),
             "resources": {"type": "object"},
             "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
             "tolerations": {"type": "array", "items": {"type": "object"}},
             "affinity": {"type": "object"},
         },
     })
+}
+
+/// The keys of docs/driver-settings.md, typed as far as a schema can (the operator parses the
+/// ConfigMap strictly and says what is wrong in `DriverSettingsDegraded`; this refuses what it
+/// can before anything is installed).
+fn settings_schema() -> Value {
+    let strict = |properties: Value| json!({"type": "object", "additionalProperties": false, "properties": properties});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let quantities =
+        json!({"type": "object", "additionalProperties": {"type": ["string", "number"]}});
+    let container = strict(json!({
+        "extraArgs": strings,
+        "resources": strict(json!({"requests": quantities, "limits": quantities})),
+    }));
+    let containers = json!({"type": "object", "additionalProperties": container});
+    let name =
+        json!({"type": "string", "pattern": "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "maxLength": 253});
+    let mut class = strict(json!({
+        "name": name,
+        "parameters": {"type": "object", "additionalProperties": {"type": "string"}},
+        "reclaimPolicy": {"type": "string", "enum": ["Delete", "Retain"]},
+        "volumeBindingMode": {"type": "string", "enum": ["Immediate", "WaitForFirstConsumer"]},
+        "allowVolumeExpansion": {"type": "boolean"},
+        "mountOptions": strings,
+        "isDefault": {"type": "boolean"},
+    }));
+    class["required"] = json!(["name"]);
+    let mut secret = strict(json!({"name": name}));
+    secret["required"] = json!(["name"]);
+    strict(json!({
+        "kubeletDir": {"type": "string", "pattern": "^/[^\\s]*[^/\\s]/?$"},
+        "controller": strict(json!({
+            "replicas": {"type": "integer", "minimum": 1, "maximum": i32::MAX},
+            "containers": containers,
+        })),
+        "node": strict(json!({"containers": containers})),
+        "imagePullSecrets": {"type": "array", "items": secret},
+        "serviceMonitor": strict(json!({
+            "enabled": {"type": "boolean"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        })),
+        "storageClasses": {"type": "array", "items": class},
+    }))
 }
 
 /// The checks a schema cannot say, with messages that say what to do.

@@ -254,6 +254,36 @@ const METRICS_CERT_SECRETS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// The operators' own serving-cert Secrets (their Deployments' `serving-cert` volume, which
+/// service-ca fills on OpenShift), which they keep themselves on Kubernetes
+/// (`--metrics-serving-cert-secret`, `operator_kit::own_serving_cert`): the operator's Role in
+/// its own namespace gets `create` on Secrets and `get`/`update`/`patch` of that one.
+const OWN_SERVING_CERT_SECRETS: &[(&str, &str, &str)] = &[
+    (
+        CSI_OPERATOR_NAMESPACE,
+        "openstack-cinder-csi-driver-operator-role",
+        "openstack-cinder-csi-driver-operator-serving-cert",
+    ),
+    (
+        CSI_OPERATOR_NAMESPACE,
+        "manila-csi-driver-operator-role",
+        "manila-csi-driver-operator-serving-cert",
+    ),
+];
+
+/// Adds `create` on Secrets to `rules` unless a rule already grants it.
+fn may_create_secrets(rules: &mut Vec<Value>) {
+    let creates = rules.iter().any(|r| {
+        r["apiGroups"] == json!([""])
+            && r["resources"] == json!(["secrets"])
+            && r["resourceNames"].is_null()
+            && r["verbs"] == json!(["create"])
+    });
+    if !creates {
+        rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}));
+    }
+}
+
 /// A Role on Kubernetes: OpenShift's, plus the rights of [`METRICS_CERT_SECRETS`] and the
 /// cert-manager objects for them (`operator_kit::cert_manager`). The CRD the operators watch
 /// for is readable through their ClusterRoles already.
@@ -275,26 +305,35 @@ fn role(role: &mut Value) {
         .iter()
         .filter(|(n, r, _)| *n == ns && *r == name)
     {
-        let creates = rules.iter().any(|r| {
-            r["apiGroups"] == json!([""])
-                && r["resources"] == json!(["secrets"])
-                && r["resourceNames"].is_null()
-                && r["verbs"] == json!(["create"])
-        });
-        if !creates {
-            rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}));
-        }
+        may_create_secrets(rules);
         rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["update", "patch"]}));
         rules.push(
             json!({"apiGroups": ["cert-manager.io"], "resources": ["certificates", "issuers"],
             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}),
         );
     }
+    for (_, _, secret) in OWN_SERVING_CERT_SECRETS
+        .iter()
+        .filter(|(n, r, _)| *n == ns && *r == name)
+    {
+        may_create_secrets(rules);
+        rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["get", "update", "patch"]}));
+    }
 }
 
-/// The operator Deployment on Kubernetes; see the module doc.
-fn deployment(d: &mut k8s_openapi::api::apps::v1::Deployment) {
+/// The operator Deployment on Kubernetes; see the module doc. `metrics_service`: the name of
+/// its metrics Service, whose serving certificate the operator keeps in the Secret its
+/// `serving-cert` volume mounts.
+fn deployment(d: &mut k8s_openapi::api::apps::v1::Deployment, metrics_service: &str) {
     hooks::kubernetes_control_plane(d);
+    let serving_secret = d
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.volumes.as_ref())
+        .and_then(|v| v.iter().find(|v| v.name == "serving-cert"))
+        .and_then(|v| v.secret.as_ref())
+        .and_then(|s| s.secret_name.clone());
     if let Some(c) = d
         .spec
         .as_mut()
@@ -304,6 +343,10 @@ fn deployment(d: &mut k8s_openapi::api::apps::v1::Deployment) {
         let args = c.args.get_or_insert_with(Vec::new);
         args.push(format!("--cluster-id={DEFAULT_CLUSTER_ID}"));
         args.push("--create-cluster-csi-driver".to_owned());
+        if let Some(secret) = serving_secret {
+            args.push(format!("--metrics-serving-cert-secret={secret}"));
+            args.push(format!("--metrics-service={metrics_service}"));
+        }
     }
 }
 
@@ -426,7 +469,8 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
         objects.push(to_value("cluster role binding", &o.cluster_role_binding)?);
         objects.push(to_value("metrics service", &o.metrics_service)?);
         objects.push(to_value("config map", &o.config_map)?);
-        deployment(&mut o.deployment);
+        let metrics_service = o.metrics_service.metadata.name.clone().unwrap_or_default();
+        deployment(&mut o.deployment, &metrics_service);
         let mut d = to_value("deployment", &o.deployment)?;
         strip_meta(&mut d["spec"]["template"]["metadata"]);
         objects.push(d);
@@ -447,6 +491,117 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
         });
     }
     Ok(files)
+}
+
+/// The label kube-prometheus-stack's Prometheus selects ServiceMonitors by (its Helm release's
+/// name, `kube-prometheus-stack` by default), on the operators' own ServiceMonitors.
+pub const MONITOR_LABEL: (&str, &str) = ("release", "kube-prometheus-stack");
+
+/// The operators' own ServiceMonitors (`manifests/kubernetes/monitoring`, the chart's
+/// `monitoring`), made from the base's objects: for each operator Deployment that keeps its
+/// serving certificate in a Secret (`--metrics-serving-cert-secret`, `--metrics-service`), one
+/// ServiceMonitor selecting that metrics Service by its labels, scraping its port over HTTPS
+/// with the Prometheus ServiceAccount's token (the operators authorize `/metrics` by
+/// SubjectAccessReview, as kube-rbac-proxy does for the drivers), verifying the certificate
+/// against the Secret's `ca.crt` for the Service's DNS name. Not in the base: a ServiceMonitor
+/// without its CRD fails `kubectl apply -k`.
+pub fn operator_service_monitors(files: &[ManifestFile]) -> Result<Vec<Value>, KubernetesError> {
+    let mut out = Vec::new();
+    for d in files
+        .iter()
+        .map(|f| &f.object)
+        .filter(|o| o["kind"] == "Deployment")
+    {
+        let (_, name) = describe(d);
+        let ns = d["metadata"]["namespace"].as_str().unwrap_or_default();
+        let args: Vec<&str> = d["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let flag = |f: &str| {
+            args.iter()
+                .find_map(|a| a.strip_prefix(&format!("--{f}=")))
+                .map(str::to_owned)
+        };
+        let (Some(secret), Some(service)) =
+            (flag("metrics-serving-cert-secret"), flag("metrics-service"))
+        else {
+            return Err(KubernetesError::Missing(format!(
+                "--metrics-serving-cert-secret and --metrics-service in Deployment {name}"
+            )));
+        };
+        let svc = files
+            .iter()
+            .map(|f| &f.object)
+            .find(|o| {
+                o["kind"] == "Service"
+                    && o["metadata"]["name"] == service.as_str()
+                    && o["metadata"]["namespace"] == ns
+            })
+            .ok_or_else(|| KubernetesError::Missing(format!("Service {ns}/{service}")))?;
+        let labels = svc["metadata"]["labels"].clone();
+        let port = svc["spec"]["ports"][0]["name"].clone();
+        if !labels.is_object() || !port.is_string() {
+            return Err(KubernetesError::Missing(format!(
+                "labels and a named port on Service {ns}/{service}"
+            )));
+        }
+        out.push(json!({
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "ServiceMonitor",
+            "metadata": {
+                "name": format!("{name}-monitor"),
+                "namespace": ns,
+                "labels": {MONITOR_LABEL.0: MONITOR_LABEL.1},
+            },
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "endpoints": [{
+                    "port": port,
+                    "interval": "30s",
+                    "scheme": "https",
+                    "path": "/metrics",
+                    "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                    "tlsConfig": {
+                        "ca": {"secret": {"name": secret, "key": "ca.crt"}},
+                        "serverName": format!("{service}.{ns}.svc"),
+                    },
+                }],
+            },
+        }));
+    }
+    if out.is_empty() {
+        return Err(KubernetesError::Missing("an operator Deployment".into()));
+    }
+    Ok(out)
+}
+
+/// `manifests/kubernetes/monitoring/`: its files (relative to it) and their text.
+pub fn monitoring_files(files: &[ManifestFile]) -> Result<Vec<(String, String)>, KubernetesError> {
+    let mut out = Vec::new();
+    let mut names = Vec::new();
+    for sm in operator_service_monitors(files)? {
+        let (_, name) = describe(&sm);
+        let file = format!("servicemonitor_{name}.yaml");
+        let yaml = assets::to_yaml(&sm)
+            .map_err(|e| KubernetesError::Serialize(file.clone(), e.to_string()))?;
+        out.push((file.clone(), format!("{GENERATED_HEADER}{yaml}")));
+        names.push(file);
+    }
+    let mut k = String::from(GENERATED_HEADER);
+    k.push_str(
+        "# The operators' own ServiceMonitors; apply after the base, where the Prometheus
+# operator's CRDs are installed (docs/metrics.md).
+",
+    );
+    k.push_str("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n");
+    for n in names {
+        k.push_str(&format!("- {n}\n"));
+    }
+    out.push(("kustomization.yaml".into(), k));
+    Ok(out)
 }
 
 /// The file text of `file`: a header saying it is generated, then the YAML.
@@ -528,6 +683,48 @@ mod tests {
                 {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
             ])
         );
+    }
+
+    #[test]
+    fn each_operator_may_keep_its_own_serving_cert_secret_and_no_other_by_name() {
+        let secret_rules = |ns: &str, name: &str| {
+            let mut r = json!({"metadata": {"namespace": ns, "name": name}, "rules": []});
+            role(&mut r);
+            r["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|rule| rule["resources"] == json!(["secrets"]))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            secret_rules(CSI_OPERATOR_NAMESPACE, "manila-csi-driver-operator-role"),
+            [
+                json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}),
+                json!({"apiGroups": [""], "resources": ["secrets"],
+                       "resourceNames": ["manila-csi-driver-operator-serving-cert"],
+                       "verbs": ["get", "update", "patch"]}),
+            ]
+        );
+        let cinder = secret_rules(
+            CSI_OPERATOR_NAMESPACE,
+            "openstack-cinder-csi-driver-operator-role",
+        );
+        assert_eq!(
+            cinder
+                .iter()
+                .filter(|r| r["verbs"] == json!(["create"]))
+                .count(),
+            1,
+            "{cinder:?}"
+        );
+        assert!(
+            cinder.iter().any(|r| r["resourceNames"]
+                == json!(["openstack-cinder-csi-driver-operator-serving-cert"])),
+            "{cinder:?}"
+        );
+        assert!(secret_rules(CONFIG_NAMESPACE, "manila-csi-driver-operator-role").is_empty());
     }
 
     #[test]

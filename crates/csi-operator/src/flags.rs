@@ -24,6 +24,15 @@ pub struct MetricsFlags {
     /// Serve plain HTTP and let anyone read `/metrics`: local development and benchmarks only.
     #[arg(long)]
     pub metrics_insecure_http: bool,
+    /// Where no service-ca runs (plain Kubernetes): keep a stable self-signed certificate for
+    /// the metrics Service `--metrics-service` in this Secret of the operator's namespace (with
+    /// `ca.crt`, for a ServiceMonitor to verify) and serve it; a Secret the operator did not
+    /// issue (cert-manager's) is served as it is.
+    #[arg(long, requires = "metrics_service", conflicts_with_all = ["metrics_self_signed", "metrics_insecure_http"])]
+    pub metrics_serving_cert_secret: Option<String>,
+    /// The metrics Service whose DNS names `--metrics-serving-cert-secret`'s certificate holds.
+    #[arg(long, requires = "metrics_serving_cert_secret")]
+    pub metrics_service: Option<String>,
 }
 
 impl MetricsFlags {
@@ -31,6 +40,13 @@ impl MetricsFlags {
     pub fn endpoint(&self) -> EndpointOptions {
         let serving = if self.metrics_insecure_http {
             Serving::PlainHttp
+        } else if let (Some(secret), Some(service)) =
+            (&self.metrics_serving_cert_secret, &self.metrics_service)
+        {
+            Serving::Https(CertSource::Secret {
+                service: service.clone(),
+                secret: secret.clone(),
+            })
         } else if self.metrics_self_signed {
             Serving::Https(CertSource::SelfSigned { names: Vec::new() })
         } else {
@@ -249,6 +265,19 @@ mod tests {
             Serving::PlainHttp
         );
         assert!(serving(&["--metrics-self-signed", "--metrics-insecure-http"]).is_err());
+        assert_eq!(
+            serving(&[
+                "--metrics-serving-cert-secret=op-serving-cert",
+                "--metrics-service=op-metrics"
+            ])
+            .expect("secret"),
+            Serving::Https(CertSource::Secret {
+                service: "op-metrics".into(),
+                secret: "op-serving-cert".into()
+            })
+        );
+        assert!(serving(&["--metrics-serving-cert-secret=op-serving-cert"]).is_err());
+        assert!(serving(&["--metrics-service=op-metrics"]).is_err());
     }
 
     #[derive(Parser)]

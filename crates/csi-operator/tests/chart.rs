@@ -232,7 +232,7 @@ fn golden(name: &str, rendered: &str) {
 fn helm_template_matches_the_golden_files() {
     golden("chart-default.yaml", &template(&[]));
     let knobs = every_knob().to_string_lossy().into_owned();
-    let rendered = template(&["-f", &knobs]);
+    let rendered = template(&["-f", &knobs, "--api-versions", SERVICE_MONITOR_API]);
     golden("chart-every-knob.yaml", &rendered);
     // Every knob shows in what it renders.
     let objects = objects("helm template", &rendered);
@@ -304,6 +304,73 @@ fn helm_template_matches_the_golden_files() {
         })
         .expect("the adoption ClusterRoleBinding");
     assert_eq!(binding["subjects"][0]["namespace"], "openstack-csi");
+    // The drivers' settings, as ConfigMaps where each operator reads them, that the operator's
+    // own parser takes as the values gave them.
+    for (name, namespace, kubelet_dir, replicas) in [
+        (
+            "openstack-cinder-csi-driver-operator-settings",
+            "openstack-csi",
+            "/var/lib/k0s/kubelet",
+            Some(1),
+        ),
+        (
+            "openstack-manila-csi-driver-operator-settings",
+            "openshift-manila-csi-driver",
+            "/var/lib/k0s/kubelet",
+            None,
+        ),
+    ] {
+        let cm = objects
+            .iter()
+            .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("ConfigMap {name}"));
+        assert_eq!(cm["metadata"]["namespace"], namespace);
+        let data = cm["data"].as_object().expect("data");
+        assert_eq!(data.len(), 1, "{data:?}");
+        let text = data[operator_kit::settings::DATA_KEY]
+            .as_str()
+            .expect("settings.yaml");
+        let settings = operator_kit::settings::parse(text)
+            .unwrap_or_else(|e| panic!("{name}: the operator refuses {text:?}: {e}"));
+        assert_eq!(settings.kubelet_dir, kubelet_dir);
+        assert_eq!(settings.controller_replicas, replicas);
+        if replicas.is_some() {
+            assert_eq!(settings.image_pull_secrets, ["my-registry"]);
+            assert_eq!(settings.storage_classes[0].name, "fast-ssd");
+            assert_eq!(
+                settings
+                    .service_monitor_labels
+                    .get("release")
+                    .map(String::as_str),
+                Some("kube-prometheus-stack")
+            );
+            assert_eq!(
+                settings.controller["csi-provisioner"].extra_args,
+                ["--worker-threads=20"]
+            );
+        } else {
+            assert!(
+                settings
+                    .node
+                    .contains_key("csi-nodeplugin-nfsplugin/csi-driver"),
+                "{settings:?}"
+            );
+        }
+    }
+    // The operators' own ServiceMonitors, with the labels and namespace of the values.
+    let monitors: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "ServiceMonitor")
+        .collect();
+    assert_eq!(monitors.len(), 2);
+    for m in monitors {
+        assert_eq!(m["metadata"]["labels"]["release"], "prometheus");
+        assert_eq!(m["metadata"]["namespace"], "openstack-csi");
+        let server = m["spec"]["endpoints"][0]["tlsConfig"]["serverName"]
+            .as_str()
+            .expect("serverName");
+        assert!(server.ends_with("-metrics.openstack-csi.svc"), "{server}");
+    }
     // No object names the default operators' namespace any more (the template file names
     // in helm's `# Source:` comments still do).
     for o in &objects {
@@ -313,6 +380,41 @@ fn helm_template_matches_the_golden_files() {
             key(o)
         );
     }
+}
+
+/// What `helm install` sees where the Prometheus operator's CRD is installed.
+const SERVICE_MONITOR_API: &str = "monitoring.coreos.com/v1/ServiceMonitor";
+
+/// The operators' ServiceMonitors are rendered only where their API is served and
+/// `monitoring.enabled` is on, one per enabled driver.
+#[test]
+fn operator_service_monitors_need_their_api_and_the_value() {
+    let count = |extra: &[&str]| {
+        objects("helm template", &template(extra))
+            .iter()
+            .filter(|o| o["kind"] == "ServiceMonitor")
+            .count()
+    };
+    assert_eq!(count(&[]), 0, "without the API");
+    assert_eq!(count(&["--api-versions", SERVICE_MONITOR_API]), 2);
+    assert_eq!(
+        count(&[
+            "--api-versions",
+            SERVICE_MONITOR_API,
+            "--set",
+            "monitoring.enabled=false"
+        ]),
+        0
+    );
+    assert_eq!(
+        count(&[
+            "--api-versions",
+            SERVICE_MONITOR_API,
+            "--set",
+            "manila.enabled=false"
+        ]),
+        1
+    );
 }
 
 #[test]
@@ -376,6 +478,26 @@ fn bad_values_fail_with_a_clear_message() {
             "must be one of the following: \"Issuer\", \"ClusterIssuer\"",
         ),
         ("replicas=2", "Additional property replicas is not allowed"),
+        (
+            "cinder.settings.kubeletDir=var/lib/k0s/kubelet",
+            "cinder.settings.kubeletDir: Does not match pattern",
+        ),
+        (
+            "cinder.settings.controller.replica=1",
+            "Additional property replica is not allowed",
+        ),
+        (
+            "manila.settings.controller.replicas=0",
+            "manila.settings.controller.replicas: Must be greater than or equal to 1",
+        ),
+        (
+            "cinder.settings.storageClasses[0].name=fast,cinder.settings.storageClasses[0].reclaimPolicy=Keep",
+            "must be one of the following: \"Delete\", \"Retain\"",
+        ),
+        (
+            "cinder.settings.node.containers.csi-driver.resources.request.cpu=1",
+            "Additional property request is not allowed",
+        ),
     ] {
         let out = helm(&["template", "csi", chart.as_str(), "--set", set]);
         assert!(!out.status.success(), "--set {set} was accepted");
@@ -385,8 +507,13 @@ fn bad_values_fail_with_a_clear_message() {
             err(&out)
         );
     }
-    // Disabling one driver is fine.
-    for set in ["cinder.enabled=false", "manila.enabled=false"] {
+    // Disabling one driver is fine, and so are settings the schema knows.
+    for set in [
+        "cinder.enabled=false",
+        "manila.enabled=false",
+        "cinder.settings.kubeletDir=/var/snap/microk8s/common/var/lib/kubelet/",
+        "manila.settings.node.containers.csi-driver.resources.requests.cpu=0.5",
+    ] {
         let out = helm(&["template", "csi", chart.as_str(), "--set", set]);
         assert!(out.status.success(), "--set {set}: {}", err(&out));
     }

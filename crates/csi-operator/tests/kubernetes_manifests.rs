@@ -96,6 +96,7 @@ fn the_kustomization_lists_every_file_once() {
     let on_disk: BTreeSet<String> = std::fs::read_dir(kubernetes_dir())
         .expect("manifests/kubernetes")
         .flatten()
+        .filter(|e| e.path().is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n != "kustomization.yaml")
         .collect();

@@ -7,7 +7,9 @@
 //! install both drivers. The test only watches. The Helm chart (`charts/openstack-csi-operators`)
 //! is installed the same way with the real `helm install`, and the switch from the upstream
 //! Cinder chart is done both with the `manifests/adopt-helm-cinder` overlay and with the chart's
-//! `cinder.adoptHelmRelease` values.
+//! `cinder.adoptHelmRelease` values. Both installs end by scraping each operator's `/metrics`
+//! exactly as its own ServiceMonitor (`manifests/kubernetes/monitoring`, the chart's
+//! `monitoring`) tells a Prometheus, with the Prometheus operator's real CRD installed.
 
 mod common;
 mod real;
@@ -188,12 +190,30 @@ async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_contr
         ["operator.openshift.io"],
         "only the ClusterCSIDriver CRD's group"
     );
+
+    // The operators' own ServiceMonitors, applied as docs/metrics.md says once the Prometheus
+    // operator's CRD is installed, and followed to each operator's /metrics.
+    c.kubectl(&[
+        "apply",
+        "-f",
+        "crates/openshift-api/crds/servicemonitors.monitoring.coreos.com.yaml",
+    ])
+    .expect("the ServiceMonitor CRD");
+    c.wait("manifests/kubernetes/monitoring applied", async |c| {
+        c.kubectl(&["apply", "-k", "manifests/kubernetes/monitoring"])
+            .map(|_| ())
+    })
+    .await;
+    operators_scraped_as_their_service_monitors_say(&mut c, DRIVERS_NS).await;
 }
 
 /// The Helm chart on the same plane, as a chart user installs it: `helm install` with their
 /// own operator image (the kubelet runs only that name, so a chart that ignored the value
-/// would run nothing) and their own namespace for the operators, then the two credentials
-/// Secrets; both drivers become available, every pod admitted, no request refused by RBAC.
+/// would run nothing), their own namespace for the operators and each driver's
+/// `settings.kubeletDir` (k0s's), then the two credentials Secrets; both drivers become
+/// available with their node DaemonSets under k0s's kubelet directory (the settings
+/// ConfigMaps the chart rendered, read where each operator looks), every pod admitted, no
+/// request refused by RBAC.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_plane() {
     const CHART_IMAGE: &str = "registry.example.com/storage/csi-operator:v0.1.0-chart";
@@ -203,6 +223,18 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
         ..Default::default()
     };
     let mut c = RealCluster::kubernetes(openstack, &[CHART_IMAGE]).await;
+    // The Prometheus operator's ServiceMonitor CRD, as kube-prometheus-stack installs it:
+    // Helm then renders the operators' own ServiceMonitors (`monitoring.enabled`).
+    c.kubectl(&[
+        "apply",
+        "-f",
+        "crates/openshift-api/crds/servicemonitors.monitoring.coreos.com.yaml",
+    ])
+    .expect("the ServiceMonitor CRD");
+    c.wait("the ServiceMonitor API served", async |c| {
+        c.kubectl(&["get", "servicemonitors", "-A"]).map(|_| ())
+    })
+    .await;
     let (repository, tag) = CHART_IMAGE.rsplit_once(':').expect("a tag");
     let installed = c
         .helm(&[
@@ -217,6 +249,10 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
             &format!("image.tag={tag}"),
             "--set",
             &format!("namespaces.operators={OPERATORS_NS}"),
+            "--set",
+            "cinder.settings.kubeletDir=/var/lib/k0s/kubelet",
+            "--set",
+            "manila.settings.kubeletDir=/var/lib/k0s/kubelet",
         ])
         .expect("helm install");
     assert!(installed.contains("STATUS: deployed"), "{installed}");
@@ -260,6 +296,16 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
         })
         .await;
     assert!(workloads >= 6, "{workloads} workloads");
+    for (namespace, daemonset) in [
+        (OPERATORS_NS, "openstack-cinder-csi-driver-node"),
+        (MANILA_NS, "openstack-manila-csi-nodeplugin"),
+        (MANILA_NS, "csi-nodeplugin-nfsplugin"),
+    ] {
+        c.wait("the chart's kubeletDir in force", async |c| {
+            under_k0s(c, namespace, daemonset).await
+        })
+        .await;
+    }
     assert_eq!(
         c.failed_creates().await,
         Vec::<String>::new(),
@@ -280,6 +326,197 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
         .helm(&["status", "openstack-csi", "--namespace", "default"])
         .expect("helm status");
     assert!(status.contains("STATUS: deployed"), "{status}");
+
+    // Each operator scraped as its ServiceMonitor says, with a Prometheus's rights.
+    operators_scraped_as_their_service_monitors_say(&mut c, OPERATORS_NS).await;
+}
+
+/// Each operator's `/metrics` scraped as its ServiceMonitor in `namespace` says ([`scrape`]) with
+/// a Prometheus's token has `build_info` and `process_*`; without the token it is refused, and
+/// verified against another CA the handshake fails.
+async fn operators_scraped_as_their_service_monitors_say(c: &mut RealCluster, namespace: &str) {
+    let token = prometheus_token(c).await;
+    for (monitor, pod) in [
+        (
+            "openstack-cinder-csi-driver-operator-monitor",
+            "openstack-cinder-csi-driver-operator-",
+        ),
+        (
+            "manila-csi-driver-operator-monitor",
+            "manila-csi-driver-operator-",
+        ),
+    ] {
+        let body = c
+            .wait(
+                "the operator's metrics scraped as its ServiceMonitor says",
+                async |c| match scrape(c, namespace, monitor, pod, Some(&token), None).await? {
+                    (200, body) => Ok(body),
+                    (code, body) => Err(format!("{code}: {body}")),
+                },
+            )
+            .await;
+        assert!(
+            body.contains("_build_info{"),
+            "{monitor}: no build_info in\n{body}"
+        );
+        assert!(body.contains("process_cpu_seconds"), "{monitor}");
+        // The checks can fail: no token is refused, another CA is not trusted.
+        let (code, _) = scrape(c, namespace, monitor, pod, None, None)
+            .await
+            .expect("scrape without a token");
+        assert_eq!(code, 401, "{monitor}: without a token");
+        let (_, other_ca) = operator_kit::serving::self_signed(&["x".to_owned()]).expect("a CA");
+        let err = scrape(c, namespace, monitor, pod, Some(&token), Some(&other_ca))
+            .await
+            .expect_err("another CA");
+        assert!(err.contains("certificate"), "{monitor}: {err}");
+    }
+}
+
+/// A Prometheus ServiceAccount's token, with what kube-prometheus-stack's Prometheus
+/// ClusterRole grants for scraping: `get` on the non-resource URL `/metrics`.
+async fn prometheus_token(c: &RealCluster) -> String {
+    let dir = std::env::temp_dir().join(format!("prometheus-rbac-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let path = dir.join("prometheus.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: monitoring}\n---\n\
+         apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: prometheus, namespace: monitoring}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: prometheus-scrape}\n\
+         rules:\n- nonResourceURLs: [/metrics]\n  verbs: [get]\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: prometheus-scrape}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: prometheus-scrape}\n\
+         subjects:\n- {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n",
+    )
+    .expect("write");
+    c.kubectl(&["apply", "-f", path.to_str().expect("a path")])
+        .expect("Prometheus's ServiceAccount and rights");
+    realkube::kubelet::token_request(&c.client, "monitoring", "prometheus", None)
+        .await
+        .expect("a token")
+}
+
+/// `/metrics` of the operator whose pods' names start with `pod`, scraped as ServiceMonitor
+/// `namespace/monitor` tells a Prometheus: its endpoint's scheme (https) and path, the CA of
+/// its `tlsConfig.ca` Secret key (or `ca_pem`), its `tlsConfig.serverName`, and `token` as
+/// its `bearerTokenFile` (a Prometheus's). The one thing not from the ServiceMonitor is the
+/// address: the stand-in kubelet has no pod network, so the address the process logged.
+/// Returns the status and body; a TLS failure is an error.
+async fn scrape(
+    c: &RealCluster,
+    namespace: &str,
+    monitor: &str,
+    pod: &str,
+    token: Option<&str>,
+    ca_pem: Option<&str>,
+) -> Result<(u16, String), String> {
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::{self, pki_types::CertificateDer, pki_types::ServerName};
+    let sm: serde_json::Value = serde_json::from_str(&c.kubectl(&[
+        "get",
+        "servicemonitor",
+        monitor,
+        "-n",
+        namespace,
+        "-o",
+        "json",
+    ])?)
+    .map_err(|e| e.to_string())?;
+    let endpoint = &sm["spec"]["endpoints"][0];
+    if endpoint["scheme"] != "https" {
+        return Err(format!("{monitor}: scheme {}", endpoint["scheme"]));
+    }
+    let path = endpoint["path"].as_str().unwrap_or("/metrics").to_owned();
+    let tls = &endpoint["tlsConfig"];
+    let server = tls["serverName"]
+        .as_str()
+        .ok_or("no serverName")?
+        .to_owned();
+    if endpoint["bearerTokenFile"].as_str().is_none() && token.is_some() {
+        return Err(format!(
+            "{monitor}: no bearerTokenFile, yet a token is sent"
+        ));
+    }
+    let ca = match ca_pem {
+        Some(p) => p.to_owned(),
+        None => {
+            let (name, key) = (
+                tls["ca"]["secret"]["name"]
+                    .as_str()
+                    .ok_or("no tlsConfig.ca.secret")?,
+                tls["ca"]["secret"]["key"]
+                    .as_str()
+                    .ok_or("no tlsConfig.ca.secret key")?,
+            );
+            let secret = Api::<Secret>::namespaced(c.client.clone(), namespace)
+                .get(name)
+                .await
+                .map_err(|e| format!("Secret {name}: {e}"))?;
+            let data = secret.data.unwrap_or_default();
+            let pem = data.get(key).ok_or(format!("Secret {name} has no {key}"))?;
+            String::from_utf8_lossy(&pem.0).into_owned()
+        }
+    };
+    let process = c
+        .kubelet
+        .processes()
+        .into_iter()
+        .find(|p| p.namespace == namespace && p.pod.starts_with(pod) && p.pid.is_some())
+        .ok_or(format!("no running pod {pod}*"))?;
+    let log = std::fs::read_to_string(&process.log).map_err(|e| e.to_string())?;
+    let addr: std::net::SocketAddr = log
+        .lines()
+        .filter(|l| l.contains("serving metrics over HTTPS"))
+        .filter_map(|l| l.split("127.0.0.1:").nth(1))
+        .filter_map(|rest| {
+            let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            format!("127.0.0.1:{port}").parse().ok()
+        })
+        .next_back()
+        .ok_or("the operator has not logged its metrics address")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(ca.as_bytes()) {
+        let cert: CertificateDer<'static> = cert.map_err(|e| e.to_string())?;
+        roots.add(cert).map_err(|e| e.to_string())?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let name = ServerName::try_from(server).map_err(|e| e.to_string())?;
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, stream)
+        .await
+        .map_err(|e| format!("TLS: {e}"))?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    tls.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    let _ = tls.read_to_end(&mut response).await;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status line in {text:?}"))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((code, body))
 }
 
 /// What Helm's ownership metadata left on an object.
@@ -508,25 +745,43 @@ async fn adoption_takes_over(install: Install) {
 
 /// The node DaemonSet's host paths and the controller's replicas, as the API server has them.
 async fn cinder_knobs(c: &RealCluster) -> Result<(Vec<String>, i64), String> {
-    use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-    let ds = Api::<DaemonSet>::namespaced(c.client.clone(), DRIVERS_NS)
-        .get("openstack-cinder-csi-driver-node")
-        .await
-        .map_err(|e| e.to_string())?;
-    let paths = ds
-        .spec
-        .and_then(|s| s.template.spec)
-        .map(|s| s.volumes.unwrap_or_default())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|v| v.host_path.map(|h| h.path))
-        .collect();
+    use k8s_openapi::api::apps::v1::Deployment;
+    let paths = host_paths(c, DRIVERS_NS, "openstack-cinder-csi-driver-node").await?;
     let d = Api::<Deployment>::namespaced(c.client.clone(), DRIVERS_NS)
         .get("openstack-cinder-csi-driver-controller")
         .await
         .map_err(|e| e.to_string())?;
     let replicas = d.spec.and_then(|s| s.replicas).unwrap_or(-1);
     Ok((paths, i64::from(replicas)))
+}
+
+/// The host paths of DaemonSet `namespace/name`, as the API server has them.
+async fn host_paths(c: &RealCluster, namespace: &str, name: &str) -> Result<Vec<String>, String> {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    let ds = Api::<DaemonSet>::namespaced(c.client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(ds
+        .spec
+        .and_then(|s| s.template.spec)
+        .map(|s| s.volumes.unwrap_or_default())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| v.host_path.map(|h| h.path))
+        .collect())
+}
+
+/// Every kubelet host path of DaemonSet `namespace/name` under k0s's directory.
+async fn under_k0s(c: &RealCluster, namespace: &str, name: &str) -> Result<(), String> {
+    let paths = host_paths(c, namespace, name).await?;
+    if paths.iter().any(|p| p.starts_with("/var/lib/k0s/kubelet"))
+        && !paths.iter().any(|p| p.starts_with("/var/lib/kubelet"))
+    {
+        Ok(())
+    } else {
+        Err(format!("{namespace}/{name}: host paths {paths:?}"))
+    }
 }
 
 /// The settings are in force: every kubelet host path under k0s's directory, one replica.

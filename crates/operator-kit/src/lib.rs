@@ -30,6 +30,7 @@ pub mod loglevel;
 pub mod metrics;
 pub mod metrics_cert;
 pub mod observed_config;
+pub mod own_serving_cert;
 pub mod process;
 pub mod process_metrics;
 pub mod progressing;

@@ -153,11 +153,26 @@ pub async fn run<R: Reconciler>(
                 });
             }
             Serving::Https(source) => {
-                let cert = serving::certificate(
-                    source,
-                    &options.endpoint.self_signed_names,
-                    stop_rx.clone(),
-                )?;
+                let cert = match source {
+                    CertSource::Secret { service, secret } => {
+                        own_certificate(
+                            client.clone(),
+                            crate::metrics_cert::Request {
+                                namespace: options.namespace.clone(),
+                                service: service.clone(),
+                                secret: secret.clone(),
+                            },
+                            &options.endpoint.self_signed_names,
+                            stop_rx.clone(),
+                        )
+                        .await?
+                    }
+                    _ => serving::certificate(
+                        source,
+                        &options.endpoint.self_signed_names,
+                        stop_rx.clone(),
+                    )?,
+                };
                 let tls = serving::TlsListener::new(listener, serving::acceptor(cert)?)
                     .map_err(|source| ProcessError::Metrics { addr, source })?;
                 info!(%addr, "serving metrics over HTTPS");
@@ -273,4 +288,68 @@ pub async fn run<R: Reconciler>(
     leader.join().await;
     info!("stopped");
     Ok(())
+}
+
+/// How often the operator's own serving-cert Secret is looked at again (renewal, a
+/// cert-manager rotation); while it cannot be read or written, every [`OWN_CERT_RETRY`].
+const OWN_CERT_RECHECK: Duration = Duration::from_secs(600);
+const OWN_CERT_RETRY: Duration = Duration::from_secs(10);
+
+/// The certificate of [`CertSource::Secret`]: the Secret's, kept current by a task; a
+/// temporary self-signed one while the Secret cannot be had (logged, retried).
+async fn own_certificate(
+    client: kube::Client,
+    request: crate::metrics_cert::Request,
+    fallback_names: &[String],
+    mut stop: watch::Receiver<bool>,
+) -> Result<Arc<serving::ReloadingCert>, ProcessError> {
+    use crate::own_serving_cert::{Pem, ensure};
+    let path = std::path::PathBuf::from(format!("Secret {}/{}", request.namespace, request.secret));
+    let parse = move |pem: &Pem| serving::parse_pem(&pem.cert, &pem.key, &path, &path);
+    let (initial, mut last) = match ensure(&client, &request)
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|p| parse(&p).map(|k| (k, p)).map_err(|e| e.to_string()))
+    {
+        Ok((key, pem)) => {
+            info!(secret = %request.secret, "serving metrics with the certificate of the operator's serving-cert Secret");
+            (key, Some(pem))
+        }
+        Err(e) => {
+            warn!(error = %e, "serving metrics with a temporary self-signed certificate until the serving-cert Secret can be used");
+            (serving::self_signed(fallback_names)?.0, None)
+        }
+    };
+    let cert = serving::ReloadingCert::new(initial);
+    let kept = cert.clone();
+    tokio::spawn(async move {
+        loop {
+            let wait = if last.is_some() {
+                OWN_CERT_RECHECK
+            } else {
+                OWN_CERT_RETRY
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            match ensure(&client, &request).await {
+                Ok(pem) if last.as_ref() == Some(&pem) => {}
+                Ok(pem) => match parse(&pem) {
+                    Ok(key) => {
+                        kept.replace(key);
+                        info!(secret = %request.secret, "serving-cert Secret changed; reloaded");
+                        last = Some(pem);
+                    }
+                    Err(e) => {
+                        warn!(error = %e, "cannot use the serving-cert Secret; keeping the certificate in use")
+                    }
+                },
+                Err(e) => {
+                    warn!(error = %e, "cannot read or renew the serving-cert Secret; keeping the certificate in use")
+                }
+            }
+        }
+    });
+    Ok(cert)
 }

@@ -58,6 +58,11 @@ pub enum CertSource {
     },
     /// A certificate generated at start for these names (clusters without service-ca).
     SelfSigned { names: Vec<String> },
+    /// A stable self-signed certificate the operator keeps in Secret `secret` of its own
+    /// namespace, for Service `service`'s DNS names, so that a Prometheus can verify it
+    /// ([`crate::own_serving_cert`]; plain Kubernetes). Served by the process, which reads the
+    /// API: [`certificate`] refuses it.
+    Secret { service: String, secret: String },
 }
 
 impl CertSource {
@@ -229,6 +234,11 @@ impl ReloadingCert {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = stamp;
     }
 
+    /// Serves `key` from now on.
+    pub fn replace(&self, key: CertifiedKey) {
+        self.set(key, None);
+    }
+
     fn stamp(&self) -> Option<FileStamp> {
         *self
             .stamp
@@ -264,6 +274,9 @@ pub fn certificate(
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<Arc<ReloadingCert>, CertError> {
     match source {
+        CertSource::Secret { .. } => Err(CertError::Generate(
+            "a certificate kept in a Secret is read from the API by the process, not here".into(),
+        )),
         CertSource::SelfSigned { names } => {
             let names = if names.is_empty() {
                 self_signed_names

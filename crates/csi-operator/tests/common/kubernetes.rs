@@ -80,6 +80,9 @@ pub fn generate() -> Vec<(String, String)> {
         "kustomization.yaml".to_owned(),
         kubernetes::kustomization(&files, &inputs),
     ));
+    for (name, text) in kubernetes::monitoring_files(&files).expect("the monitoring generates") {
+        out.push((format!("monitoring/{name}"), text));
+    }
     out
 }
 
