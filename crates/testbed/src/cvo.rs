@@ -722,11 +722,21 @@ fn merge_pod_spec(existing: &mut Value, required: &Value) {
     ] {
         set_if_present(existing, required, key);
     }
-    existing["hostNetwork"] = required
-        .get("hostNetwork")
-        .cloned()
-        .unwrap_or(Value::Bool(false));
-    merge_map(&mut existing["nodeSelector"], &required["nodeSelector"]);
+    // The CVO sets `hostNetwork` from the manifest, but Go's `omitempty` drops a false bool:
+    // a manifest without it leaves no field. Writing `false` would change a template created
+    // without it and roll the Deployment once after every install (a second ReplicaSet a
+    // second after the first pod started, which the fault matrix tripped over).
+    if let Some(spec) = existing.as_object_mut() {
+        if required.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+            spec.insert("hostNetwork".into(), Value::Bool(true));
+        } else {
+            spec.remove("hostNetwork");
+        }
+    }
+    // Indexing would insert a null `nodeSelector` into a template that has none.
+    if required.get("nodeSelector").is_some_and(Value::is_object) {
+        merge_map(&mut existing["nodeSelector"], &required["nodeSelector"]);
+    }
 }
 
 /// Containers matched by name: those the manifest lacks go, new ones are added whole, and
@@ -961,6 +971,26 @@ mod tests {
         assert!(c.get("args").is_none() && c.get("volumeMounts").is_none());
         // Not managed by the CVO: the live value stays.
         assert_eq!(c["imagePullPolicy"], "Always");
+    }
+
+    #[test]
+    fn reapplying_a_deployment_leaves_its_template_alone() {
+        // Created from the manifest (no hostNetwork, as the real API server stores it).
+        let manifest = json!({"metadata": {"name": "d"}, "spec": {
+            "selector": {"matchLabels": {"name": "d"}},
+            "template": {"metadata": {"labels": {"name": "d"}},
+                "spec": {"containers": [{"name": "op", "image": "i"}]}}}});
+        let mut live = manifest.clone();
+        let before = live["spec"]["template"].clone();
+        merge("Deployment", &mut live, &manifest);
+        // A template that changes rolls the Deployment for nothing.
+        assert_eq!(live["spec"]["template"], before);
+        // A host-network pod keeps it.
+        let mut host = manifest.clone();
+        host["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+        let mut live = host.clone();
+        merge("Deployment", &mut live, &host);
+        assert_eq!(live["spec"]["template"]["spec"]["hostNetwork"], true);
     }
 }
 
