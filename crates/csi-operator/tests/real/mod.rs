@@ -340,9 +340,10 @@ impl RealCluster {
                 (r.code == 403 || r.code == 422) && r.user.starts_with("system:serviceaccount:")
             })
             .map(|r| {
+                // The code tells RBAC or a policy (403) from validation (422).
                 format!(
-                    "{} {} {} {}/{} {}",
-                    r.user, r.verb, r.resource, r.namespace, r.name, r.subresource
+                    "{} {} {} {}/{} {} → {}",
+                    r.user, r.verb, r.resource, r.namespace, r.name, r.subresource, r.code
                 )
             })
             .collect();
