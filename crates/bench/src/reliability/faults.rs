@@ -452,14 +452,27 @@ async fn api_restart(ctx: &Ctx) -> anyhow::Result<Window> {
     c.install().await?;
     c.wait_first_write(Operator::Cinder, ctx.t.start_limit)
         .await?;
+    let start = restart_api(c, ctx.t.outage).await?;
+    // The Manila operator may not run yet at the Cinder operator's first write.
+    Ok(Window::new(start, Instant::now()).reaching([
+        Reach::Rewatched { op: Operator::Cso },
+        Reach::Rewatched {
+            op: Operator::Cinder,
+        },
+    ]))
+}
+
+/// Restarts kube-sim with `downtime` and waits until it answers again; returns when the
+/// outage began.
+async fn restart_api(c: &Chain, downtime: Duration) -> anyhow::Result<Instant> {
     let start = Instant::now();
     c.admin(
         "POST",
-        &format!("/__sim/restart?downtimeMs={}", ctx.t.outage.as_millis()),
+        &format!("/__sim/restart?downtimeMs={}", downtime.as_millis()),
         None,
     )
     .await?;
-    tokio::time::sleep(ctx.t.outage).await;
+    tokio::time::sleep(downtime).await;
     let until = Instant::now() + Duration::from_secs(30);
     while !c.api_up().await {
         anyhow::ensure!(
@@ -468,13 +481,7 @@ async fn api_restart(ctx: &Ctx) -> anyhow::Result<Window> {
         );
         tokio::time::sleep(POLL).await;
     }
-    // The Manila operator may not run yet at the Cinder operator's first write.
-    Ok(Window::new(start, Instant::now()).reaching([
-        Reach::Rewatched { op: Operator::Cso },
-        Reach::Rewatched {
-            op: Operator::Cinder,
-        },
-    ]))
+    Ok(start)
 }
 
 /// Runs `each` every `period` for `total`, starting at the CSO's first write.
@@ -926,25 +933,7 @@ async fn lease_loss(ctx: &Ctx) -> anyhow::Result<Window> {
         );
         tokio::time::sleep(POLL).await;
     }
-    let start = Instant::now();
-    c.admin(
-        "POST",
-        &format!(
-            "/__sim/restart?downtimeMs={}",
-            ctx.t.lease_outage.as_millis()
-        ),
-        None,
-    )
-    .await?;
-    tokio::time::sleep(ctx.t.lease_outage).await;
-    let until = Instant::now() + Duration::from_secs(30);
-    while !c.api_up().await {
-        anyhow::ensure!(
-            Instant::now() < until,
-            "kube-sim does not answer 30 s after its downtime"
-        );
-        tokio::time::sleep(POLL).await;
-    }
+    let start = restart_api(c, ctx.t.lease_outage).await?;
     let mut w = Window::new(start, Instant::now()).reaching([
         Reach::LeaseLapsed { op: Operator::Cso },
         Reach::Restarted { op: Operator::Cso },
