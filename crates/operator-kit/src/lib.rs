@@ -21,6 +21,7 @@ pub mod events;
 pub mod hash;
 pub mod health;
 pub mod hooks;
+pub mod hosted;
 pub mod kinds;
 pub mod leader;
 pub mod leader_timing;

@@ -58,6 +58,13 @@ pub struct BaseFacts {
     pub proxy: BTreeMap<String, String>,
     /// Observed TLS settings for kube-rbac-proxy.
     pub serving: ServingInfo,
+    /// Set when the operator runs in a hosted control plane (`--guest-kubeconfig`): the
+    /// controller Deployment and the control-plane objects go to the management cluster's
+    /// control-plane namespace (`namespace`), the rest to the guest (`node_namespace`).
+    pub hosted: Option<crate::hosted::Hosted>,
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`); equal to `namespace`
+    /// when standalone.
+    pub node_namespace: String,
 }
 
 impl BaseFacts {
@@ -76,6 +83,7 @@ impl BaseFacts {
         }
         Self {
             namespace: namespace.to_string(),
+            node_namespace: namespace.to_string(),
             images,
             cluster_id: "placeholder".into(),
             ..Self::default()

@@ -746,6 +746,7 @@ impl<D: Driver> CsiOperator<D> {
             .unwrap_or_default();
         BaseFacts {
             namespace: self.kit.namespace.clone(),
+            node_namespace: self.kit.namespace.clone(),
             images: self.images.clone(),
             cluster_id,
             topology,
