@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 
 use openshift_api::operator::StorageClassState;
 use operator_kit::cache::{Cache, CacheBuilder, Lookup};
+use operator_kit::clusters::Clients;
 use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Group, Kit, Pass, Settings, StepError, Workload,
 };
@@ -61,14 +61,29 @@ pub struct Options {
     /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
     /// Kubernetes; `None` on OpenShift, where service-ca does).
     pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
+    /// Set when the operator serves a hosted control plane (`--guest-kubeconfig`): `namespace`
+    /// is then the control-plane namespace of the management cluster, and the node side lives
+    /// in the guest's [`crate::DEFAULT_NAMESPACE`].
+    pub hosted: Option<operator_kit::hosted::Hosted>,
+}
+
+impl Options {
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`).
+    pub fn node_namespace(&self) -> String {
+        match self.hosted {
+            Some(_) => crate::DEFAULT_NAMESPACE.to_string(),
+            None => self.namespace.clone(),
+        }
+    }
 }
 
 /// What the operator watches: its CR, the cluster singletons, its namespace's objects (its
 /// Secrets by name), and each cluster-scoped object it writes (by name, so memory does not
 /// grow with the cluster).
-pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildError> {
+pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let ns = opts.namespace.as_str();
-    let mut builder = CacheBuilder::new(client, [ns.to_string()])
+    let node_ns = opts.node_namespace();
+    let mut builder = CacheBuilder::new(clients, [ns.to_string(), node_ns.clone()])
         .cluster_object(
             &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
             CSI_DRIVER_NAME,
@@ -103,9 +118,15 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         builder = builder.namespaced(&ar(kind.0, kind.1));
     }
     // Secrets by name only, so the Role can name them: a namespace-wide watch would read
-    // every credential of the namespace, other operators' included.
-    for (namespace, name) in secrets_read(ns) {
-        builder = builder.namespaced_object(&ar("v1", "Secret"), namespace, name);
+    // every credential of the namespace, other operators' included. Hosted, the guest's
+    // namespace has the node plugin's copies.
+    for namespace in [ns, node_ns.as_str()] {
+        for (namespace, name) in secrets_read(namespace) {
+            builder = builder.namespaced_object(&ar("v1", "Secret"), namespace, name);
+        }
+    }
+    if opts.hosted.is_some() {
+        builder = operator_kit::hosted::watch(builder, ns);
     }
     // The chart's classes, by name, when they are to be adopted (and kept after `helm
     // uninstall` deletes them). The adoption record is a ConfigMap of `ns`, watched above.
@@ -115,7 +136,9 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
         }
     }
     // Register every desired object; placeholder values do not change names or kinds.
-    let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
+    let mut base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
+    base.node_namespace = node_ns.clone();
+    base.hosted = opts.hosted.clone();
     let objects = build::everything(&Facts::from(base))?;
     if opts.cert_manager.is_some() {
         let requests = operator_kit::metrics_cert::requests(&objects);
@@ -173,7 +196,7 @@ pub struct Operator(CsiOperator<Cinder>);
 
 impl Operator {
     pub fn new(
-        client: Client,
+        clients: impl Into<Clients>,
         opts: Options,
         cache: Cache,
         metrics: Arc<Metrics>,
@@ -181,6 +204,8 @@ impl Operator {
     ) -> Self {
         let settings = Settings {
             events_about: events_about(&opts.namespace),
+            node_namespace: opts.node_namespace(),
+            hosted_env: opts.hosted.clone().unwrap_or_default(),
             namespace: opts.namespace,
             user_agent: USER_AGENT,
             images: opts.images,
@@ -193,7 +218,7 @@ impl Operator {
             adoption: opts.adopt_helm_release.map(Adoption::new),
         };
         Self(CsiOperator::new(
-            client, cache, metrics, log, settings, driver,
+            clients, cache, metrics, log, settings, driver,
         ))
     }
 

@@ -35,6 +35,7 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
         cluster_id: None,
         adopt_helm_release: None,
         cert_manager: None,
+        hosted: None,
     };
     let cache = operator::watches(client.clone(), &opts)
         .expect("watches")

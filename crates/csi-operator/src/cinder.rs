@@ -57,7 +57,12 @@ pub async fn start(
         args.process.log_format,
         crate::client::LOG_TARGETS,
     );
-    let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
+    let crate::client::ProcessClients {
+        own,
+        clients,
+        hosted,
+    } = args.process.clients(&args.namespace).await?;
+    let client = clients.guest().clone();
     let opts = Options {
         namespace: args.namespace.clone(),
         images: operator::images_from_env(),
@@ -65,12 +70,13 @@ pub async fn start(
         cluster_id: args.cluster_id.clone(),
         cert_manager: args.cert_manager.settings(&client).await,
         adopt_helm_release: args.adopt_helm_release.clone(),
+        hosted,
     };
-    let cache = operator::watches(client.clone(), &opts)
+    let cache = operator::watches(clients.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("openstack_cinder_csi_driver_operator");
-    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log)
+    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
         .create_cluster_csi_driver(args.create_cluster_csi_driver);
     let launch = crate::client::Launch {
         namespace: args.namespace,
@@ -82,7 +88,7 @@ pub async fn start(
         resync: args.process.resync,
         leader_election: args.process.leader_election,
     };
-    crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
+    crate::client::run_operator(own, launch, cache, metrics, op, shutdown).await
 }
 
 #[derive(clap::Args)]

@@ -86,10 +86,54 @@ pub struct ProcessFlags {
     /// (one klog-compatible object per line: ts, caller, msg, v or err, then the line's pairs).
     #[arg(long, default_value = "text", value_parser = operator_kit::log_format::LogFormat::parse)]
     pub log_format: operator_kit::log_format::LogFormat,
+    /// Serve a hosted control plane (HyperShift): the kubeconfig of the guest cluster. The
+    /// operator then runs in the management cluster's control-plane namespace (`--namespace`),
+    /// which keeps its lease and the driver's controller; the ClusterCSIDriver and the node
+    /// side are the guest's (docs/hypershift.md).
+    #[arg(long, value_name = "PATH")]
+    pub guest_kubeconfig: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub metrics: crate::flags::MetricsFlags,
     #[command(flatten)]
     pub leader_election: crate::flags::LeaderElectionFlags,
+}
+
+/// The clients of an operator process: the client of the cluster it runs in (its lease,
+/// Events and control-plane objects), the routed [`Clients`](operator_kit::clusters::Clients),
+/// and, with `--guest-kubeconfig`, the hosted environment (`RUN_AS_USER` checked here, so a
+/// bad value stops the start with its message).
+pub struct ProcessClients {
+    pub own: Client,
+    pub clients: operator_kit::clusters::Clients,
+    pub hosted: Option<operator_kit::hosted::Hosted>,
+}
+
+impl ProcessFlags {
+    /// Builds the clients; `control_plane_namespace` is the operator's namespace.
+    pub async fn clients(&self, control_plane_namespace: &str) -> anyhow::Result<ProcessClients> {
+        let own = client(self.kubeconfig.as_deref()).await?;
+        let Some(guest_path) = &self.guest_kubeconfig else {
+            return Ok(ProcessClients {
+                clients: own.clone().into(),
+                own,
+                hosted: None,
+            });
+        };
+        let guest = client(Some(guest_path))
+            .await
+            .context("--guest-kubeconfig")?;
+        let mut hosted = operator_kit::hosted::Hosted::from_env().map_err(anyhow::Error::msg)?;
+        hosted.control_plane.namespace = control_plane_namespace.to_string();
+        Ok(ProcessClients {
+            clients: operator_kit::clusters::Clients::hosted(
+                own.clone(),
+                control_plane_namespace,
+                guest,
+            ),
+            own,
+            hosted: Some(hosted),
+        })
+    }
 }
 
 /// The source commit for `<prefix>_build_info`: the one `--version` prints, or `unknown` when

@@ -51,21 +51,33 @@ pub async fn start(
         args.process.log_format,
         crate::client::LOG_TARGETS,
     );
-    let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
+    let crate::client::ProcessClients {
+        own,
+        clients,
+        hosted,
+    } = args.process.clients(&args.namespace).await?;
+    let client = clients.guest().clone();
     let opts = Options {
         operator_namespace: args.namespace.clone(),
-        namespace: args.driver_namespace.clone(),
+        // Hosted, the driver's controller runs beside the operator in the control-plane
+        // namespace; the node side keeps manila::DRIVER_NAMESPACE in the guest.
+        namespace: if hosted.is_some() {
+            args.namespace.clone()
+        } else {
+            args.driver_namespace.clone()
+        },
         images: operator::images_from_env(),
         share_type_refresh: args.share_type_refresh,
         cluster_id: args.cluster_id.clone(),
         cert_manager: args.cert_manager.settings(&client).await,
         fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
+        hosted,
     };
-    let cache = operator::watches(client.clone(), &opts)
+    let cache = operator::watches(clients.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("openstack_manila_csi_driver_operator");
-    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log)
+    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
         .create_cluster_csi_driver(args.create_cluster_csi_driver);
     let launch = crate::client::Launch {
         namespace: args.namespace,
@@ -77,7 +89,7 @@ pub async fn start(
         resync: args.process.resync,
         leader_election: args.process.leader_election,
     };
-    crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
+    crate::client::run_operator(own, launch, cache, metrics, op, shutdown).await
 }
 
 #[derive(clap::Args)]

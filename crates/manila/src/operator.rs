@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use k8s_openapi::api::storage::v1::CSIDriver;
-use kube::Client;
 
 use operator_kit::cache::{Cache, CacheBuilder};
+use operator_kit::clusters::Clients;
 use operator_kit::conditions::{self, OperatorCondition};
 use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Flow, Group, Kit, Pass, Settings, StepError, Workload,
@@ -81,6 +81,10 @@ pub struct Options {
     /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
     /// Kubernetes; `None` on OpenShift, where service-ca does).
     pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
+    /// Set when the operator serves a hosted control plane (`--guest-kubeconfig`): both
+    /// `operator_namespace` and `namespace` are then the control-plane namespace of the
+    /// management cluster, and the node side lives in the guest's [`crate::DRIVER_NAMESPACE`].
+    pub hosted: Option<operator_kit::hosted::Hosted>,
 }
 
 impl Options {
@@ -94,6 +98,15 @@ impl Options {
             cluster_id: None,
             fs_group_policy: None,
             cert_manager: None,
+            hosted: None,
+        }
+    }
+
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`).
+    pub fn node_namespace(&self) -> String {
+        match self.hosted {
+            Some(_) => crate::DRIVER_NAMESPACE.to_string(),
+            None => self.namespace.clone(),
         }
     }
 }
@@ -101,10 +114,14 @@ impl Options {
 /// What the operator watches: its CR, the cluster singletons, both of its namespaces, the
 /// installer's cloud config namespace, each cluster-scoped object it writes (by name), and its
 /// share-type StorageClasses (by label: one watch however many there are).
-pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildError> {
+pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let mut builder = CacheBuilder::new(
-        client,
-        [opts.operator_namespace.clone(), opts.namespace.clone()],
+        clients,
+        [
+            opts.operator_namespace.clone(),
+            opts.namespace.clone(),
+            opts.node_namespace(),
+        ],
     )
     .cluster_object(
         &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
@@ -140,6 +157,10 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, BuildErro
     }
     for kind in [("apps/v1", "Deployment"), ("apps/v1", "DaemonSet")] {
         builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.namespace);
+        builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.node_namespace());
+    }
+    if opts.hosted.is_some() {
+        builder = operator_kit::hosted::watch(builder, &opts.namespace);
     }
     let (objects, _) = build::everything(&placeholder_facts(opts), &[])?;
     if opts.cert_manager.is_some() {
@@ -177,11 +198,14 @@ pub fn secrets_read(opts: &Options) -> [(&str, &'static str); 4] {
 
 /// Facts with every image set, for what does not depend on values (names, kinds).
 fn placeholder_facts(opts: &Options) -> Facts {
-    Facts::from(BaseFacts::placeholder(
+    let mut base = BaseFacts::placeholder(
         &opts.namespace,
         &opts.images,
         &crate::assets::image_placeholders(),
-    ))
+    );
+    base.node_namespace = opts.node_namespace();
+    base.hosted = opts.hosted.clone();
+    Facts::from(base)
 }
 
 impl From<BaseFacts> for Facts {
@@ -211,15 +235,18 @@ pub struct Operator(CsiOperator<Manila>);
 
 impl Operator {
     pub fn new(
-        client: Client,
+        clients: impl Into<Clients>,
         opts: Options,
         cache: Cache,
         metrics: Arc<Metrics>,
         log: LogControl,
     ) -> Self {
+        let clients: Clients = clients.into();
         let settings = Settings {
             events_about: events_about(&opts.operator_namespace),
             namespace: opts.namespace.clone(),
+            node_namespace: opts.node_namespace(),
+            hosted_env: opts.hosted.clone().unwrap_or_default(),
             user_agent: USER_AGENT,
             images: opts.images.clone(),
             cluster_id: opts.cluster_id.clone(),
@@ -227,13 +254,13 @@ impl Operator {
         };
         let driver = Manila {
             check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
-            nodes: NodeView::start(client.clone(), cache.nudger()),
+            nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
             opts,
             share_types: Vec::new(),
             gone: Vec::new(),
         };
         Self(CsiOperator::new(
-            client, cache, metrics, log, settings, driver,
+            clients, cache, metrics, log, settings, driver,
         ))
     }
 

@@ -118,7 +118,8 @@ struct Entry {
 
 /// Collects the watches before start.
 pub struct CacheBuilder {
-    client: Client,
+    /// Each watch runs against the cluster of its namespace (see [`crate::clusters`]).
+    clients: crate::clusters::Clients,
     namespaces: BTreeSet<String>,
     watches: Vec<(ApiResource, Scope)>,
 }
@@ -126,9 +127,12 @@ pub struct CacheBuilder {
 impl CacheBuilder {
     /// `namespaces` are the namespaces the operator owns; [`CacheBuilder::namespaced`] watches
     /// a kind in each of them.
-    pub fn new(client: Client, namespaces: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn new(
+        clients: impl Into<crate::clusters::Clients>,
+        namespaces: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         Self {
-            client,
+            clients: clients.into(),
             namespaces: namespaces.into_iter().map(Into::into).collect(),
             watches: Vec::new(),
         }
@@ -206,21 +210,27 @@ impl CacheBuilder {
         let mut entries = HashMap::new();
         let mut tasks = Vec::new();
         for (ar, scope) in self.watches {
+            let client = match &scope {
+                Scope::Namespace(ns) | Scope::NamespacedObject(ns, _) => {
+                    self.clients.for_namespace(Some(ns)).clone()
+                }
+                Scope::ClusterObject(_) | Scope::ClusterSelected(_) => self.clients.guest().clone(),
+            };
             let (api, config) = match &scope {
                 Scope::Namespace(ns) => (
-                    Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
+                    Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar),
                     crate::client_config::watcher_config(),
                 ),
                 Scope::ClusterObject(name) => (
-                    Api::<DynamicObject>::all_with(self.client.clone(), &ar),
+                    Api::<DynamicObject>::all_with(client.clone(), &ar),
                     crate::client_config::watcher_config().fields(&format!("metadata.name={name}")),
                 ),
                 Scope::NamespacedObject(ns, name) => (
-                    Api::<DynamicObject>::namespaced_with(self.client.clone(), ns, &ar),
+                    Api::<DynamicObject>::namespaced_with(client.clone(), ns, &ar),
                     crate::client_config::watcher_config().fields(&format!("metadata.name={name}")),
                 ),
                 Scope::ClusterSelected(selector) => (
-                    Api::<DynamicObject>::all_with(self.client.clone(), &ar),
+                    Api::<DynamicObject>::all_with(client.clone(), &ar),
                     crate::client_config::watcher_config().labels(selector),
                 ),
             };

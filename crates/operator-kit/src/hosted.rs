@@ -131,6 +131,66 @@ pub struct Hosted {
     pub management_proxy: BTreeMap<String, String>,
 }
 
+impl Hosted {
+    /// The hosted environment of this process: `RUN_AS_USER` (checked) and the management
+    /// cluster's proxy variables. The control plane is left empty; the kit reads it from the
+    /// cache.
+    pub fn from_env() -> Result<Self, String> {
+        let run_as_user = match std::env::var("RUN_AS_USER") {
+            Ok(v) if !v.is_empty() => Some(parse_run_as_user(&v)?),
+            _ => None,
+        };
+        let management_proxy = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]
+            .into_iter()
+            .filter_map(|k| {
+                std::env::var(k)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (k.to_string(), v))
+            })
+            .collect();
+        Ok(Self {
+            control_plane: HostedControlPlane::default(),
+            run_as_user,
+            management_proxy,
+        })
+    }
+}
+
+/// Condition prefix of the hosted control plane's reading (`HostedControlPlaneDegraded`).
+pub const CONDITION_PREFIX: &str = "HostedControlPlane";
+
+/// Registers the watch of the `HostedControlPlane`s of the control-plane namespace (the
+/// management cluster's; the cache routes it there by namespace).
+pub fn watch(
+    builder: crate::cache::CacheBuilder,
+    control_plane_namespace: &str,
+) -> crate::cache::CacheBuilder {
+    builder.in_namespace(&hosted_control_plane_resource(), control_plane_namespace)
+}
+
+/// The one `HostedControlPlane` of `namespace` from the cache, read; a message saying what
+/// to fix when there is none, several, or it is malformed.
+pub fn read_control_plane(
+    cache: &crate::cache::Cache,
+    namespace: &str,
+) -> Result<HostedControlPlane, String> {
+    let planes = cache.list(&hosted_control_plane_resource(), namespace);
+    match planes.as_slice() {
+        [one] => HostedControlPlane::from_object(one).map_err(|e| e.to_string()),
+        [] => Err(format!(
+            "no HostedControlPlane in the control-plane namespace {namespace} of the management \
+             cluster; the operator places the driver's controller by it (HyperShift creates it \
+             with the hosted cluster)"
+        )),
+        many => Err(format!(
+            "{} HostedControlPlanes in the control-plane namespace {namespace}; a control-plane \
+             namespace holds exactly one",
+            many.len()
+        )),
+    }
+}
+
 /// `RUN_AS_USER` must be a non-negative integer (csi-operator refuses anything else).
 pub fn parse_run_as_user(value: &str) -> Result<i64, String> {
     match value.trim().parse::<i64>() {

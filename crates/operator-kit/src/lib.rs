@@ -12,6 +12,7 @@ pub mod cache;
 pub mod cert_manager;
 pub mod class_names;
 pub mod client_config;
+pub mod clusters;
 pub mod conditions;
 pub mod config_observer;
 pub mod csi;

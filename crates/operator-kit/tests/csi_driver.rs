@@ -175,6 +175,8 @@ async fn start(fake: Fake) -> (KubeSim, Client, CsiOperator<Fake>) {
     cache.wait_until_ready().await;
     let settings = Settings {
         namespace: NS.into(),
+        node_namespace: NS.into(),
+        hosted_env: Default::default(),
         events_about: csi::events_about(NS, "fake-operator"),
         user_agent: "fake-operator",
         images,

@@ -568,6 +568,7 @@ impl PodLoop {
             .map(|a| expand(a, &vars))
             .collect();
         args.extend(program.extra_args.iter().map(|a| expand(a, &vars)));
+        let args = rebase_mounted_paths(args, container, &root);
         let mut env: BTreeMap<String, String> = PASSED_THROUGH
             .iter()
             .filter_map(|k| Some((k.to_string(), std::env::var(k).ok()?)))
@@ -838,6 +839,43 @@ async fn key_of(
     }
 }
 
+/// A process has no mount namespace: an argument naming a file under one of the container's
+/// mount paths (`/etc/guest-kubeconfig/kubeconfig`, or `--flag=` followed by such a path) is
+/// rebased under the pod's folder, where [`write_volumes`] put the volume.
+fn rebase_mounted_paths(args: Vec<String>, container: &Container, root: &Path) -> Vec<String> {
+    let mounts: Vec<&str> = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .map(|m| m.mount_path.trim_end_matches('/'))
+        .filter(|p| p.starts_with('/') && p.len() > 1)
+        .collect();
+    let rebase = |path: &str| -> Option<String> {
+        mounts
+            .iter()
+            .any(|m| path == *m || path.starts_with(&format!("{m}/")))
+            .then(|| {
+                root.join(path.trim_start_matches('/'))
+                    .display()
+                    .to_string()
+            })
+    };
+    args.into_iter()
+        .map(|arg| {
+            if let Some(rebased) = rebase(&arg) {
+                return rebased;
+            }
+            match arg.split_once('=') {
+                Some((flag, path)) if flag.starts_with('-') => match rebase(path) {
+                    Some(rebased) => format!("{flag}={rebased}"),
+                    None => arg,
+                },
+                _ => arg,
+            }
+        })
+        .collect()
+}
+
 /// Writes the container's mounted volumes under `root` + mountPath.
 async fn write_volumes(
     sources: &Sources<'_>,
@@ -927,6 +965,38 @@ fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_under_a_mount_path_are_rebased_into_the_pod_folder() {
+        let container: Container = serde_json::from_value(json!({
+            "name": "c",
+            "volumeMounts": [
+                {"name": "guest", "mountPath": "/etc/guest-kubeconfig"},
+                {"name": "cert", "mountPath": "/var/run/secrets/serving-cert/"},
+            ],
+        }))
+        .expect("container");
+        let args = [
+            "--guest-kubeconfig=/etc/guest-kubeconfig/kubeconfig",
+            "/var/run/secrets/serving-cert/tls.crt",
+            "--other=/etc/guest-kubeconfig-not-a-mount/x",
+            "--v=2",
+            "start",
+        ]
+        .map(String::from)
+        .to_vec();
+        let got = rebase_mounted_paths(args, &container, Path::new("/pods/ns_p"));
+        assert_eq!(
+            got,
+            [
+                "--guest-kubeconfig=/pods/ns_p/etc/guest-kubeconfig/kubeconfig",
+                "/pods/ns_p/var/run/secrets/serving-cert/tls.crt",
+                "--other=/etc/guest-kubeconfig-not-a-mount/x",
+                "--v=2",
+                "start",
+            ]
+        );
+    }
 
     #[test]
     fn items_select_keys_and_rename_them() {

@@ -14,7 +14,6 @@ pub mod plan;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::core::ApiResource;
 
@@ -116,16 +115,21 @@ enum Memo {
 
 /// The apply engine of one operator.
 pub struct Applier {
-    client: Client,
+    /// Picks the cluster of each object (one client unless the control plane is hosted).
+    clients: crate::clusters::Clients,
     cache: Cache,
     events: EventRecorder,
     memo: Mutex<HashMap<String, Memo>>,
 }
 
 impl Applier {
-    pub fn new(client: Client, cache: Cache, events: EventRecorder) -> Self {
+    pub fn new(
+        clients: impl Into<crate::clusters::Clients>,
+        cache: Cache,
+        events: EventRecorder,
+    ) -> Self {
         Self {
-            client,
+            clients: clients.into(),
             cache,
             events,
             memo: Mutex::new(HashMap::new()),
@@ -450,8 +454,8 @@ impl Applier {
 
     fn api(&self, ar: &ApiResource, ns: Option<&str>) -> Api<DynamicObject> {
         match ns {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
-            None => Api::all_with(self.client.clone(), ar),
+            Some(ns) => Api::namespaced_with(self.clients.for_namespace(Some(ns)).clone(), ns, ar),
+            None => Api::all_with(self.clients.guest().clone(), ar),
         }
     }
 

@@ -17,6 +17,7 @@ pub const METRICS_CERT_PREFIX: &str = "MetricsServingCertController";
 pub const EXTRA_CLASSES_PREFIX: &str = "ExtraStorageClassController";
 use crate::apply::{Applied, Applier, ApplyError};
 use crate::cache::Cache;
+use crate::clusters::Clients;
 use crate::conditions::{self, OperatorCondition};
 use crate::config_observer;
 use crate::desired::Desired;
@@ -34,13 +35,19 @@ use crate::steps::{self, Management};
 /// What a driver's steps work with: the client, the watch cache, the apply engine (whose
 /// writes become Events), the metrics, and the driver namespace.
 pub struct Kit {
+    /// The guest cluster's client (the only cluster when standalone): the CR, the cluster
+    /// singletons and the node side are read and written with it.
     pub client: Client,
+    /// Every cluster the operator writes to; [`Kit::apply`] routes by namespace.
+    pub clients: Clients,
     pub cache: Cache,
     pub applier: Applier,
     pub recorder: EventRecorder,
     pub metrics: Arc<Metrics>,
     /// The namespace of the driver's objects.
     pub namespace: String,
+    /// The namespace of the guest-side objects (equal to `namespace` when standalone).
+    pub node_namespace: String,
     /// The node DaemonSets' last generations that finished rolling out.
     pub(super) stable_generations: super::workloads::StableGenerations,
 }
@@ -89,8 +96,11 @@ impl Kit {
 
 /// How a driver operator is started.
 pub struct Settings {
-    /// The namespace of the driver's objects.
+    /// The namespace of the driver's objects (the control-plane namespace when hosted).
     pub namespace: String,
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`): `namespace` when
+    /// standalone.
+    pub node_namespace: String,
     /// What the operator's Events are about ([`super::events_about`]).
     pub events_about: ObjectReference,
     /// The operator's user agent (Events' reporting component).
@@ -102,6 +112,9 @@ pub struct Settings {
     /// Take the metrics serving certificates from cert-manager while its CRD is served (plain
     /// Kubernetes only; the caller registered its watches with [`crate::cert_manager::register`]).
     pub cert_manager: Option<crate::cert_manager::CertManager>,
+    /// What the management cluster's environment gives a hosted control plane (`RUN_AS_USER`,
+    /// its proxy); read only when the clients are hosted ([`crate::hosted::Hosted::from_env`]).
+    pub hosted_env: crate::hosted::Hosted,
 }
 
 /// A driver operator: the kit's reconcile around the driver `D`.
@@ -122,6 +135,9 @@ pub struct CsiOperator<D: Driver> {
     /// The operator's name (its user agent): the name of its self-signed cert-manager Issuer.
     operator_name: &'static str,
     cert_manager: Option<crate::cert_manager::CertManager>,
+    /// The hosted environment ([`Settings::hosted_env`]); its control plane is read from the
+    /// cache on every reconcile.
+    hosted_env: crate::hosted::Hosted,
     /// The driver settings last read without error ([`crate::settings`]): kept applied while
     /// the ConfigMap holds a mistake.
     last_good_settings: Option<DriverSettings>,
@@ -129,20 +145,23 @@ pub struct CsiOperator<D: Driver> {
 
 impl<D: Driver> CsiOperator<D> {
     pub fn new(
-        client: Client,
+        clients: impl Into<Clients>,
         cache: Cache,
         metrics: Arc<Metrics>,
         log: LogControl,
         settings: Settings,
         driver: D,
     ) -> Self {
+        let clients: Clients = clients.into();
+        let client = clients.guest().clone();
+        // The Events are about the operator's own Deployment, in the cluster it runs in.
         let recorder = EventRecorder::new(
-            client.clone(),
+            clients.own().clone(),
             settings.events_about,
             settings.user_agent,
             &steps::instance_name(settings.user_agent),
         );
-        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
+        let applier = Applier::new(clients.clone(), cache.clone(), recorder.clone());
         let status = StatusWriter::new(
             client.clone(),
             &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
@@ -151,11 +170,13 @@ impl<D: Driver> CsiOperator<D> {
         Self {
             kit: Kit {
                 client,
+                clients,
                 cache,
                 applier,
                 recorder,
                 metrics,
                 namespace: settings.namespace,
+                node_namespace: settings.node_namespace,
                 stable_generations: Default::default(),
             },
             driver,
@@ -169,6 +190,7 @@ impl<D: Driver> CsiOperator<D> {
             operator_name: settings.user_agent,
             cert_manager: settings.cert_manager,
             last_good_settings: None,
+            hosted_env: settings.hosted_env,
         }
     }
 
@@ -246,7 +268,7 @@ impl<D: Driver> CsiOperator<D> {
             }
         }
 
-        let mut base = self.base_facts(&pass);
+        let mut base = self.base_facts(&mut pass);
         let facts_kubernetes = base.kubernetes;
         self.observe_config(&mut pass, &mut base).await;
         let mut facts = self.driver.facts(&self.kit, base);
@@ -725,7 +747,7 @@ impl<D: Driver> CsiOperator<D> {
         pass.post(METRICS_CERT_PREFIX, result);
     }
 
-    fn base_facts(&self, pass: &Pass) -> BaseFacts {
+    fn base_facts(&self, pass: &mut Pass) -> BaseFacts {
         let infra: Option<Infrastructure> = self.kit.cache.get::<Infrastructure>(None, "cluster");
         let topology = infra
             .as_ref()
@@ -746,7 +768,8 @@ impl<D: Driver> CsiOperator<D> {
             .unwrap_or_default();
         BaseFacts {
             namespace: self.kit.namespace.clone(),
-            node_namespace: self.kit.namespace.clone(),
+            node_namespace: self.kit.node_namespace.clone(),
+            hosted: self.hosted(pass),
             images: self.images.clone(),
             cluster_id,
             topology,
@@ -754,6 +777,28 @@ impl<D: Driver> CsiOperator<D> {
             log_level: LogLevel::parse(&raw_level).level,
             ..BaseFacts::default()
         }
+    }
+
+    /// When hosted, the `HostedControlPlane` of the control-plane namespace with the hosted
+    /// environment; its absence or a malformed field is `HostedControlPlaneDegraded` (the
+    /// controller is then placed without the plane's node selector, labels and tolerations
+    /// until it is corrected).
+    fn hosted(&self, pass: &mut Pass) -> Option<crate::hosted::Hosted> {
+        let namespace = self.kit.clients.control_plane_namespace()?;
+        let read = crate::hosted::read_control_plane(&self.kit.cache, namespace);
+        let mut hosted = self.hosted_env.clone();
+        let result = match read {
+            Ok(plane) => {
+                hosted.control_plane = plane;
+                Ok(())
+            }
+            Err(message) => {
+                hosted.control_plane.namespace = namespace.to_string();
+                Err(StepError::Message(message))
+            }
+        };
+        pass.post(crate::hosted::CONDITION_PREFIX, result);
+        Some(hosted)
     }
 
     /// Config observer: Proxy and APIServer → `spec.observedConfig` (and the facts).
