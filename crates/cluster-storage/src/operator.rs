@@ -34,6 +34,7 @@ use openshift_api::config::Infrastructure;
 use openshift_api::operator::{ClusterCSIDriver, Storage};
 use operator_kit::apply::Applier;
 use operator_kit::cache::{Cache, CacheBuilder};
+use operator_kit::clusters::Clients;
 use operator_kit::conditions::{self, OperatorCondition, reasons, types};
 use operator_kit::config_observer;
 use operator_kit::events::{EventRecorder, EventType};
@@ -126,6 +127,11 @@ pub struct Options {
     /// How long a `…Degraded` condition must last before `ClusterOperator/storage` says
     /// Degraded (2 minutes, as library-go).
     pub degraded_inertia: Duration,
+    /// Set when the CSO serves a hosted control plane (`--guest-kubeconfig`): `namespace` is
+    /// then the control-plane namespace of the management cluster, where the driver operators
+    /// run beside the CSO; `Storage`, `ClusterOperator/storage` and the driver operators'
+    /// guest objects are the guest's.
+    pub hosted: Option<operator_kit::hosted::Hosted>,
 }
 
 impl Options {
@@ -135,6 +141,15 @@ impl Options {
             namespace: OPERATOR_NAMESPACE.to_owned(),
             env,
             degraded_inertia: roll_up::DEGRADED_INERTIA,
+            hosted: None,
+        }
+    }
+
+    /// Where the driver operators run: the control-plane namespace when hosted.
+    pub fn driver_operator_namespace(&self) -> &str {
+        match self.hosted {
+            Some(_) => &self.namespace,
+            None => CSI_OPERATOR_NAMESPACE,
         }
     }
 }
@@ -170,8 +185,12 @@ fn placeholder_inputs() -> Inputs {
 /// What the CSO watches: its CR and ClusterOperator, the cluster singletons, every registered
 /// driver's ClusterCSIDriver and CSIDriver (by name), the Deployments and ConfigMaps of the
 /// driver operators' namespace, the installer's cloud config, and each object it applies.
-pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::BuildError> {
-    let mut builder = CacheBuilder::new(client, [opts.namespace.clone()])
+pub fn watches(
+    clients: impl Into<Clients>,
+    opts: &Options,
+) -> Result<CacheBuilder, build::BuildError> {
+    let operators_ns = opts.driver_operator_namespace();
+    let mut builder = CacheBuilder::new(clients, [opts.namespace.clone()])
         .cluster_object(&ar("operator.openshift.io/v1", "Storage"), STORAGE_NAME)
         .cluster_object(
             &ar("config.openshift.io/v1", "ClusterOperator"),
@@ -181,8 +200,11 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::Bu
         .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
         .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
         .in_namespace(&ar("v1", "ConfigMap"), build::CONFIG_NAMESPACE)
-        .in_namespace(&ar("v1", "ConfigMap"), CSI_OPERATOR_NAMESPACE)
-        .in_namespace(&ar("apps/v1", "Deployment"), CSI_OPERATOR_NAMESPACE);
+        .in_namespace(&ar("v1", "ConfigMap"), operators_ns)
+        .in_namespace(&ar("apps/v1", "Deployment"), operators_ns);
+    if opts.hosted.is_some() {
+        builder = operator_kit::hosted::watch(builder, &opts.namespace);
+    }
     let inputs = placeholder_inputs();
     for driver in DRIVERS {
         builder = builder
@@ -202,7 +224,7 @@ pub fn watches(client: Client, opts: &Options) -> Result<CacheBuilder, build::Bu
             // namespace) only the objects it applies are watched, by name, so that its RBAC
             // there can be limited to those names.
             builder = match d.object.metadata.namespace.as_deref() {
-                Some(ns) if ns != CSI_OPERATOR_NAMESPACE && !ns.is_empty() => {
+                Some(ns) if ns != operators_ns && !ns.is_empty() => {
                     let name = d.object.metadata.name.clone().unwrap_or_default();
                     builder.namespaced_object(&d.resource, ns, &name)
                 }
@@ -231,12 +253,15 @@ pub struct Operator {
 
 impl Operator {
     pub fn new(
-        client: Client,
+        clients: impl Into<Clients>,
         opts: Options,
         cache: Cache,
         metrics: Arc<Metrics>,
         log: LogControl,
     ) -> Self {
+        let clients: Clients = clients.into();
+        // Storage, the ClusterOperator and the ClusterCSIDrivers are the guest's.
+        let client = clients.guest().clone();
         let involved = ObjectReference {
             api_version: Some("apps/v1".into()),
             kind: Some("Deployment".into()),
@@ -244,13 +269,14 @@ impl Operator {
             name: Some(OPERATOR_DEPLOYMENT.into()),
             ..Default::default()
         };
+        // Events are about the CSO's own Deployment, in the cluster it runs in.
         let recorder = EventRecorder::new(
-            client.clone(),
+            clients.own().clone(),
             involved,
             COMPONENT,
             &steps::instance_name(COMPONENT),
         );
-        let applier = Applier::new(client.clone(), cache.clone(), recorder.clone());
+        let applier = Applier::new(clients, cache.clone(), recorder.clone());
         let storage_status = StatusWriter::new(
             client.clone(),
             &ar("operator.openshift.io/v1", "Storage"),
@@ -542,7 +568,9 @@ impl Operator {
         if deploy {
             failed |= self.deployment_step(board, driver, &objects, storage).await;
         }
-        if driver.syncs_cloud_ca {
+        // Hosted, HyperShift gives the control-plane namespace its CA (`openstack-cloud-config`)
+        // and the CSO runs no CA syncer (anchors §5.5).
+        if driver.syncs_cloud_ca && self.opts.hosted.is_none() {
             failed |= self.ca_sync_step(board).await;
         }
         failed
@@ -640,7 +668,7 @@ impl Operator {
             driver.condition_prefix,
             roll_up::DEPLOYMENT_CONTROLLER_INFIX
         );
-        let ns = driver.operator_namespace;
+        let ns = self.opts.driver_operator_namespace();
         let name = driver.operator_deployment;
         let desired = match objects.deployment_desired(driver) {
             Ok(d) => d,

@@ -35,17 +35,22 @@ pub async fn start(
         args.process.log_format,
         crate::client::LOG_TARGETS,
     );
-    let client = crate::client::client(args.process.kubeconfig.as_deref()).await?;
+    let crate::client::ProcessClients {
+        own,
+        clients,
+        hosted,
+    } = args.process.clients(&args.namespace).await?;
     let opts = Options {
         namespace: args.namespace.clone(),
         env: operator::env_from_process(),
         degraded_inertia: args.degraded_inertia,
+        hosted,
     };
-    let cache = operator::watches(client.clone(), &opts)
+    let cache = operator::watches(clients.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("cluster_storage_operator");
-    let op = Operator::new(client.clone(), opts, cache.clone(), metrics.clone(), log);
+    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log);
     let launch = crate::client::Launch {
         namespace: args.namespace,
         lock_name: operator::LOCK_NAME,
@@ -56,5 +61,5 @@ pub async fn start(
         resync: args.process.resync,
         leader_election: args.process.leader_election,
     };
-    crate::client::run_operator(client, launch, cache, metrics, op, shutdown).await
+    crate::client::run_operator(own, launch, cache, metrics, op, shutdown).await
 }
