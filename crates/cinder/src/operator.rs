@@ -252,6 +252,7 @@ impl csi::Driver for Cinder {
     type Facts = Facts;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = "OpenStackCinderCSIDriver";
+    const CONTROLLER_NAME_PREFIX: &'static str = CONTROLLER_NAME_PREFIX;
     /// Condition types OpenShift's Go Cinder operators wrote and this one does not: the
     /// legacy standalone operator's static-resources controller, and the conditional one
     /// whose stale condition Go's `StaleConditionRemovalController` meant to remove but never

@@ -238,6 +238,8 @@ pub fn watches(
 /// The state the operator keeps between reconciles.
 pub struct Operator {
     client: Client,
+    /// Every cluster the CSO writes to (the guest's only, unless hosted).
+    clients: Clients,
     opts: Options,
     cache: Cache,
     applier: Applier,
@@ -276,7 +278,7 @@ impl Operator {
             COMPONENT,
             &steps::instance_name(COMPONENT),
         );
-        let applier = Applier::new(clients, cache.clone(), recorder.clone());
+        let applier = Applier::new(clients.clone(), cache.clone(), recorder.clone());
         let storage_status = StatusWriter::new(
             client.clone(),
             &ar("operator.openshift.io/v1", "Storage"),
@@ -289,6 +291,7 @@ impl Operator {
         );
         Self {
             client,
+            clients,
             opts,
             cache,
             applier,
@@ -437,6 +440,9 @@ impl Operator {
             failed |= self
                 .driver_steps(&mut board, driver, &inputs, &storage_obj, deploy)
                 .await;
+        }
+        if self.opts.hosted.is_some() {
+            failed |= self.version_step(&mut board).await;
         }
         for c in default_storage_class_conditions() {
             board.set_condition(c);
@@ -711,6 +717,38 @@ impl Operator {
             board.set_condition(c);
         }
         unhealthy
+    }
+
+    /// Hosted: library-go's DeploymentVersionController on each driver operator Deployment
+    /// (one `DeploymentVersionControllerDegraded` for all, as the Go CSO names each of its
+    /// controllers alike); see [`operator_kit::hosted::version_to_record`].
+    async fn version_step(&self, board: &mut StatusBoard) -> bool {
+        let Some(version) = self.opts.env.get(OPERATOR_IMAGE_VERSION_ENV) else {
+            return false;
+        };
+        let ns = self.opts.driver_operator_namespace();
+        let mut errors = Vec::new();
+        for driver in &self.started {
+            match operator_kit::hosted::record_version(
+                self.clients.for_namespace(Some(ns)),
+                &self.cache,
+                ns,
+                driver.operator_deployment,
+                version,
+            )
+            .await
+            {
+                Ok(true) => self.metrics.write("Deployment", WriteVerb::Update),
+                Ok(false) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        let message = (!errors.is_empty()).then(|| errors.join("\n"));
+        board.set_condition(conditions::degraded(
+            "DeploymentVersionController",
+            message.as_deref(),
+        ));
+        !errors.is_empty()
     }
 
     /// The CA syncer (anchors §3.6): `openshift-config/cloud-provider-config` copied whole into

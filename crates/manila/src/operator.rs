@@ -297,6 +297,7 @@ impl csi::Driver for Manila {
     type Facts = Facts;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = OPERAND;
+    const CONTROLLER_NAME_PREFIX: &'static str = "OpenStackManila";
     /// Condition types OpenShift's Go Manila operators wrote and this one does not: the
     /// conditional static-resources controller's, the static-resources controller's, and the
     /// legacy standalone operator's Disabled and Degraded (anchors §5.1). Removed on every

@@ -191,6 +191,71 @@ pub fn read_control_plane(
     }
 }
 
+/// library-go's DeploymentVersionController, decided: the version to record in the
+/// Deployment's `release.openshift.io/version` annotation, or `None` when there is nothing to
+/// do. It is recorded only when the Deployment is meant for the operator's own version
+/// (`release.openshift.io/desired-version` equals `operator_version`), has not recorded it
+/// yet, and has finished rolling out (the controller-manager observed its generation and says
+/// `NewReplicaSetAvailable`). HyperShift reads it to tell an upgraded control plane.
+pub fn version_to_record(
+    deployment: &k8s_openapi::api::apps::v1::Deployment,
+    operator_version: &str,
+) -> Option<String> {
+    let annotations = deployment.metadata.annotations.as_ref()?;
+    let desired = annotations.get(DESIRED_VERSION_ANNOTATION)?;
+    if desired != operator_version || annotations.get(VERSION_ANNOTATION) == Some(desired) {
+        return None;
+    }
+    let status = deployment.status.as_ref()?;
+    if status.observed_generation != deployment.metadata.generation {
+        return None;
+    }
+    let finished = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Progressing")
+        .is_some_and(|c| {
+            c.status == "True" && c.reason.as_deref() == Some("NewReplicaSetAvailable")
+        });
+    finished.then(|| desired.clone())
+}
+
+/// Condition prefix of the version recording, after library-go's controller name.
+pub fn version_controller_prefix(controller_name_prefix: &str) -> String {
+    format!("{controller_name_prefix}DeploymentVersionController")
+}
+
+/// Records the rolled-out version on the Deployment `namespace/name` when
+/// [`version_to_record`] says so (a metadata-only merge patch, which does not roll it).
+pub async fn record_version(
+    client: &kube::Client,
+    cache: &crate::cache::Cache,
+    namespace: &str,
+    name: &str,
+    operator_version: &str,
+) -> Result<bool, String> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let Some(live) = cache.get::<Deployment>(Some(namespace), name) else {
+        return Ok(false);
+    };
+    let Some(version) = version_to_record(&live, operator_version) else {
+        return Ok(false);
+    };
+    let patch = serde_json::json!({"metadata": {"annotations": {VERSION_ANNOTATION: version}}});
+    kube::Api::<Deployment>::namespaced(client.clone(), namespace)
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .map(|_| true)
+        .map_err(|e| {
+            format!("cannot record version {version} on Deployment {namespace}/{name}: {e}")
+        })
+}
+
 /// `RUN_AS_USER` must be a non-negative integer (csi-operator refuses anything else).
 pub fn parse_run_as_user(value: &str) -> Result<i64, String> {
     match value.trim().parse::<i64>() {
@@ -256,6 +321,58 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    fn deployment(
+        desired: Option<&str>,
+        recorded: Option<&str>,
+        done: bool,
+    ) -> k8s_openapi::api::apps::v1::Deployment {
+        let mut annotations = serde_json::Map::new();
+        if let Some(d) = desired {
+            annotations.insert(DESIRED_VERSION_ANNOTATION.into(), d.into());
+        }
+        if let Some(r) = recorded {
+            annotations.insert(VERSION_ANNOTATION.into(), r.into());
+        }
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c", "generation": 3, "annotations": annotations},
+            "status": {"observedGeneration": if done { 3 } else { 2 }, "conditions": [
+                {"type": "Progressing", "status": "True",
+                 "reason": if done { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" }}]},
+        }))
+        .expect("deployment")
+    }
+
+    #[test]
+    fn the_version_is_recorded_once_the_rollout_for_it_finished() {
+        assert_eq!(
+            version_to_record(&deployment(Some("4.20.1"), None, true), "4.20.1"),
+            Some("4.20.1".into())
+        );
+        assert_eq!(
+            version_to_record(&deployment(Some("4.20.1"), Some("4.20.0"), true), "4.20.1"),
+            Some("4.20.1".into()),
+            "an upgrade records the new version"
+        );
+        for (d, why) in [
+            (deployment(Some("4.20.1"), None, false), "still rolling out"),
+            (
+                deployment(Some("4.20.1"), Some("4.20.1"), true),
+                "already recorded",
+            ),
+            (
+                deployment(Some("4.20.0"), None, true),
+                "meant for another version",
+            ),
+            (deployment(None, None, true), "no desired version"),
+        ] {
+            assert_eq!(version_to_record(&d, "4.20.1"), None, "{why}");
+        }
+        assert_eq!(
+            version_controller_prefix("OpenStackCinder"),
+            "OpenStackCinderDeploymentVersionController"
+        );
     }
 
     #[test]

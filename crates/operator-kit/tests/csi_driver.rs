@@ -45,6 +45,7 @@ impl Driver for Fake {
     type Facts = BaseFacts;
     const CR_NAME: &'static str = NAME;
     const OPERAND: &'static str = "FakeCSIDriver";
+    const CONTROLLER_NAME_PREFIX: &'static str = "Fake";
 
     fn facts(&self, _kit: &Kit, base: BaseFacts) -> BaseFacts {
         base

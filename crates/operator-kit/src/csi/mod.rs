@@ -125,6 +125,9 @@ pub trait Driver: Send + Sync + 'static {
     const CR_NAME: &'static str;
     /// The operator in ManagementStateDegraded messages (`OpenStackCinderCSIDriver`).
     const OPERAND: &'static str;
+    /// The Go operator's controller name prefix (`OpenStackCinder`): hosted, the version
+    /// recording is `<prefix>DeploymentVersionController`, as library-go names it.
+    const CONTROLLER_NAME_PREFIX: &'static str;
     /// Condition types only an earlier operator wrote: removed on every reconcile.
     const RETIRED_CONDITIONS: &'static [&'static str] = &[];
 

@@ -312,7 +312,9 @@ impl<D: Driver> CsiOperator<D> {
                 if let Ok(d) = controller.desired.as_mut() {
                     settings.apply_controller(&mut d.object);
                 }
+                let controller_name = controller.name;
                 self.kit.controller_step(&mut pass, controller).await;
+                self.record_version(&mut pass, controller_name).await;
                 for mut daemonset in self.driver.daemonsets(&facts) {
                     if let Ok(d) = daemonset.desired.as_mut() {
                         settings.apply_node(&mut d.object);
@@ -799,6 +801,31 @@ impl<D: Driver> CsiOperator<D> {
         };
         pass.post(crate::hosted::CONDITION_PREFIX, result);
         Some(hosted)
+    }
+
+    /// Hosted: the DeploymentVersionController of library-go on the controller Deployment
+    /// (see [`crate::hosted::version_to_record`]).
+    async fn record_version(&self, pass: &mut Pass, controller: &str) {
+        if !self.kit.clients.is_hosted() {
+            return;
+        }
+        let Some(version) = self.images.get("OPERATOR_IMAGE_VERSION") else {
+            return;
+        };
+        let ns = self.kit.namespace.as_str();
+        let result = crate::hosted::record_version(
+            self.kit.clients.for_namespace(Some(ns)),
+            &self.kit.cache,
+            ns,
+            controller,
+            version,
+        )
+        .await;
+        if let Ok(true) = result {
+            self.kit.metrics.write("Deployment", WriteVerb::Update);
+        }
+        let prefix = crate::hosted::version_controller_prefix(D::CONTROLLER_NAME_PREFIX);
+        pass.post(&prefix, result.map(|_| ()).map_err(StepError::Message));
     }
 
     /// Config observer: Proxy and APIServer → `spec.observedConfig` (and the facts).

@@ -51,8 +51,16 @@ impl Kit {
         name: &str,
         desired: Result<Desired, BuildError>,
     ) -> Result<(), StepError> {
-        let ns = self.namespace.as_str();
         let desired = desired?;
+        // The workload's own namespace: hosted, the node DaemonSets live in the guest's
+        // namespace and the controller in the control-plane namespace.
+        let ns = desired
+            .object
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.namespace.clone());
+        let ns = ns.as_str();
         let expected = status::last_generation(&pass.cr_obj, "apps", "deployments", ns, name);
         let applied = self.apply(&desired, expected).await?;
         pass.board
@@ -83,8 +91,16 @@ impl Kit {
         name: &str,
         desired: Result<Desired, BuildError>,
     ) -> Result<(), StepError> {
-        let ns = self.namespace.as_str();
         let desired = desired?;
+        // The workload's own namespace: hosted, the node DaemonSets live in the guest's
+        // namespace and the controller in the control-plane namespace.
+        let ns = desired
+            .object
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.namespace.clone());
+        let ns = ns.as_str();
         let expected = status::last_generation(&pass.cr_obj, "apps", "daemonsets", ns, name);
         let applied = self.apply(&desired, expected).await?;
         pass.board
