@@ -78,6 +78,13 @@ const GUIDES: &[(&str, Guide)] = &[
         ),
     ),
     (
+        "hypershift",
+        Guide::NotRun(
+            "a hosted control plane needs two clusters: real_hypershift.rs runs it against \
+             the management and guest control planes it has just converged",
+        ),
+    ),
+    (
         "e2e",
         Guide::NotRun(
             "the upstream Kubernetes storage e2e suite (ginkgo, downloaded from dl.k8s.io) \

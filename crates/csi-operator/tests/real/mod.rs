@@ -242,9 +242,67 @@ impl RealCluster {
         cluster
     }
 
+    /// A hosted control plane on two planes (HyperShift): the management cluster (OpenShift
+    /// mode, 3 workers labelled for hosted control planes as HyperShift asks of a management
+    /// cluster's Nodes, running the operator image of `version` as this
+    /// crate's binary, with service-ca) and the guest (OpenShift mode, 2 workers and no
+    /// control-plane Node, seeded as HyperShift leaves a guest: Infrastructure with an
+    /// `External` control plane, the cloud config; no cloud credential operator runs there).
+    /// The caller plays HyperShift's control-plane operator: the control-plane namespace,
+    /// the HostedControlPlane, the guest kubeconfig and the credentials.
+    pub async fn hosted(version: &str) -> (Self, Self) {
+        let options = || {
+            let monitoring =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../openshift-api/crds");
+            let mut options = Options::full(Mode::OpenShift);
+            options.crds = vec![
+                monitoring.join("servicemonitors.monitoring.coreos.com.yaml"),
+                monitoring.join("prometheusrules.monitoring.coreos.com.yaml"),
+            ];
+            options
+        };
+        let mut management_nodes = kubelet::Config::cluster(0, 3);
+        management_nodes.node_labels.insert(
+            "hypershift.openshift.io/control-plane".into(),
+            "true".into(),
+        );
+        let mut management = Self::start(
+            options(),
+            management_nodes,
+            openstack_sim::SimConfig::default(),
+            &[release_operator_image(version)],
+        )
+        .await;
+        let service_ca = testbed::service_ca::ServiceCa::new().expect("service CA");
+        management
+            .stand_ins
+            .push(service_ca.spawn(management.client.clone(), Duration::from_millis(500)));
+        let mut guest = Self::start(
+            options(),
+            kubelet::Config::cluster(0, 2),
+            openstack_sim::SimConfig::default(),
+            &[],
+        )
+        .await;
+        let settings = testbed::Settings {
+            control_plane_topology: "External".into(),
+            ..testbed::Settings::default()
+        };
+        guest.seed_with(&settings).await;
+        let service_ca = testbed::service_ca::ServiceCa::new().expect("service CA");
+        guest
+            .stand_ins
+            .push(service_ca.spawn(guest.client.clone(), Duration::from_millis(500)));
+        (management, guest)
+    }
+
     /// Infrastructure, Proxy and APIServer `cluster`, the user cloud config and the root
     /// credentials, as the installer leaves them (the testbed's seeding, on the real API).
     async fn seed(&self) {
+        self.seed_with(&testbed::Settings::default()).await
+    }
+
+    async fn seed_with(&self, settings: &testbed::Settings) {
         for ns in [
             "openshift-config",
             "openshift-config-managed",
@@ -255,8 +313,7 @@ impl RealCluster {
                 .await
                 .expect("seed namespace");
         }
-        let settings = testbed::Settings::default();
-        testbed::seed_singletons(&self.client, &settings)
+        testbed::seed_singletons(&self.client, settings)
             .await
             .expect("Infrastructure, Proxy, APIServer");
         let ini = settings.cloud_provider_config.clone().unwrap_or_default();

@@ -1,0 +1,610 @@
+//! A hosted control plane (HyperShift) on two real control planes: the management cluster runs
+//! the Cluster Storage Operator, both driver operators and the drivers' controllers in its
+//! control-plane namespace; the guest holds the ClusterCSIDriver, the CSIDriver, the node
+//! DaemonSets, the StorageClasses and `ClusterOperator/storage` (anchors §3.8, §4.8, §5.5).
+//!
+//! The test plays what HyperShift does around us, and nothing of ours: the hosted cluster
+//! version operator applies the release's `hypershift` profile to the guest; the control-plane
+//! operator creates the control-plane namespace, the `HostedControlPlane`, the guest kubeconfig
+//! Secret, the cloud credentials and CA, and deploys the CSO from the release's `-hypershift`
+//! manifests; the hosted cluster config operator copies the credentials into the guest. Every
+//! pod is created by the real controller-manager, placed by the real scheduler and admitted by
+//! SCC admission on its own plane; the operators run as processes under TokenRequest tokens of
+//! their ServiceAccounts in the management cluster and reach the guest with the kubeconfig.
+
+mod real;
+#[path = "guides/runner.rs"]
+mod runner;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use kube::Client;
+use kube::api::{Api, ListParams};
+use real::*;
+use serde_json::{Value, json};
+
+const V1: &str = "0.0.1-snapshot";
+/// The control-plane namespace of the hosted cluster `guest` (HyperShift's `<ns>-<name>`).
+const CP_NS: &str = "clusters-guest";
+const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
+const MANILA_NS: &str = "openshift-manila-csi-driver";
+const PROFILE_ANNOTATION: &str = "include.release.openshift.io/hypershift";
+
+/// The `HostedControlPlane` API as this test needs it: our own minimal CRD (the fields the
+/// operators read; the rest preserved), standing for HyperShift's.
+fn hosted_control_plane_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "hostedcontrolplanes.hypershift.openshift.io"},
+        "spec": {
+            "group": "hypershift.openshift.io",
+            "scope": "Namespaced",
+            "names": {"plural": "hostedcontrolplanes", "singular": "hostedcontrolplane",
+                      "kind": "HostedControlPlane", "listKind": "HostedControlPlaneList"},
+            "versions": [{
+                "name": "v1beta1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true,
+                }},
+            }],
+        },
+    })
+}
+
+fn hosted_control_plane() -> Value {
+    json!({
+        "apiVersion": "hypershift.openshift.io/v1beta1",
+        "kind": "HostedControlPlane",
+        "metadata": {"name": "guest", "namespace": CP_NS},
+        "spec": {
+            "platform": {"type": "OpenStack"},
+            "nodeSelector": {"hypershift.openshift.io/control-plane": "true"},
+            "labels": {"hosted-by": "realkube"},
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "control-plane",
+                             "effect": "NoSchedule"}],
+            "configuration": {"apiServer": {"tlsSecurityProfile": {"type": "Intermediate",
+                                                                     "intermediate": {}}}},
+        },
+    })
+}
+
+/// The documents of the manifest files in `dir` (sorted by name, as the CVO reads them).
+fn manifests_in(dir: &Path) -> Vec<(String, Value)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("manifest dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .flat_map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&p).expect("manifest");
+            realkube::apply::parse(&text)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .into_iter()
+                .map(move |d| (name.clone(), d))
+        })
+        .collect()
+}
+
+fn annotation<'a>(doc: &'a Value, key: &str) -> Option<&'a str> {
+    doc["metadata"]["annotations"][key].as_str()
+}
+
+/// Replaces every image of the payload (as the release does) in a document.
+fn with_release_images(doc: &mut Value, images: &BTreeMap<String, String>) {
+    match doc {
+        Value::String(s) => {
+            if let Some(to) = images.get(s.as_str()) {
+                *s = to.clone();
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| with_release_images(v, images)),
+        Value::Object(o) => o.values_mut().for_each(|v| with_release_images(v, images)),
+        _ => {}
+    }
+}
+
+async fn apply_all(client: &Client, docs: &[Value]) {
+    for doc in docs {
+        realkube::apply::object(client, doc)
+            .await
+            .unwrap_or_else(|e| panic!("apply {}: {e}", doc["metadata"]["name"]));
+    }
+}
+
+fn clouds_secret(namespace: &str, name: &str, clouds_yaml: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": name, "namespace": namespace},
+           "stringData": {"clouds.yaml": clouds_yaml}})
+}
+
+/// Everything HyperShift does before and around the CSO, then the CSO itself.
+async fn install(management: &RealCluster, guest: &RealCluster) {
+    let payload = payload(V1);
+    let namespace =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+
+    // The hosted CVO: the release's hypershift profile, applied to the guest.
+    let guest_docs: Vec<Value> = manifests_in(&manifest_dir())
+        .into_iter()
+        .filter(|(_, d)| annotation(d, PROFILE_ANNOTATION) == Some("true"))
+        .map(|(_, mut d)| {
+            with_release_images(&mut d, &payload.images);
+            d
+        })
+        .collect();
+    apply_all(&guest.client, &guest_docs).await;
+
+    // The control-plane operator: namespace, HostedControlPlane, guest kubeconfig.
+    realkube::apply::object(&management.client, &hosted_control_plane_crd())
+        .await
+        .expect("HostedControlPlane CRD");
+    realkube::apply::object(&management.client, &namespace(CP_NS))
+        .await
+        .expect("control-plane namespace");
+    let hcp = hosted_control_plane();
+    let mut created = false;
+    for _ in 0..40 {
+        if realkube::apply::object(&management.client, &hcp)
+            .await
+            .is_ok()
+        {
+            created = true;
+            break;
+        }
+        // The CRD is served a moment after it is established.
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert!(created, "the HostedControlPlane could not be created");
+    // HyperShift's service-network-admin kubeconfig is the guest's administrator.
+    let kubeconfig = guest_admin_kubeconfig(guest);
+    let guest_kubeconfig = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "service-network-admin-kubeconfig", "namespace": CP_NS},
+        "stringData": {"kubeconfig": kubeconfig}});
+    realkube::apply::object(&management.client, &guest_kubeconfig)
+        .await
+        .expect("guest kubeconfig");
+    put_credentials(management, guest, &guest.openstack.clouds_yaml("openstack")).await;
+
+    // The CSO, from the release's -hypershift manifests, in the control-plane namespace.
+    let cso_docs: Vec<Value> = manifests_in(&manifest_dir().join("hypershift"))
+        .into_iter()
+        .filter(|(_, d)| {
+            !matches!(
+                d["kind"].as_str(),
+                Some("ClusterOperator") | Some("Storage")
+            )
+        })
+        .map(|(_, mut d)| {
+            with_release_images(&mut d, &payload.images);
+            if d["metadata"]["namespace"].is_string() || !is_cluster_scoped(&d) {
+                d["metadata"]["namespace"] = json!(CP_NS);
+            }
+            d
+        })
+        .collect();
+    apply_all(&management.client, &cso_docs).await;
+}
+
+fn guest_admin_kubeconfig(guest: &RealCluster) -> String {
+    let admin = guest
+        .plane
+        .token_for(realkube::ADMIN_USER)
+        .expect("the guest's admin token");
+    guest.plane.kubeconfig_yaml(admin)
+}
+
+/// Requests refused (403: RBAC or an admission policy; 422: validation) to the operators:
+/// their ServiceAccounts, and on the guest the administrator's kubeconfig they use there.
+fn refused(c: &RealCluster) -> Vec<String> {
+    let mut out: Vec<String> = c
+        .requests()
+        .into_iter()
+        .filter(|r| r.code == 403 || r.code == 422)
+        .filter(|r| is_operator(&r.user))
+        .map(|r| {
+            format!(
+                "{} {} {} {}/{} {} → {}",
+                r.user, r.verb, r.resource, r.namespace, r.name, r.subresource, r.code
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Whether a request's user is one of ours: an operator's ServiceAccount in the management
+/// cluster, or (in the guest) the guest administrator the operators act as. The test's own
+/// requests happen outside the windows these checks read.
+fn is_operator(user: &str) -> bool {
+    (user.starts_with("system:serviceaccount:") && !user.starts_with("system:serviceaccount:kube-"))
+        || user == realkube::ADMIN_USER
+}
+
+fn is_cluster_scoped(doc: &Value) -> bool {
+    matches!(
+        doc["kind"].as_str(),
+        Some("Namespace" | "ClusterRole" | "ClusterRoleBinding" | "ClusterOperator" | "Storage")
+    )
+}
+
+/// The cloud credentials where HyperShift puts them: the control-plane namespace (for the
+/// controllers) and the guest's driver operator namespace (for the node plugins); writing them
+/// again is a rotation.
+async fn put_credentials(management: &RealCluster, guest: &RealCluster, clouds: &str) {
+    for name in ["openstack-cloud-credentials", "manila-cloud-credentials"] {
+        realkube::apply::object(&management.client, &clouds_secret(CP_NS, name, clouds))
+            .await
+            .expect("control-plane credentials");
+        realkube::apply::object(&guest.client, &clouds_secret(DRIVERS_NS, name, clouds))
+            .await
+            .expect("guest credentials");
+    }
+}
+
+/// Each Deployment and DaemonSet of `namespace` on `c`, by name, with its pod template's
+/// annotations.
+async fn templates(c: &RealCluster, namespace: &str) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    let deployments = Api::<Deployment>::namespaced(c.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    for d in deployments {
+        let annotations = d
+            .spec
+            .and_then(|s| s.template.metadata)
+            .and_then(|m| m.annotations)
+            .unwrap_or_default();
+        out.insert(
+            format!("Deployment/{}", d.metadata.name.unwrap_or_default()),
+            json!(annotations),
+        );
+    }
+    let daemonsets = Api::<DaemonSet>::namespaced(c.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    for d in daemonsets {
+        let annotations = d
+            .spec
+            .and_then(|s| s.template.metadata)
+            .and_then(|m| m.annotations)
+            .unwrap_or_default();
+        out.insert(
+            format!("DaemonSet/{}", d.metadata.name.unwrap_or_default()),
+            json!(annotations),
+        );
+    }
+    out
+}
+
+/// `ClusterOperator/storage` of the guest Available, not Progressing, not Degraded, at `version`.
+async fn storage_healthy(c: &RealCluster, version: &str) -> Result<Value, String> {
+    let co = c
+        .get(
+            "config.openshift.io/v1",
+            "ClusterOperator",
+            "clusteroperators",
+            "storage",
+        )
+        .await
+        .ok_or("no ClusterOperator/storage")?;
+    let conditions = RealCluster::conditions(&co);
+    let is = |t: &str, s: &str| conditions.get(t).is_some_and(|c| c.0 == s);
+    let at_version = co["status"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|v| v["name"] == "operator" && v["version"] == version);
+    if is("Available", "True")
+        && is("Progressing", "False")
+        && is("Degraded", "False")
+        && at_version
+    {
+        Ok(co)
+    } else {
+        Err(format!(
+            "{conditions:#?} versions {}",
+            co["status"]["versions"]
+        ))
+    }
+}
+
+/// The names of `kind` objects in `namespace` on `c`.
+async fn names<K>(c: &RealCluster, namespace: &str) -> Vec<String>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + for<'de> k8s_openapi::serde::Deserialize<'de>
+        + std::fmt::Debug,
+{
+    let mut names: Vec<String> = Api::<K>::namespaced(c.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|o| o.meta().name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_and_the_guest() {
+    let (mut management, mut guest) = RealCluster::hosted(V1).await;
+    install(&management, &guest).await;
+
+    // The guest sees a storage cluster operator like any other, at the release's version.
+    guest
+        .wait("the guest's ClusterOperator/storage healthy", async |g| {
+            storage_healthy(g, V1).await
+        })
+        .await;
+    guest
+        .wait("Cinder available in the guest", async |g| {
+            driver_available(g, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
+        })
+        .await;
+    guest
+        .wait("Manila available in the guest", async |g| {
+            driver_available(g, "manila.csi.openstack.org", &MANILA_AVAILABLE).await
+        })
+        .await;
+
+    // The split: operators and controllers in the control-plane namespace of the management
+    // cluster, node plugins in the guest, and neither where the other belongs.
+    let control_plane = management
+        .wait("every control-plane workload ready", async |m| {
+            workloads_complete(m, &[CP_NS]).await
+        })
+        .await;
+    let deployments = names::<Deployment>(&management, CP_NS).await;
+    for name in [
+        "cluster-storage-operator",
+        "openstack-cinder-csi-driver-operator",
+        "manila-csi-driver-operator",
+        "openstack-cinder-csi-driver-controller",
+        "openstack-manila-csi-controllerplugin",
+    ] {
+        assert!(
+            deployments.iter().any(|d| d == name),
+            "{name} not in {deployments:?}"
+        );
+    }
+    assert_eq!(
+        control_plane,
+        deployments.len(),
+        "no DaemonSet in the control plane"
+    );
+    guest
+        .wait("the node plugins ready in the guest", async |g| {
+            workloads_complete(g, &[DRIVERS_NS, MANILA_NS]).await
+        })
+        .await;
+    assert_eq!(
+        names::<Deployment>(&guest, DRIVERS_NS).await,
+        Vec::<String>::new(),
+        "no controller in the guest"
+    );
+    assert_eq!(
+        names::<Deployment>(&guest, MANILA_NS).await,
+        Vec::<String>::new(),
+        "no controller in the guest"
+    );
+    let daemonsets = [
+        names::<DaemonSet>(&guest, DRIVERS_NS).await,
+        names::<DaemonSet>(&guest, MANILA_NS).await,
+    ]
+    .concat();
+    assert_eq!(daemonsets.len(), 3, "{daemonsets:?}");
+    for (kind, plural, name) in [
+        ("CSIDriver", "csidrivers", "cinder.csi.openstack.org"),
+        ("CSIDriver", "csidrivers", "manila.csi.openstack.org"),
+        ("StorageClass", "storageclasses", "standard-csi"),
+    ] {
+        assert!(
+            guest
+                .get("storage.k8s.io/v1", kind, plural, name)
+                .await
+                .is_some(),
+            "{kind} {name} in the guest"
+        );
+        assert!(
+            management
+                .get("storage.k8s.io/v1", kind, plural, name)
+                .await
+                .is_none(),
+            "{kind} {name} is not the management cluster's"
+        );
+    }
+
+    // HyperShift's placement of the controllers: the plane's node selector, labels and
+    // tolerations, its priority class, on the management cluster's Nodes.
+    let controller: Deployment = Api::namespaced(management.client.clone(), CP_NS)
+        .get("openstack-cinder-csi-driver-controller")
+        .await
+        .expect("the Cinder controller");
+    let template = controller.spec.expect("spec").template;
+    let pod = template.spec.expect("pod spec");
+    assert_eq!(
+        pod.priority_class_name.as_deref(),
+        Some("hypershift-control-plane")
+    );
+    assert_eq!(
+        pod.node_selector
+            .unwrap_or_default()
+            .get("hypershift.openshift.io/control-plane"),
+        Some(&"true".to_string())
+    );
+    assert!(
+        pod.tolerations
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key.as_deref() == Some("dedicated")),
+        "the plane's tolerations"
+    );
+    assert_eq!(
+        template
+            .metadata
+            .and_then(|m| m.labels)
+            .unwrap_or_default()
+            .get("hosted-by"),
+        Some(&"realkube".to_string())
+    );
+
+    // Every pod admitted and no request refused, on either plane; the three operators are
+    // processes of the management cluster that never restarted.
+    for (plane, c) in [("management", &management), ("guest", &guest)] {
+        assert_eq!(
+            c.failed_creates().await,
+            Vec::<String>::new(),
+            "{plane}: pods refused"
+        );
+        assert_eq!(
+            refused(c),
+            Vec::<String>::new(),
+            "{plane}: requests refused"
+        );
+    }
+    let processes = management.kubelet.processes();
+    assert_eq!(processes.len(), 3, "{}", management.kubelet.report());
+    for p in &processes {
+        assert_eq!(p.restarts, 0, "{p:?}\n{}", management.kubelet.report());
+    }
+    assert!(
+        guest.kubelet.processes().is_empty(),
+        "no operator runs in the guest"
+    );
+
+    // Idle: no write by any operator on either plane for 20 s (leases aside).
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let (m_before, g_before) = (management.requests().len(), guest.requests().len());
+    tokio::time::sleep(std::time::Duration::from_secs(20)).await;
+    let idle_writes = |c: &RealCluster, before: usize| {
+        c.requests()
+            .split_off(before)
+            .into_iter()
+            .filter(|r| r.is_write() && is_operator(&r.user))
+            .filter(|r| r.resource != "coordination.k8s.io/leases")
+            .map(|r| {
+                format!(
+                    "{} {} {} {}/{} {}",
+                    r.user, r.verb, r.resource, r.namespace, r.name, r.subresource
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        idle_writes(&management, m_before),
+        Vec::<String>::new(),
+        "management writes while idle"
+    );
+    assert_eq!(
+        idle_writes(&guest, g_before),
+        Vec::<String>::new(),
+        "guest writes while idle"
+    );
+
+    // A credential rotation rolls the controllers in the management cluster and the node
+    // plugins in the guest.
+    let before_m = templates(&management, CP_NS).await;
+    let before_g = [
+        templates(&guest, DRIVERS_NS).await,
+        templates(&guest, MANILA_NS).await,
+    ];
+    let domain = openstack_sim::SimDomain::default();
+    guest.openstack.add_user(openstack_sim::SimUser {
+        id: "u-rotated".into(),
+        name: "rotated".into(),
+        domain: domain.clone(),
+        password: "rotated-password-9c1e".into(),
+        project: openstack_sim::SimProject {
+            id: "p-demo".into(),
+            name: openstack_sim::DEFAULT_PROJECT.into(),
+            domain,
+        },
+    });
+    let rotated =
+        guest
+            .openstack
+            .clouds_yaml_password("openstack", "rotated", "rotated-password-9c1e");
+    put_credentials(&management, &guest, &rotated).await;
+    management
+        .wait(
+            "the controllers rolled for the new credentials",
+            async |m| {
+                let now = templates(m, CP_NS).await;
+                let rolled: Vec<&String> = [
+                    "Deployment/openstack-cinder-csi-driver-controller",
+                    "Deployment/openstack-manila-csi-controllerplugin",
+                ]
+                .iter()
+                .filter_map(|k| before_m.get_key_value(*k).map(|(k, _)| k))
+                .filter(|k| now.get(*k) != before_m.get(*k))
+                .collect();
+                if rolled.len() == 2 {
+                    Ok(())
+                } else {
+                    Err(format!("rolled only {rolled:?}"))
+                }
+            },
+        )
+        .await;
+    guest
+        .wait(
+            "the node plugins rolled for the new credentials",
+            async |g| {
+                let now = [
+                    templates(g, DRIVERS_NS).await,
+                    templates(g, MANILA_NS).await,
+                ];
+                if now[0].get("DaemonSet/openstack-cinder-csi-driver-node")
+                    != before_g[0].get("DaemonSet/openstack-cinder-csi-driver-node")
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{now:#?}"))
+                }
+            },
+        )
+        .await;
+    management
+        .wait(
+            "every control-plane workload ready after the rotation",
+            async |m| workloads_complete(m, &[CP_NS]).await,
+        )
+        .await;
+    for (plane, c) in [("management", &management), ("guest", &guest)] {
+        assert_eq!(
+            refused(c),
+            Vec::<String>::new(),
+            "{plane}: requests refused"
+        );
+    }
+
+    // docs/hypershift.md, as an administrator of the management cluster runs it.
+    let management_admin = management
+        .plane
+        .token_for(realkube::ADMIN_USER)
+        .expect("the management admin token");
+    let work = runner::Workdir::new(
+        "hypershift",
+        &management.plane.kubeconfig_yaml(management_admin),
+    );
+    work.provide("guest.kubeconfig", &guest_admin_kubeconfig(&guest));
+    work.run_guide("hypershift");
+}
