@@ -381,6 +381,9 @@ mod tests {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
+            if !path.is_file() {
+                continue;
+            }
             let text = std::fs::read_to_string(&path).unwrap();
             out.extend(assets::parse_values(&path.display().to_string(), &text).unwrap());
         }

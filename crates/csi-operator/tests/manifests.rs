@@ -128,10 +128,18 @@ fn known_kinds() -> BTreeMap<&'static str, (&'static str, &'static str, bool)> {
     ])
 }
 
-/// The objects the release creates and updates, in the order the cluster version operator
-/// applies them (by file name); the retiring manifests are left out.
+/// The objects the release creates and updates on a standalone cluster (the
+/// `self-managed-high-availability` profile), in the order the cluster version operator applies
+/// them (by file name); the retiring manifests and other profiles' variants are left out.
 fn load() -> Vec<Manifest> {
-    load_all().into_iter().filter(|m| !m.is_delete()).collect()
+    load_all()
+        .into_iter()
+        .filter(|m| !m.is_delete())
+        .filter(|m| {
+            m.annotation("include.release.openshift.io/self-managed-high-availability")
+                == Some("true")
+        })
+        .collect()
 }
 
 /// Every manifest file, retiring ones included, by file name. `image-references` (the release
@@ -140,6 +148,8 @@ fn load_all() -> Vec<Manifest> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(manifest_dir())
         .expect("manifests/openshift exists")
         .map(|e| e.expect("readable entry").path())
+        // `hypershift/` holds the manifests no CVO applies (tested on their own).
+        .filter(|p| p.is_file())
         .filter(|p| p.file_name().is_none_or(|n| n != "image-references"))
         .collect();
     files.sort();
@@ -221,17 +231,6 @@ fn every_file_is_one_object_of_a_known_kind() {
             "{}: CVO-style run-level prefix {prefix}",
             m.file
         );
-        assert_eq!(
-            m.annotation("include.release.openshift.io/self-managed-high-availability"),
-            Some("true"),
-            "{}: included in the standalone profile",
-            m.file
-        );
-        // Not in HyperShift's or IBM Cloud's managed profiles (compatibility C28).
-        for profile in ["hypershift", "ibm-cloud-managed"] {
-            let key = format!("include.release.openshift.io/{profile}");
-            assert_eq!(m.annotation(&key), None, "{}: {key}", m.file);
-        }
         // Typed parses catch misspelled structure that a JSON value would accept.
         match m.kind() {
             "Namespace" => drop(typed::<Namespace>(&m)),
@@ -270,6 +269,593 @@ fn every_file_is_one_object_of_a_known_kind() {
                 m.file
             );
         }
+    }
+}
+
+// ---- Cluster profiles (compatibility C28) ------------------------------------------------------
+
+const HYPERSHIFT: &str = "hypershift";
+const IBM: &str = "ibm-cloud-managed";
+const SELF_MANAGED: &str = "self-managed-high-availability";
+const SNO: &str = "single-node-developer";
+/// Every profile OpenShift's CSO release names.
+const ALL: &[&str] = &[HYPERSHIFT, IBM, SELF_MANAGED, SNO];
+/// The standalone profiles only: the CredentialsRequests (no cloud credential operator in a
+/// hosted or IBM Cloud managed cluster) and the standalone CSO Deployment.
+const STANDALONE: &[&str] = &[SELF_MANAGED, SNO];
+/// OpenShift's `04_configmap.yaml`, the Go CSO's config file: everywhere but HyperShift.
+const IBM_AND_STANDALONE: &[&str] = &[IBM, SELF_MANAGED, SNO];
+/// OpenShift's `10_deployment-ibm-cloud-managed.yaml`.
+const MANAGED: &[&str] = &[HYPERSHIFT, IBM];
+
+/// Each of our manifests (its file name without `cluster-storage-operator_`), its counterpart in
+/// OpenShift's CSO `manifests/` (`-` where it has none), and the profiles that counterpart is
+/// annotated with, restated from OpenShift's files. Where there is no counterpart: Manila's
+/// namespace is in every profile, as the drivers' namespace is (C15); the admission policies of
+/// C24, C25, C30 and C31 are, as OpenShift's own policy (13, 14) is; the retirement of our
+/// earlier default-deny (C22) only where that release could run (it shipped the standalone
+/// profiles only); the volume-data-source-validator's retirements (C16) wherever the Go CSO
+/// created it, which is every profile.
+const PROFILES: &[(&str, &str, &[&str])] = &[
+    (
+        "0000_49_01_namespace_operator.yaml",
+        "0000_49_cluster-storage-operator_01_operator_namespace.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_01_namespace_csi_drivers.yaml",
+        "02_csi_driver_operators_namespace.yaml",
+        ALL,
+    ),
+    ("0000_50_01_namespace_manila.yaml", "-", ALL),
+    (
+        "0000_50_03_credentials_request_cinder.yaml",
+        "03_credentials_request_cinder.yaml",
+        STANDALONE,
+    ),
+    (
+        "0000_50_03_credentials_request_manila.yaml",
+        "03_credentials_request_manila.yaml",
+        STANDALONE,
+    ),
+    (
+        "0000_50_03_credentials_request_manila_namespace.yaml",
+        "03_credentials_request_manila_namespace.yaml",
+        STANDALONE,
+    ),
+    ("0000_50_04_storage_cr.yaml", "06_operator_cr.yaml", ALL),
+    (
+        "0000_50_06_provisioner_volumesnapshot_reader_role.yaml",
+        "09_openshift-csi-provisioner-volumesnapshot-reader-role.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_06_resizer_storageclass_reader_role.yaml",
+        "09_openshift-csi-resizer-storageclass-reader-role.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_06_sidecar_main_attacher_role.yaml",
+        "09_sidecar-main_attacher_role.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_06_sidecar_main_provisioner_role.yaml",
+        "09_sidecar-main_provisioner_role.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_06_sidecar_main_resizer_role.yaml",
+        "09_sidecar-main_resizer_role.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_06_sidecar_main_snapshotter_role.yaml",
+        "09_sidecar-main_snapshotter_role.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_07_service_account.yaml",
+        "07_service_account.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_00_clusterrole.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_01_clusterrole_driver_operators.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_02_role_csi_drivers.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_03_role_manila.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_04_role_operator.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_05_role_config.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_06_role_default.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_10_clusterrolebinding.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_11_clusterrolebinding_driver_operators.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_12_rolebinding_csi_drivers.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_13_rolebinding_manila.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_14_rolebinding_operator.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_15_rolebinding_config.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_08_16_rolebinding_default.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_metrics_00_service.yaml",
+        "09_metrics_service.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_csi-drivers_01_allow_egress_to_api_server.yaml",
+        "09_network-policy-allow-egress-to-api-server.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_csi-drivers_02_allow_to_dns.yaml",
+        "09_network-policy-allow-to-dns.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_csi-drivers_03_allow_all_egress.yaml",
+        "09_network-policy-allow-all-egress.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_csi-drivers_04_allow_ingress_to_metrics_range.yaml",
+        "09_network-policy-allow-ingress-to-metrics.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_csi-drivers_05_allow_ingress_to_operator_metrics_range.yaml",
+        "09_network-policy-allow-ingress-to-operator-metrics-range.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_cso_01_allow_egress_to_api_server.yaml",
+        "09_network-policy-cso-allow-egress-to-api-server.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_cso_02_allow_to_dns.yaml",
+        "09_network-policy-cso-allow-to-dns.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_cso_03_allow_ingress_to_operator_metrics.yaml",
+        "09_network-policy-cso-allow-ingress-to-operator-metrics.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_09_network_policy_cso_04_allow_all_egress.yaml",
+        "09_network-policy-cso-allow-all-egress.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_10_deployment-ibm-cloud-managed.yaml",
+        "10_deployment-ibm-cloud-managed.yaml",
+        MANAGED,
+    ),
+    (
+        "0000_50_10_deployment.yaml",
+        "10_deployment.yaml",
+        STANDALONE,
+    ),
+    (
+        "0000_50_11_cluster_operator.yaml",
+        "11_cluster_operator.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_12_prometheusrules.yaml",
+        "12_prometheusrules.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_13_validating_admission_policy.yaml",
+        "13_validating_admission_policy.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_14_validating_admission_policy_binding.yaml",
+        "14_validating_admission_policy_binding.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_15_validating_admission_policy_manila_storageclasses.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_16_validating_admission_policy_binding_manila_storageclasses.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_17_validating_admission_policy_cinder_storageclasses.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_18_validating_admission_policy_binding_cinder_storageclasses.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_19_validating_admission_policy_cinder_rbac.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_20_validating_admission_policy_binding_cinder_rbac.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_21_validating_admission_policy_manila_rbac.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_22_validating_admission_policy_binding_manila_rbac.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_23_validating_admission_policy_cso_cluster_writes.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_24_validating_admission_policy_binding_cso_cluster_writes.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_90_retire_00_clusterrolebinding_cluster_admin.yaml",
+        "08_operator_rbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_50_90_retire_01_network_policy_csi-drivers_default_deny.yaml",
+        "-",
+        STANDALONE,
+    ),
+    (
+        "0000_50_90_retire_02_configmap_operator_config.yaml",
+        "04_configmap.yaml",
+        IBM_AND_STANDALONE,
+    ),
+    (
+        "0000_50_90_retire_03_deployment_volume_data_source_validator.yaml",
+        "pkg/operator/volumedatasourcevalidator",
+        ALL,
+    ),
+    (
+        "0000_50_90_retire_04_clusterrolebinding_volume_data_source_validator.yaml",
+        "pkg/operator/volumedatasourcevalidator",
+        ALL,
+    ),
+    (
+        "0000_50_90_retire_05_clusterrole_volume_data_source_validator.yaml",
+        "pkg/operator/volumedatasourcevalidator",
+        ALL,
+    ),
+    (
+        "0000_50_90_retire_06_serviceaccount_volume_data_source_validator.yaml",
+        "pkg/operator/volumedatasourcevalidator",
+        ALL,
+    ),
+    (
+        "0000_90_01_prometheus_00_role.yaml",
+        "0000_90_cluster-storage-operator_01_prometheusrbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_90_01_prometheus_01_rolebinding.yaml",
+        "0000_90_cluster-storage-operator_01_prometheusrbac.yaml",
+        ALL,
+    ),
+    (
+        "0000_90_02_servicemonitor.yaml",
+        "0000_90_cluster-storage-operator_02_servicemonitor.yaml",
+        ALL,
+    ),
+    (
+        "0000_90_10_network_policy_cso_default_deny.yaml",
+        "0000_90_cluster-storage-operator_10_network-policy-cso-deny-all.yaml",
+        ALL,
+    ),
+];
+
+/// The profiles a manifest is included in (`include.release.openshift.io/<profile>: "true"`).
+fn profiles_of(m: &Manifest) -> BTreeSet<String> {
+    m.obj["metadata"]["annotations"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| {
+            let profile = k.strip_prefix("include.release.openshift.io/")?;
+            assert_eq!(v, "true", "{}: {k} is {v}", m.file);
+            Some(profile.to_owned())
+        })
+        .collect()
+}
+
+/// The differences between the manifests' profiles and [`PROFILES`], one line each.
+fn profile_differences(all: &[Manifest]) -> Vec<String> {
+    let want: BTreeMap<String, (&str, BTreeSet<String>)> = PROFILES
+        .iter()
+        .map(|(file, go, profiles)| {
+            let set = profiles.iter().map(|p| (*p).to_owned()).collect();
+            ((*file).to_owned(), (*go, set))
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for m in all {
+        let short = m.file.replacen("cluster-storage-operator_", "", 1);
+        seen.insert(short.clone());
+        let got = profiles_of(m);
+        match want.get(&short) {
+            None => out.push(format!(
+                "{}: not in the profile table; add it with its OpenShift counterpart",
+                m.file
+            )),
+            Some((go, profiles)) if *profiles != got => out.push(format!(
+                "{}: profiles {got:?}, but OpenShift's {go} has {profiles:?}",
+                m.file
+            )),
+            Some(_) => {}
+        }
+    }
+    for file in want.keys().filter(|f| !seen.contains(*f)) {
+        out.push(format!("{file}: in the profile table but not shipped"));
+    }
+    out
+}
+
+#[test]
+fn every_manifest_is_in_the_profiles_openshifts_counterpart_is_in() {
+    let all = load_all();
+    let diffs = profile_differences(&all);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    // The check fails on a missing annotation: take one away from a copy.
+    let mut broken = load_all();
+    let deployment = broken
+        .iter_mut()
+        .find(|m| m.file.ends_with("_10_deployment.yaml"))
+        .expect("the CSO Deployment");
+    deployment.obj["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("annotations")
+        .remove("include.release.openshift.io/single-node-developer");
+    let diffs = profile_differences(&broken);
+    assert_eq!(diffs.len(), 1, "{diffs:?}");
+    assert!(
+        diffs[0].contains("_10_deployment.yaml") && diffs[0].contains("10_deployment.yaml"),
+        "{diffs:?}"
+    );
+}
+
+/// Which manifests a cluster version operator of `profile` applies: one CSO Deployment in the
+/// standalone and IBM Cloud profiles (each its own variant), the CredentialsRequests only where
+/// a cloud credential operator runs.
+#[test]
+fn each_profile_gets_one_cso_deployment_and_credentials_only_standalone() {
+    let all: Vec<Manifest> = load_all().into_iter().filter(|m| !m.is_delete()).collect();
+    for profile in ALL {
+        let included: Vec<&Manifest> = all
+            .iter()
+            .filter(|m| profiles_of(m).contains(*profile))
+            .collect();
+        let deployments: Vec<&str> = included
+            .iter()
+            .filter(|m| m.kind() == "Deployment")
+            .map(|m| m.file.as_str())
+            .collect();
+        assert_eq!(deployments.len(), 1, "{profile}: {deployments:?}");
+        let credentials = included
+            .iter()
+            .filter(|m| m.kind() == "CredentialsRequest")
+            .count();
+        let standalone = STANDALONE.contains(profile);
+        assert_eq!(credentials, if standalone { 3 } else { 0 }, "{profile}");
+    }
+    // HyperShift's CVO runs with the ibm-cloud-managed profile and drops the IBM Cloud CSO
+    // Deployment by this exact file name (control-plane-operator/controllers/
+    // hostedcontrolplane/v2/cvo/deployment.go, manifestsToOmit), so no CSO starts in the guest.
+    assert!(
+        all.iter().any(|m| m.file
+            == "0000_50_cluster-storage-operator_10_deployment-ibm-cloud-managed.yaml"
+            && m.kind() == "Deployment"),
+        "the IBM Cloud CSO Deployment keeps the file name HyperShift removes"
+    );
+}
+
+fn hypershift_manifests() -> Vec<Manifest> {
+    let dir = manifest_dir().join("hypershift");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("manifests/openshift/hypershift exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(&path).expect("readable");
+            let mut docs = operator_kit::assets::parse_values(&file, &text)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(docs.len(), 1, "{file}");
+            Manifest {
+                file,
+                obj: docs.remove(0),
+            }
+        })
+        .collect()
+}
+
+/// OpenShift's `*-hypershift.yaml` manifests: the operator CR, ServiceAccount, RBAC, Deployment
+/// and ClusterOperator, with no profile (no CVO applies them) and no namespace (HyperShift puts
+/// the CSO in the control-plane namespace); the Deployment reaches the guest through the
+/// admin kubeconfig Secret HyperShift gives every control-plane component.
+#[test]
+fn the_hypershift_manifests_are_openshifts_set_and_no_cvo_applies_them() {
+    let all = hypershift_manifests();
+    let got: BTreeSet<(String, String)> = all
+        .iter()
+        .map(|m| (m.kind().to_owned(), m.name().to_owned()))
+        .collect();
+    let want: BTreeSet<(String, String)> = [
+        ("Storage", "cluster"),
+        ("ServiceAccount", "cluster-storage-operator"),
+        ("ClusterRoleBinding", "cluster-storage-operator"),
+        ("Deployment", "cluster-storage-operator"),
+        ("ClusterOperator", "storage"),
+    ]
+    .into_iter()
+    .map(|(k, n)| (k.to_owned(), n.to_owned()))
+    .collect();
+    assert_eq!(got, want);
+    let kinds = known_kinds();
+    for m in &all {
+        assert!(m.file.ends_with("-hypershift.yaml"), "{}", m.file);
+        assert!(
+            m.file.starts_with("0000_50_cluster-storage-operator_"),
+            "{}",
+            m.file
+        );
+        assert_eq!(
+            m.obj["apiVersion"],
+            kinds[m.kind()].0,
+            "{}: apiVersion",
+            m.file
+        );
+        assert!(profiles_of(m).is_empty(), "{}: no profile", m.file);
+        assert_eq!(
+            m.namespace(),
+            None,
+            "{}: HyperShift sets the namespace",
+            m.file
+        );
+    }
+    let binding: ClusterRoleBinding = typed(find(
+        &all,
+        "ClusterRoleBinding",
+        None,
+        "cluster-storage-operator",
+    ));
+    assert_eq!(
+        binding.role_ref.name, "cluster-storage-operator",
+        "least privilege (C17)"
+    );
+    let d: Deployment = typed(find(&all, "Deployment", None, "cluster-storage-operator"));
+    let pod = d.spec.unwrap().template.spec.unwrap();
+    let c = &pod.containers[0];
+    let args = c.args.clone().unwrap_or_default();
+    assert!(
+        args.contains(&"--guest-kubeconfig=/etc/guest-kubeconfig/kubeconfig".to_owned()),
+        "{args:?}"
+    );
+    let mount = c
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|v| v.mount_path == "/etc/guest-kubeconfig")
+        .expect("the guest kubeconfig is mounted");
+    let volume = pod
+        .volumes
+        .iter()
+        .flatten()
+        .find(|v| v.name == mount.name)
+        .expect("its volume");
+    assert_eq!(
+        volume
+            .secret
+            .as_ref()
+            .and_then(|s| s.secret_name.as_deref()),
+        Some("service-network-admin-kubeconfig")
+    );
+    let env: BTreeSet<&str> = c.env.iter().flatten().map(|e| e.name.as_str()).collect();
+    // The names HyperShift replaces with the release's images (its storage component's
+    // envreplace.go), the control-plane ones included.
+    for name in [
+        "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
+        "OPENSTACK_CINDER_DRIVER_IMAGE",
+        "MANILA_DRIVER_OPERATOR_IMAGE",
+        "MANILA_DRIVER_IMAGE",
+        "MANILA_NFS_DRIVER_IMAGE",
+        "OPENSTACK_CINDER_DRIVER_CONTROL_PLANE_IMAGE",
+        "MANILA_DRIVER_CONTROL_PLANE_IMAGE",
+        "LIVENESS_PROBE_CONTROL_PLANE_IMAGE",
+        "KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE",
+        "OPERATOR_IMAGE_VERSION",
+    ] {
+        assert!(env.contains(name), "{name} missing from {env:?}");
+    }
+    // The standalone Deployment's image variables are all here too.
+    let standalone: Deployment = typed(find(
+        &load(),
+        "Deployment",
+        Some(CSO_NS),
+        "cluster-storage-operator",
+    ));
+    for e in standalone.spec.unwrap().template.spec.unwrap().containers[0]
+        .env
+        .iter()
+        .flatten()
+    {
+        assert!(env.contains(e.name.as_str()), "{} missing", e.name);
     }
 }
 

@@ -25,6 +25,9 @@ use tokio::process::{Child, Command};
 
 use crate::{ControlPlane, PlaneError};
 
+/// The cluster profile the CVO runs with (`CLUSTER_PROFILE`).
+pub const CLUSTER_PROFILE: &str = "self-managed-high-availability";
+
 /// The placeholder version of a release's manifests.
 pub const PLACEHOLDER_VERSION: &str = "0.0.1-snapshot";
 
@@ -225,6 +228,11 @@ impl Cvo {
                 "--v=2".into(),
             ])
             .env("NODE_NAME", "master-0")
+            // The profile a standalone cluster's CVO runs with, said rather than left to the
+            // CVO's default: it applies only the manifests annotated
+            // include.release.openshift.io/self-managed-high-availability, so the IBM Cloud CSO
+            // Deployment beside the standalone one is never applied here.
+            .env("CLUSTER_PROFILE", CLUSTER_PROFILE)
             .env("PAYLOAD_OVERRIDE", payload)
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())

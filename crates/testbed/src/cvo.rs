@@ -125,6 +125,11 @@ impl Manifest {
         self.annotation(DELETE) == Some("true")
     }
 
+    /// Whether the manifest is annotated `include.release.openshift.io/<profile>: "true"`.
+    pub fn included_in(&self, profile: &str) -> bool {
+        self.annotation(&format!("{INCLUDE_PREFIX}{profile}")) == Some("true")
+    }
+
     /// Whether the manifest is only created, never updated.
     pub fn is_create_only(&self) -> bool {
         self.annotation(CREATE_ONLY) == Some("true")
@@ -206,15 +211,32 @@ impl Report {
     }
 }
 
-/// Reads every `.yaml` file of `dir`, sorted by name, one object each.
+/// The manifests of `dir` a cluster version operator of the default profile
+/// ([`DEFAULT_PROFILE`], as the real CVO without `CLUSTER_PROFILE`) applies, by file name: the
+/// other profiles' variants (the IBM Cloud CSO Deployment) are left out, so a caller looking
+/// for "the CSO Deployment" finds the one this cluster runs.
 pub fn load(dir: &Path) -> Result<Vec<Manifest>, CvoError> {
+    load_profile(dir, DEFAULT_PROFILE)
+}
+
+/// The manifests of `dir` included in `profile` (`include.release.openshift.io/<profile>`).
+pub fn load_profile(dir: &Path, profile: &str) -> Result<Vec<Manifest>, CvoError> {
+    Ok(load_payload(dir)?
+        .into_iter()
+        .filter(|m| m.included_in(profile))
+        .collect())
+}
+
+/// Every `.yaml` file of `dir` (not its sub-directories, which the CVO does not read), sorted
+/// by name, one object each: the payload as shipped, every profile's manifests.
+pub fn load_payload(dir: &Path) -> Result<Vec<Manifest>, CvoError> {
     let entries = std::fs::read_dir(dir).map_err(|source| CvoError::ReadDir {
         dir: dir.to_owned(),
         source,
     })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml"))
         .collect();
     files.sort();
     files
@@ -430,8 +452,7 @@ pub async fn pending_cluster_operators(
 }
 
 fn included(m: &Manifest, options: &Options) -> bool {
-    let profile = format!("{INCLUDE_PREFIX}{}", options.profile);
-    if m.annotation(&profile) != Some("true") {
+    if !m.included_in(&options.profile) {
         return false;
     }
     m.annotation(CAPABILITY).is_none_or(|caps| {
@@ -819,9 +840,11 @@ mod tests {
             ("README.md", "not a manifest"),
             ("image-references", "kind: ImageStream\n"),
         ]);
-        let loaded = load(&dir).expect("loads");
+        let loaded = load_payload(&dir).expect("loads");
         let files: Vec<&str> = loaded.iter().map(|m| m.file.as_str()).collect();
         assert_eq!(files, ["01_a.yaml", "02_b.yaml"]);
+        // Neither is annotated for the default profile.
+        assert!(load(&dir).expect("loads").is_empty());
 
         let two = dir_with(&[("x.yaml", "kind: A\n---\nkind: B\n")]);
         let e = load(&two).expect_err("two objects").to_string();
@@ -877,6 +900,51 @@ mod tests {
             &manifest(json!({ha: "true", CAPABILITY: "Storage"})),
             &no_cco
         ));
+    }
+
+    /// `manifests/openshift/` as each profile's CVO reads it: the standalone profile gets the
+    /// standalone CSO Deployment and the CredentialsRequests, IBM Cloud (and HyperShift's guest
+    /// CVO, which runs that profile) its own Deployment variant and no CredentialsRequest; the
+    /// `hypershift/` sub-directory is read by none.
+    #[test]
+    fn the_release_is_loaded_per_profile() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/openshift");
+        let deployments = |ms: &[Manifest]| -> Vec<String> {
+            ms.iter()
+                .filter(|m| m.object["kind"] == "Deployment" && !m.is_delete())
+                .map(|m| m.file.clone())
+                .collect()
+        };
+        let credentials = |ms: &[Manifest]| {
+            ms.iter()
+                .filter(|m| m.object["kind"] == "CredentialsRequest")
+                .count()
+        };
+        let payload = load_payload(&dir).expect("loads");
+        assert!(payload.iter().all(|m| !m.file.contains("hypershift")));
+        let standalone = load(&dir).expect("loads");
+        assert_eq!(
+            deployments(&standalone),
+            ["0000_50_cluster-storage-operator_10_deployment.yaml"]
+        );
+        assert_eq!(credentials(&standalone), 3);
+        let ibm = load_profile(&dir, "ibm-cloud-managed").expect("loads");
+        assert_eq!(
+            deployments(&ibm),
+            ["0000_50_cluster-storage-operator_10_deployment-ibm-cloud-managed.yaml"]
+        );
+        assert_eq!(credentials(&ibm), 0);
+        assert!(standalone.len() < payload.len() && ibm.len() < payload.len());
+        // What the filter drops, `apply_with` skips too.
+        let opts = Options::default();
+        for m in &payload {
+            assert_eq!(
+                included(m, &opts),
+                m.included_in(DEFAULT_PROFILE),
+                "{}",
+                m.file
+            );
+        }
     }
 
     #[test]
