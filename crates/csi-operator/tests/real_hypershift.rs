@@ -30,7 +30,9 @@ const V1: &str = "0.0.1-snapshot";
 const CP_NS: &str = "clusters-guest";
 const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
 const MANILA_NS: &str = "openshift-manila-csi-driver";
-const PROFILE_ANNOTATION: &str = "include.release.openshift.io/hypershift";
+/// The manifest HyperShift's control-plane operator deletes from the hosted CVO's payload.
+const IBM_CLOUD_CSO_DEPLOYMENT: &str =
+    "0000_50_cluster-storage-operator_10_deployment-ibm-cloud-managed.yaml";
 
 /// The `HostedControlPlane` API as this test needs it: our own minimal CRD (the fields the
 /// operators read; the rest preserved), standing for HyperShift's.
@@ -95,10 +97,6 @@ fn manifests_in(dir: &Path) -> Vec<(String, Value)> {
         .collect()
 }
 
-fn annotation<'a>(doc: &'a Value, key: &str) -> Option<&'a str> {
-    doc["metadata"]["annotations"][key].as_str()
-}
-
 /// Replaces every image of the payload (as the release does) in a document.
 fn with_release_images(doc: &mut Value, images: &BTreeMap<String, String>) {
     match doc {
@@ -128,21 +126,21 @@ fn clouds_secret(namespace: &str, name: &str, clouds_yaml: &str) -> Value {
 }
 
 /// Everything HyperShift does before and around the CSO, then the CSO itself.
-async fn install(management: &RealCluster, guest: &RealCluster) {
+async fn install(management: &RealCluster, guest: &mut RealCluster) {
     let payload = payload(V1);
     let namespace =
         |name: &str| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
 
-    // The hosted CVO: the release's hypershift profile, applied to the guest.
-    let guest_docs: Vec<Value> = manifests_in(&manifest_dir())
-        .into_iter()
-        .filter(|(_, d)| annotation(d, PROFILE_ANNOTATION) == Some("true"))
-        .map(|(_, mut d)| {
-            with_release_images(&mut d, &payload.images);
-            d
-        })
-        .collect();
-    apply_all(&guest.client, &guest_docs).await;
+    // The hosted CVO: HyperShift runs OpenShift's CVO for the guest with the
+    // ibm-cloud-managed profile, after deleting the manifests of operators it runs in the
+    // control plane instead (the CSO's IBM Cloud Deployment among them).
+    let mut hosted_payload = payload.clone();
+    hosted_payload
+        .remove
+        .insert(IBM_CLOUD_CSO_DEPLOYMENT.to_owned());
+    guest
+        .run_cvo_with_profile(&hosted_payload, "ibm-cloud-managed")
+        .await;
 
     // The control-plane operator: namespace, HostedControlPlane, guest kubeconfig.
     realkube::apply::object(&management.client, &hosted_control_plane_crd())
@@ -173,26 +171,60 @@ async fn install(management: &RealCluster, guest: &RealCluster) {
     realkube::apply::object(&management.client, &guest_kubeconfig)
         .await
         .expect("guest kubeconfig");
+    // The hosted cluster config operator copies the credentials into the guest's namespace
+    // once the hosted CVO has made it.
+    guest
+        .wait("the guest's driver namespace", async |g| {
+            Api::<k8s_openapi::api::core::v1::Namespace>::all(g.client.clone())
+                .get(DRIVERS_NS)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .await;
     put_credentials(management, guest, &guest.openstack.clouds_yaml("openstack")).await;
 
-    // The CSO, from the release's -hypershift manifests, in the control-plane namespace.
-    let cso_docs: Vec<Value> = manifests_in(&manifest_dir().join("hypershift"))
+    // The CSO, as the control-plane operator deploys it from the release's -hypershift
+    // manifests (its ServiceAccount and Deployment) with its own Role, in the control-plane
+    // namespace.
+    let mut cso_docs: Vec<Value> = manifests_in(&manifest_dir().join("hypershift"))
         .into_iter()
-        .filter(|(_, d)| {
-            !matches!(
-                d["kind"].as_str(),
-                Some("ClusterOperator") | Some("Storage")
-            )
-        })
+        .filter(|(_, d)| matches!(d["kind"].as_str(), Some("ServiceAccount" | "Deployment")))
         .map(|(_, mut d)| {
             with_release_images(&mut d, &payload.images);
-            if d["metadata"]["namespace"].is_string() || !is_cluster_scoped(&d) {
-                d["metadata"]["namespace"] = json!(CP_NS);
-            }
+            d["metadata"]["namespace"] = json!(CP_NS);
             d
         })
         .collect();
+    assert_eq!(cso_docs.len(), 2, "the CSO's ServiceAccount and Deployment");
+    cso_docs.extend(control_plane_operator_rbac());
+    // Bindings before the Deployment, so the CSO's first requests are allowed.
+    cso_docs.sort_by_key(|d| d["kind"] == "Deployment");
     apply_all(&management.client, &cso_docs).await;
+}
+
+/// The Role HyperShift's control-plane operator gives the CSO in the control-plane namespace
+/// (what it grants, restated: the CSO deploys the driver operators there, with their RBAC).
+fn control_plane_operator_rbac() -> Vec<Value> {
+    let all = |groups: &[&str], resources: &[&str]| json!({"apiGroups": groups, "resources": resources, "verbs": ["*"]});
+    vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "cluster-storage-operator", "namespace": CP_NS},
+        "rules": [
+            all(&["coordination.k8s.io"], &["leases"]),
+            all(&["apps"], &["deployments", "replicasets"]),
+            all(&["policy"], &["poddisruptionbudgets"]),
+            all(&[""], &["serviceaccounts", "services", "configmaps", "pods", "endpoints", "events", "secrets"]),
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+             "verbs": ["watch", "list", "get", "create", "delete", "patch", "update"]},
+            {"apiGroups": ["hypershift.openshift.io"], "resources": ["hostedcontrolplanes"],
+             "verbs": ["watch", "list", "get"]},
+        ]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "cluster-storage-operator", "namespace": CP_NS},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cluster-storage-operator"},
+            "subjects": [{"kind": "ServiceAccount", "name": "cluster-storage-operator", "namespace": CP_NS}]}),
+    ]
 }
 
 fn guest_admin_kubeconfig(guest: &RealCluster) -> String {
@@ -229,13 +261,6 @@ fn refused(c: &RealCluster) -> Vec<String> {
 fn is_operator(user: &str) -> bool {
     (user.starts_with("system:serviceaccount:") && !user.starts_with("system:serviceaccount:kube-"))
         || user == realkube::ADMIN_USER
-}
-
-fn is_cluster_scoped(doc: &Value) -> bool {
-    matches!(
-        doc["kind"].as_str(),
-        Some("Namespace" | "ClusterRole" | "ClusterRoleBinding" | "ClusterOperator" | "Storage")
-    )
 }
 
 /// The cloud credentials where HyperShift puts them: the control-plane namespace (for the
@@ -289,6 +314,31 @@ async fn templates(c: &RealCluster, namespace: &str) -> BTreeMap<String, Value> 
         );
     }
     out
+}
+
+/// Polls `check` on both planes until it returns `Ok`; on timeout, fails with its last error
+/// and what both planes report (the operators run in the management cluster, their work is
+/// mostly in the guest).
+async fn wait_both<T>(
+    management: &RealCluster,
+    guest: &RealCluster,
+    what: &str,
+    mut check: impl AsyncFnMut(&RealCluster, &RealCluster) -> Result<T, String>,
+) -> T {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    loop {
+        match check(management, guest).await {
+            Ok(v) => return v,
+            Err(last) if std::time::Instant::now() > deadline => panic!(
+                "timed out waiting for {what}: {last}\n=== management\n{}\n=== guest\n{}\n=== refused\n{:?}\n{:?}",
+                management.report(),
+                guest.report(),
+                refused(management),
+                refused(guest),
+            ),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
+        }
+    }
 }
 
 /// `ClusterOperator/storage` of the guest Available, not Progressing, not Degraded, at `version`.
@@ -345,33 +395,41 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_and_the_guest() {
-    let (mut management, mut guest) = RealCluster::hosted(V1).await;
-    install(&management, &guest).await;
+    let (management, mut guest) = RealCluster::hosted(V1).await;
+    install(&management, &mut guest).await;
 
     // The guest sees a storage cluster operator like any other, at the release's version.
-    guest
-        .wait("the guest's ClusterOperator/storage healthy", async |g| {
-            storage_healthy(g, V1).await
-        })
-        .await;
-    guest
-        .wait("Cinder available in the guest", async |g| {
-            driver_available(g, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
-        })
-        .await;
-    guest
-        .wait("Manila available in the guest", async |g| {
-            driver_available(g, "manila.csi.openstack.org", &MANILA_AVAILABLE).await
-        })
-        .await;
+    wait_both(
+        &management,
+        &guest,
+        "the guest's ClusterOperator/storage healthy",
+        async |_, g| storage_healthy(g, V1).await,
+    )
+    .await;
+    wait_both(
+        &management,
+        &guest,
+        "Cinder available in the guest",
+        async |_, g| driver_available(g, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await,
+    )
+    .await;
+    wait_both(
+        &management,
+        &guest,
+        "Manila available in the guest",
+        async |_, g| driver_available(g, "manila.csi.openstack.org", &MANILA_AVAILABLE).await,
+    )
+    .await;
 
     // The split: operators and controllers in the control-plane namespace of the management
     // cluster, node plugins in the guest, and neither where the other belongs.
-    let control_plane = management
-        .wait("every control-plane workload ready", async |m| {
-            workloads_complete(m, &[CP_NS]).await
-        })
-        .await;
+    let control_plane = wait_both(
+        &management,
+        &guest,
+        "every control-plane workload ready",
+        async |m, _| workloads_complete(m, &[CP_NS]).await,
+    )
+    .await;
     let deployments = names::<Deployment>(&management, CP_NS).await;
     for name in [
         "cluster-storage-operator",
@@ -390,11 +448,13 @@ async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_
         deployments.len(),
         "no DaemonSet in the control plane"
     );
-    guest
-        .wait("the node plugins ready in the guest", async |g| {
-            workloads_complete(g, &[DRIVERS_NS, MANILA_NS]).await
-        })
-        .await;
+    wait_both(
+        &management,
+        &guest,
+        "the node plugins ready in the guest",
+        async |_, g| workloads_complete(g, &[DRIVERS_NS, MANILA_NS]).await,
+    )
+    .await;
     assert_eq!(
         names::<Deployment>(&guest, DRIVERS_NS).await,
         Vec::<String>::new(),
@@ -543,51 +603,54 @@ async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_
             .openstack
             .clouds_yaml_password("openstack", "rotated", "rotated-password-9c1e");
     put_credentials(&management, &guest, &rotated).await;
-    management
-        .wait(
-            "the controllers rolled for the new credentials",
-            async |m| {
-                let now = templates(m, CP_NS).await;
-                let rolled: Vec<&String> = [
-                    "Deployment/openstack-cinder-csi-driver-controller",
-                    "Deployment/openstack-manila-csi-controllerplugin",
-                ]
-                .iter()
-                .filter_map(|k| before_m.get_key_value(*k).map(|(k, _)| k))
-                .filter(|k| now.get(*k) != before_m.get(*k))
-                .collect();
-                if rolled.len() == 2 {
-                    Ok(())
-                } else {
-                    Err(format!("rolled only {rolled:?}"))
-                }
-            },
-        )
-        .await;
-    guest
-        .wait(
-            "the node plugins rolled for the new credentials",
-            async |g| {
-                let now = [
-                    templates(g, DRIVERS_NS).await,
-                    templates(g, MANILA_NS).await,
-                ];
-                if now[0].get("DaemonSet/openstack-cinder-csi-driver-node")
-                    != before_g[0].get("DaemonSet/openstack-cinder-csi-driver-node")
-                {
-                    Ok(())
-                } else {
-                    Err(format!("{now:#?}"))
-                }
-            },
-        )
-        .await;
-    management
-        .wait(
-            "every control-plane workload ready after the rotation",
-            async |m| workloads_complete(m, &[CP_NS]).await,
-        )
-        .await;
+    wait_both(
+        &management,
+        &guest,
+        "the controllers rolled for the new credentials",
+        async |m, _| {
+            let now = templates(m, CP_NS).await;
+            let rolled: Vec<&String> = [
+                "Deployment/openstack-cinder-csi-driver-controller",
+                "Deployment/openstack-manila-csi-controllerplugin",
+            ]
+            .iter()
+            .filter_map(|k| before_m.get_key_value(*k).map(|(k, _)| k))
+            .filter(|k| now.get(*k) != before_m.get(*k))
+            .collect();
+            if rolled.len() == 2 {
+                Ok(())
+            } else {
+                Err(format!("rolled only {rolled:?}"))
+            }
+        },
+    )
+    .await;
+    wait_both(
+        &management,
+        &guest,
+        "the node plugins rolled for the new credentials",
+        async |_, g| {
+            let now = [
+                templates(g, DRIVERS_NS).await,
+                templates(g, MANILA_NS).await,
+            ];
+            if now[0].get("DaemonSet/openstack-cinder-csi-driver-node")
+                != before_g[0].get("DaemonSet/openstack-cinder-csi-driver-node")
+            {
+                Ok(())
+            } else {
+                Err(format!("{now:#?}"))
+            }
+        },
+    )
+    .await;
+    wait_both(
+        &management,
+        &guest,
+        "every control-plane workload ready after the rotation",
+        async |m, _| workloads_complete(m, &[CP_NS]).await,
+    )
+    .await;
     for (plane, c) in [("management", &management), ("guest", &guest)] {
         assert_eq!(
             refused(c),

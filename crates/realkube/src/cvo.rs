@@ -42,6 +42,9 @@ pub struct Payload {
     pub images: BTreeMap<String, String>,
     /// Files renamed in the payload (old name → new name), for counterfactual orders.
     pub rename: BTreeMap<String, String>,
+    /// Files left out of the payload, as HyperShift's control-plane operator deletes some from
+    /// the release before its CVO reads it.
+    pub remove: std::collections::BTreeSet<String>,
 }
 
 /// The release image the CVO is told it runs (any string that equals itself: with no
@@ -79,6 +82,9 @@ impl Payload {
                 stream["metadata"]["name"] = json!(self.version);
                 std::fs::write(release.join(&name), stream.to_string())
                     .map_err(|e| e.to_string())?;
+                continue;
+            }
+            if self.remove.contains(&name) {
                 continue;
             }
             let target = self.rename.get(&name).cloned().unwrap_or(name);
@@ -206,8 +212,20 @@ pub struct Cvo {
 }
 
 impl Cvo {
-    /// Starts the CVO of `version` on the payload at `payload` (see [`Payload::write`]).
+    /// Starts the CVO of `version` on the payload at `payload` (see [`Payload::write`]) with
+    /// the standalone profile.
     pub fn start(plane: &ControlPlane, payload: &Path, version: &str) -> Result<Self, PlaneError> {
+        Self::start_with_profile(plane, payload, version, CLUSTER_PROFILE)
+    }
+
+    /// Starts the CVO with the cluster profile `profile` (a hosted cluster's CVO runs with
+    /// `ibm-cloud-managed`, as HyperShift starts it).
+    pub fn start_with_profile(
+        plane: &ControlPlane,
+        payload: &Path,
+        version: &str,
+        profile: &str,
+    ) -> Result<Self, PlaneError> {
         let path = plane.binaries().cluster_version_operator.clone();
         let log = plane.dir().join(format!("cvo-{version}.log"));
         let spawn_err = |reason: String| PlaneError::Spawn {
@@ -232,7 +250,7 @@ impl Cvo {
             // CVO's default: it applies only the manifests annotated
             // include.release.openshift.io/self-managed-high-availability, so the IBM Cloud CSO
             // Deployment beside the standalone one is never applied here.
-            .env("CLUSTER_PROFILE", CLUSTER_PROFILE)
+            .env("CLUSTER_PROFILE", profile)
             .env("PAYLOAD_OVERRIDE", payload)
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())

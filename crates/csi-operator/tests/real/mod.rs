@@ -59,6 +59,7 @@ pub fn payload(version: &str) -> Payload {
         version: version.to_owned(),
         images,
         rename: BTreeMap::new(),
+        remove: Default::default(),
     }
 }
 
@@ -289,6 +290,9 @@ impl RealCluster {
             ..testbed::Settings::default()
         };
         guest.seed_with(&settings).await;
+        cvo::prepare(&guest.client, &[version])
+            .await
+            .expect("the hosted CVO's prerequisites");
         let service_ca = testbed::service_ca::ServiceCa::new().expect("service CA");
         guest
             .stand_ins
@@ -351,6 +355,22 @@ impl RealCluster {
             .join(format!("payload-{}", payload.version));
         payload.write(&dir).expect("the payload is written");
         self.cvo = Some(Cvo::start(&self.plane, &dir, &payload.version).expect("the CVO starts"));
+    }
+
+    /// Builds the payload and starts the CVO with `profile` (a hosted cluster's).
+    pub async fn run_cvo_with_profile(&mut self, payload: &Payload, profile: &str) {
+        if let Some(old) = self.cvo.take() {
+            old.stop().await;
+        }
+        let dir = self
+            .plane
+            .dir()
+            .join(format!("payload-{}", payload.version));
+        payload.write(&dir).expect("the payload is written");
+        self.cvo = Some(
+            Cvo::start_with_profile(&self.plane, &dir, &payload.version, profile)
+                .expect("the CVO starts"),
+        );
     }
 
     /// Polls `check` until it returns `Ok`, failing with its last error and the report.
