@@ -157,6 +157,8 @@ impl From<BaseFacts> for Facts {
             log_level: base.log_level,
             proxy: base.proxy,
             serving: base.serving,
+            node_namespace: base.node_namespace,
+            hosted: base.hosted,
             ..Facts::default()
         }
     }
@@ -248,17 +250,28 @@ impl csi::Driver for Cinder {
 
     fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
         let ns = kit.namespace.as_str();
+        // Hosted, the node DaemonSet's inputs live in the guest namespace.
+        let (node_trusted_ca_bundle, node_credentials) = match &base.hosted {
+            Some(_) => (
+                kit.cache
+                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
+                kit.cache.secret(&base.node_namespace, CREDENTIALS_SECRET),
+            ),
+            None => (None, None),
+        };
         Facts {
             trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
             credentials: kit.cache.secret(ns, CREDENTIALS_SECRET),
             metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
+            node_trusted_ca_bundle,
+            node_credentials,
             ..Facts::from(base)
         }
     }
 
     /// Config sync: cloud-conf, with enable_topology from OpenStack (its hash rolls the pods).
     async fn configure(&mut self, kit: &Kit, pass: &mut Pass, facts: &mut Facts) {
-        facts.cloud_conf = self.config_sync.step(kit, pass).await;
+        facts.cloud_conf = self.config_sync.step(kit, pass, facts).await;
         if let Some(adoption) = self.adoption.as_mut() {
             adoption.before(kit, pass).await;
         }
@@ -362,8 +375,11 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
 }
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
+/// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
 pub fn images_from_env() -> BTreeMap<String, String> {
-    csi::images_from_env(&crate::assets::image_placeholders())
+    let mut names = crate::assets::image_placeholders();
+    names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
+    csi::images_from_env(&names)
 }
 
 /// The prefix used in condition names, for callers and tests.
