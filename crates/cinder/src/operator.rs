@@ -20,6 +20,7 @@ use operator_kit::cache::{Cache, CacheBuilder, Lookup};
 use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Group, Kit, Pass, Settings, StepError, Workload,
 };
+use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::{Metrics, WriteVerb};
@@ -144,6 +145,23 @@ pub fn secrets_read(namespace: &str) -> [(&str, &'static str); 2] {
         (namespace, CREDENTIALS_SECRET),
         (namespace, METRICS_SERVING_CERT_SECRET),
     ]
+}
+
+/// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
+/// namespace's ConfigMap watch cover (its namespace being the control-plane namespace
+/// `control_plane`): the ConfigMaps and the Secrets, as (namespace, name), that the watches
+/// must add. The CA of config sync in the control-plane namespace, and the node DaemonSet's
+/// trusted CA bundle and credentials in the guest namespace `guest` (their hashes roll the
+/// node plugins).
+pub fn hosted_reads(control_plane: &str, guest: &str) -> HostedReads {
+    let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+    HostedReads {
+        config_maps: vec![
+            pair(control_plane, operator_kit::hosted::CLOUD_CA_CONFIG_MAP),
+            pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP),
+        ],
+        secrets: vec![pair(guest, CREDENTIALS_SECRET)],
+    }
 }
 
 impl From<BaseFacts> for Facts {

@@ -28,6 +28,7 @@ use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Flow, Group, Kit, Pass, Settings, StepError, Workload,
     clouds_yaml_of,
 };
+use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
@@ -182,6 +183,20 @@ fn placeholder_facts(opts: &Options) -> Facts {
         &opts.images,
         &crate::assets::image_placeholders(),
     ))
+}
+
+/// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
+/// namespace's ConfigMap watch cover (`opts.namespace` being the control-plane namespace): the
+/// ConfigMaps and the Secrets, as (namespace, name), that the watches must add: the node
+/// DaemonSet's trusted CA bundle and credentials in the guest namespace `guest` (the
+/// credentials' hash rolls the node plugin). The controller's `openstack-cloud-config` is
+/// mounted, not read.
+pub fn hosted_reads(guest: &str) -> HostedReads {
+    let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+    HostedReads {
+        config_maps: vec![pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP)],
+        secrets: vec![pair(guest, DRIVER_CREDENTIALS_SECRET)],
+    }
 }
 
 impl From<BaseFacts> for Facts {

@@ -156,6 +156,14 @@ impl Hosted {
     }
 }
 
+/// The objects a driver operator reads on a hosted control plane beyond what its standalone
+/// watches cover, as (namespace, name): its watches must add them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostedReads {
+    pub config_maps: Vec<(String, String)>,
+    pub secrets: Vec<(String, String)>,
+}
+
 /// `RUN_AS_USER` must be a non-negative integer (csi-operator refuses anything else).
 pub fn parse_run_as_user(value: &str) -> Result<i64, String> {
     match value.trim().parse::<i64>() {
