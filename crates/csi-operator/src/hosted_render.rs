@@ -73,10 +73,14 @@ impl HostedArgs {
             },
             Some(path) => read_hosted_control_plane(path, &namespace)?,
         };
+        let version_env = operator_kit::assets::RELEASE_VERSION_ENV;
         if let Some(v) = &self.release_version {
-            images.insert(
-                operator_kit::assets::RELEASE_VERSION_ENV.to_string(),
-                v.clone(),
+            images.insert(version_env.to_string(), v.clone());
+        }
+        if images.get(version_env).is_none_or(|v| v.is_empty()) {
+            anyhow::bail!(
+                "--hypershift needs --release-version VERSION (the operator's {version_env}): the \
+                 hosted controller carries it as release.openshift.io/desired-version"
             );
         }
         let run_as_user = self.run_as_user.clone();

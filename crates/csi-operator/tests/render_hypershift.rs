@@ -606,7 +606,7 @@ fn hosted_flags_need_each_other_and_refuse_what_hosted_does_not_read() {
             let i = a.iter().position(|x| x == "--release-version").unwrap();
             a.drain(i..i + 2);
         },
-        &["RELEASE_VERSION", "OPERATOR_IMAGE_VERSION"],
+        &["--release-version", "OPERATOR_IMAGE_VERSION"],
     );
 }
 
