@@ -6,10 +6,13 @@
 //! the ClusterCSIDriver, CSIDriver, node DaemonSets, StorageClasses and the node side's RBAC
 //! live in the guest. This module holds the facts of that placement, read from the
 //! `HostedControlPlane` object of the control-plane namespace, and the names OpenShift gives
-//! the pieces. It is pure: it parses objects handed to it and reads nothing itself.
+//! the pieces, and the hooks both drivers run on their controller Deployment when hosted
+//! ([`hosted_controller_shape`], [`hosted_controller_hooks`], [`hosted_service_account`]). It
+//! is pure: it parses and adjusts objects handed to it and reads nothing itself (the
+//! environment comes in through a lookup function).
 //!
 //! What it must not do: decide which cluster an object goes to (the kit's client routing does
-//! that by namespace), or build objects (the drivers' and the CSO's builders do).
+//! that by namespace), or decide which objects exist (the drivers' and the CSO's builders do).
 
 use std::collections::BTreeMap;
 
