@@ -13,6 +13,7 @@ use kube::api::DynamicObject;
 use operator_kit::assets::Replacements;
 use operator_kit::desired;
 use operator_kit::hooks::{self, TopologyMode};
+use operator_kit::hosted::Hosted;
 use operator_kit::kinds;
 use operator_kit::leader_timing::LeaderTiming;
 use operator_kit::loglevel::LogLevel;
@@ -56,6 +57,18 @@ pub struct Facts {
     pub credentials: Option<Secret>,
     /// The metrics serving certificate Secret.
     pub metrics_cert: Option<Secret>,
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`: the node DaemonSet, the
+    /// node RBAC subjects). Empty means `namespace` (standalone).
+    pub node_namespace: String,
+    /// Set on a hosted control plane: the controller takes the hypershift shape and hooks, the
+    /// control-plane set has no ServiceMonitor, and `cloud-conf` goes to both namespaces.
+    pub hosted: Option<Hosted>,
+    /// Hosted only: the trusted CA bundle ConfigMap of the guest namespace (the node
+    /// DaemonSet's; standalone it is `trusted_ca_bundle`).
+    pub node_trusted_ca_bundle: Option<ConfigMap>,
+    /// Hosted only: `openstack-cloud-credentials` of the guest namespace (the node
+    /// DaemonSet's; standalone it is `credentials`).
+    pub node_credentials: Option<Secret>,
 }
 
 impl std::fmt::Debug for Facts {
@@ -74,6 +87,10 @@ impl std::fmt::Debug for Facts {
             cloud_conf,
             credentials,
             metrics_cert,
+            node_namespace,
+            hosted,
+            node_trusted_ca_bundle,
+            node_credentials,
         } = self;
         f.debug_struct("Facts")
             .field("namespace", namespace)
@@ -88,6 +105,10 @@ impl std::fmt::Debug for Facts {
             .field("cloud_conf", cloud_conf)
             .field("credentials", &RedactedSecret(credentials))
             .field("metrics_cert", &RedactedSecret(metrics_cert))
+            .field("node_namespace", node_namespace)
+            .field("hosted", hosted)
+            .field("node_trusted_ca_bundle", node_trusted_ca_bundle)
+            .field("node_credentials", &RedactedSecret(node_credentials))
             .finish()
     }
 }
@@ -95,11 +116,33 @@ impl std::fmt::Debug for Facts {
 pub use operator_kit::desired::{BuildError, Desired};
 
 impl Facts {
+    /// The namespace of the guest-side objects: `node_namespace`, or `namespace` when unset.
+    pub fn node_namespace(&self) -> &str {
+        if self.node_namespace.is_empty() {
+            &self.namespace
+        } else {
+            &self.node_namespace
+        }
+    }
+
+    /// The node DaemonSet's trusted CA bundle and credentials: the guest namespace's when
+    /// hosted, the one namespace's otherwise.
+    fn node_inputs(&self) -> (Option<&ConfigMap>, Option<&Secret>) {
+        if self.hosted.is_some() {
+            (
+                self.node_trusted_ca_bundle.as_ref(),
+                self.node_credentials.as_ref(),
+            )
+        } else {
+            (self.trusted_ca_bundle.as_ref(), self.credentials.as_ref())
+        }
+    }
+
     /// The `${NAME}` replacements every asset gets.
     pub fn replacements(&self) -> Replacements {
         Replacements::new()
             .images_from_env(&self.images)
-            .namespaces(&self.namespace, &self.namespace)
+            .namespaces(&self.namespace, self.node_namespace())
             .cluster_id(&self.cluster_id)
             .log_level(self.log_level)
             // Sidecars always use the HA timings, also on single-replica control planes (§1.5).
@@ -112,13 +155,28 @@ fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
     desired::from_asset(asset, &facts.replacements())
 }
 
-/// The static objects of the control plane (ordered roles, bindings, the rest).
+/// The static objects of the control plane (ordered roles, bindings, the rest). Hosted: no
+/// ServiceMonitor (the hypershift set has none), and the controller's ServiceAccount pulls with
+/// the plane's pull secret.
 pub fn control_plane_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    let hosted = facts.hosted.is_some();
     CONTROL_PLANE_STATIC
         .iter()
-        .map(|a| render_static(a, facts))
+        .filter(|a| !(hosted && a.name == SERVICE_MONITOR_ASSET))
+        .map(|a| {
+            let mut d = render_static(a, facts)?;
+            if hosted && a.name == CONTROLLER_SA_ASSET {
+                operator_kit::hosted::hosted_service_account(&mut d.object);
+            }
+            Ok(d)
+        })
         .collect()
 }
+
+/// The ServiceMonitor asset, absent from the hosted set.
+const SERVICE_MONITOR_ASSET: &str = "servicemonitor.yaml";
+/// The controller's ServiceAccount asset.
+const CONTROLLER_SA_ASSET: &str = "controller_sa.yaml";
 
 /// The static objects of the guest cluster (CSIDriver, node SA, RBAC).
 pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
@@ -130,14 +188,23 @@ pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
 
 /// The controller Deployment with the hooks of §4.1, in order.
 pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
-    let mut d: Deployment = CONTROLLER_DEPLOYMENT.render_object(&facts.replacements())?;
+    let repl = facts.replacements();
+    let mut d: Deployment = CONTROLLER_DEPLOYMENT.render_object(&repl)?;
     let ns = facts.namespace.as_str();
-    hooks::control_plane_topology(&mut d, &facts.topology);
-    if facts.kubernetes {
-        hooks::kubernetes_control_plane(&mut d);
+    if let Some(hosted) = &facts.hosted {
+        // Go's hypershift asset, then its hypershift hooks in place of topology, proxy and
+        // replicas (anchors §4.8).
+        let version = release_version(CONTROLLER_DEPLOYMENT.name, &repl)?;
+        operator_kit::hosted::hosted_controller_shape(&mut d, ns, &version);
+        operator_kit::hosted::hosted_controller_hooks(&mut d, hosted, &facts.images);
+    } else {
+        hooks::control_plane_topology(&mut d, &facts.topology);
+        if facts.kubernetes {
+            hooks::kubernetes_control_plane(&mut d);
+        }
+        hooks::inject_proxy(&mut d, &facts.proxy);
+        hooks::replicas(&mut d, &facts.topology);
     }
-    hooks::inject_proxy(&mut d, &facts.proxy);
-    hooks::replicas(&mut d, &facts.topology);
     hooks::inject_trusted_ca_bundle(
         &mut d,
         ns,
@@ -158,17 +225,25 @@ pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
 /// The node DaemonSet with the hooks of §4.1, in order.
 pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
     let mut ds: DaemonSet = NODE_DAEMONSET.render_object(&facts.replacements())?;
-    let ns = facts.namespace.as_str();
-    hooks::inject_trusted_ca_bundle(
-        &mut ds,
-        ns,
-        TRUSTED_CA_BUNDLE_CONFIGMAP,
-        facts.trusted_ca_bundle.as_ref(),
-    );
+    // The guest namespace's inputs (the same namespace when standalone); `cloud-conf` has the
+    // same data in both namespaces.
+    let ns = facts.node_namespace();
+    let (ca_bundle, credentials) = facts.node_inputs();
+    hooks::inject_trusted_ca_bundle(&mut ds, ns, TRUSTED_CA_BUNDLE_CONFIGMAP, ca_bundle);
     hooks::inject_proxy(&mut ds, &facts.proxy);
     hooks::configmap_hash_annotation(&mut ds, ns, CLOUD_CONF_CONFIGMAP, facts.cloud_conf.as_ref());
-    hooks::secret_hash_annotation(&mut ds, ns, CREDENTIALS_SECRET, facts.credentials.as_ref());
+    hooks::secret_hash_annotation(&mut ds, ns, CREDENTIALS_SECRET, credentials);
     Ok(ds)
+}
+
+/// `${RELEASE_VERSION}` (the operator's `OPERATOR_IMAGE_VERSION`), or the replacer's error
+/// naming the variable to set: a hosted controller carries it as its desired version.
+fn release_version(asset: &'static str, repl: &Replacements) -> Result<String, BuildError> {
+    Ok(operator_kit::assets::render(
+        asset,
+        "${RELEASE_VERSION}",
+        repl,
+    )?)
 }
 
 /// The controller Deployment in dynamic form.
@@ -257,11 +332,28 @@ pub fn cloud_conf_desired(cm: &ConfigMap) -> Result<Desired, BuildError> {
     desired::from_value("cloud-conf (generated)", None, value)
 }
 
+/// The `cloud-conf` ConfigMaps config sync writes: in the control-plane namespace and, hosted,
+/// the same data in the guest namespace, where the node DaemonSet mounts it (anchors §4.5).
+pub fn cloud_conf_copies(facts: &Facts, cm: &ConfigMap) -> Result<Vec<Desired>, BuildError> {
+    let mut namespaces = vec![facts.namespace.as_str()];
+    if facts.hosted.is_some() && facts.node_namespace() != facts.namespace {
+        namespaces.push(facts.node_namespace());
+    }
+    namespaces
+        .into_iter()
+        .map(|ns| {
+            let mut copy = cm.clone();
+            copy.metadata.namespace = Some(ns.to_string());
+            cloud_conf_desired(&copy)
+        })
+        .collect()
+}
+
 /// Every object, in the order the operator applies them: for `render`.
 pub fn everything(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
     let mut out = Vec::new();
     if let Some(cm) = &facts.cloud_conf {
-        out.push(cloud_conf_desired(cm)?);
+        out.extend(cloud_conf_copies(facts, cm)?);
     }
     out.extend(control_plane_static(facts)?);
     out.extend(guest_static(facts)?);
@@ -565,5 +657,138 @@ mod tests {
         settings
             .check_containers(&c.object, &[&after.object])
             .expect("no container named");
+    }
+
+    fn hosted_facts() -> Facts {
+        let mut f = facts();
+        f.namespace = "clusters-guest".into();
+        f.node_namespace = crate::DEFAULT_NAMESPACE.into();
+        f.images
+            .insert("OPERATOR_IMAGE_VERSION".into(), "4.20.0".into());
+        f.hosted = Some(Hosted {
+            control_plane: operator_kit::hosted::HostedControlPlane {
+                namespace: "clusters-guest".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        f
+    }
+
+    fn secret(name: &str, value: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(
+                "clouds.yaml".to_string(),
+                ByteString(value.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        }
+    }
+
+    /// Anchors §4.8: the hosted set and where each object goes.
+    #[test]
+    fn hosted_objects_split_between_the_control_plane_and_the_guest() {
+        let f = hosted_facts();
+        let cp = control_plane_static(&f).expect("builds");
+        let kinds: Vec<&str> = cp.iter().map(|d| d.resource.kind.as_str()).collect();
+        assert!(!kinds.contains(&"ServiceMonitor"), "{kinds:?}");
+        for d in &cp {
+            assert_eq!(
+                d.object.metadata.namespace.as_deref(),
+                Some("clusters-guest")
+            );
+        }
+        let sa = cp
+            .iter()
+            .find(|d| d.resource.kind == "ServiceAccount")
+            .expect("controller SA");
+        assert_eq!(sa.object.data["imagePullSecrets"][0]["name"], "pull-secret");
+        let d = controller_deployment(&f).expect("builds");
+        assert_eq!(d.metadata.namespace.as_deref(), Some("clusters-guest"));
+        assert_eq!(d.spec.as_ref().unwrap().replicas, Some(1));
+        let ds = node_daemonset(&f).expect("builds");
+        assert_eq!(
+            ds.metadata.namespace.as_deref(),
+            Some(crate::DEFAULT_NAMESPACE)
+        );
+        // Leader election of the sidecars stays in the guest (they act on guest objects).
+        let args = serde_json::to_string(&d).unwrap();
+        assert!(args.contains("--leader-election-namespace=openshift-cluster-csi-drivers"));
+        assert!(args.contains("--kubeconfig=$(KUBECONFIG)"));
+        // Standalone shape is untouched by the hosted code.
+        let standalone = control_plane_static(&facts()).expect("builds");
+        assert!(
+            standalone
+                .iter()
+                .any(|d| d.resource.kind == "ServiceMonitor")
+        );
+        assert!(
+            standalone
+                .iter()
+                .all(|d| !d.object.data.to_string().contains("pull-secret"))
+        );
+    }
+
+    /// The controller hashes the control-plane namespace's Secret, the node DaemonSet the
+    /// guest's, each under its own namespace's key.
+    #[test]
+    fn hosted_hashes_follow_each_namespace_inputs() {
+        let mut f = hosted_facts();
+        f.credentials = Some(secret(CREDENTIALS_SECRET, "management"));
+        f.node_credentials = Some(secret(CREDENTIALS_SECRET, "guest"));
+        let key = |ns: &str| {
+            operator_kit::hash::dependency_annotation_key(
+                operator_kit::hash::DependencyKind::Secret,
+                ns,
+                CREDENTIALS_SECRET,
+            )
+        };
+        let d = controller_deployment(&f).expect("builds");
+        let ds = node_daemonset(&f).expect("builds");
+        let cp_value = &d.metadata.annotations.as_ref().unwrap()[&key("clusters-guest")];
+        let guest_value =
+            &ds.metadata.annotations.as_ref().unwrap()[&key(crate::DEFAULT_NAMESPACE)];
+        assert_eq!(
+            cp_value,
+            &operator_kit::hash::secret_hash(f.credentials.as_ref().unwrap())
+        );
+        assert_eq!(
+            guest_value,
+            &operator_kit::hash::secret_hash(f.node_credentials.as_ref().unwrap())
+        );
+        assert_ne!(cp_value, guest_value);
+        // Rotating the guest's Secret rolls the node plugins and not the controller.
+        f.node_credentials = Some(secret(CREDENTIALS_SECRET, "rotated"));
+        assert_eq!(controller_deployment(&f).unwrap(), d);
+        assert_ne!(node_daemonset(&f).unwrap(), ds);
+    }
+
+    #[test]
+    fn hosted_cloud_conf_goes_to_both_namespaces() {
+        let f = hosted_facts();
+        let cm = crate::config::cloud_conf_configmap("clusters-guest", BTreeMap::new());
+        let copies = cloud_conf_copies(&f, &cm).expect("builds");
+        let namespaces: Vec<_> = copies
+            .iter()
+            .map(|d| d.object.metadata.namespace.clone().unwrap())
+            .collect();
+        assert_eq!(namespaces, ["clusters-guest", crate::DEFAULT_NAMESPACE]);
+        assert_eq!(cloud_conf_copies(&facts(), &cm).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_hosted_controller_needs_the_release_version() {
+        let mut f = hosted_facts();
+        f.images.remove("OPERATOR_IMAGE_VERSION");
+        let err = controller_deployment(&f).expect_err("no desired version");
+        assert!(err.to_string().contains("OPERATOR_IMAGE_VERSION"), "{err}");
+        // Standalone does not need it.
+        let mut f = facts();
+        f.images.remove("OPERATOR_IMAGE_VERSION");
+        controller_deployment(&f).expect("standalone builds");
     }
 }

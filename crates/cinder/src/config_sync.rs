@@ -13,7 +13,7 @@ use operator_kit::conditions;
 use operator_kit::csi::{self, Kit, Pass, StepError, clouds_yaml_of, fingerprint};
 use tracing::warn;
 
-use crate::build;
+use crate::build::{self, Facts};
 use crate::config::{self, CloudConfigRef};
 use crate::topology::{TopologyError, TopologySource, TopologyState, UserOverride, VolumeZone};
 use crate::{
@@ -44,8 +44,11 @@ impl ConfigSync {
     }
 
     /// Generates and applies `cloud-conf`; returns it (for the hash annotations) and sets when
-    /// the availability zones are due again.
-    pub async fn step(&mut self, kit: &Kit, pass: &mut Pass) -> Option<ConfigMap> {
+    /// the availability zones are due again. `facts` says whether the control plane is hosted:
+    /// then no user config is read, the CA comes from `openstack-cloud-config` of the
+    /// control-plane namespace, and `cloud-conf` is written to the guest namespace as well
+    /// (anchors §4.5, §4.8).
+    pub async fn step(&mut self, kit: &Kit, pass: &mut Pass, facts: &Facts) -> Option<ConfigMap> {
         let ns = kit.namespace.clone();
         let credentials = kit.cache.secret(&ns, CREDENTIALS_SECRET);
         pass.board.set_condition(conditions::insecure_connection(
@@ -55,15 +58,19 @@ impl ConfigSync {
             )],
             |b| openstack::insecure_settings_in(b, openstack::DEFAULT_CLOUD),
         ));
-        match self.cloud_conf(kit, &ns).await {
+        match self.cloud_conf(kit, &ns, facts.hosted.is_some()).await {
             Ok((cm, requeue, stale)) => {
                 pass.requeue_after = requeue;
-                let result = match build::cloud_conf_desired(&cm) {
-                    Ok(d) => kit
-                        .apply(&d, None)
-                        .await
-                        .map(|_| ())
-                        .map_err(StepError::from),
+                let result = match build::cloud_conf_copies(facts, &cm) {
+                    Ok(copies) => {
+                        let mut result = Ok(());
+                        for d in copies {
+                            if let Err(e) = kit.apply(&d, None).await {
+                                result = Err(StepError::from(e));
+                            }
+                        }
+                        result
+                    }
                     Err(e) => Err(e.into()),
                 };
                 pass.post(
@@ -89,26 +96,18 @@ impl ConfigSync {
         &mut self,
         kit: &Kit,
         ns: &str,
+        hosted: bool,
     ) -> Result<(ConfigMap, Option<Duration>, Option<String>), (String, Option<Duration>)> {
-        let user = kit
-            .cache
-            .config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
-        let infra: Option<Infrastructure> = kit.cache.get::<Infrastructure>(None, "cluster");
-        let cloud_ref = infra
-            .as_ref()
-            .and_then(|i| i.spec.cloud_config.as_ref())
-            .map(|c| CloudConfigRef {
-                name: c.name.clone(),
-                key: c.key.clone().unwrap_or_default(),
-            });
-        let infra_cm = cloud_ref
-            .as_ref()
-            .filter(|r| !r.name.is_empty())
-            .and_then(|r| kit.cache.config_map(config::USER_CONFIG_NAMESPACE, &r.name));
-        let source = config::select_source(user.as_ref(), cloud_ref.as_ref(), infra_cm.as_ref())
-            .map_err(|e| (e.to_string(), None))?;
+        let (source, ca_config_map) = if hosted {
+            (
+                config::SourceConfig::default(),
+                operator_kit::hosted::CLOUD_CA_CONFIG_MAP,
+            )
+        } else {
+            (self.user_source(kit)?, SYNCED_CLOUD_PROVIDER_CONFIGMAP)
+        };
         let credentials = kit.cache.secret(ns, CREDENTIALS_SECRET);
-        let synced = kit.cache.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
+        let synced = kit.cache.config_map(ns, ca_config_map);
         let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
             .map_err(|e| (e.to_string(), None))?;
         let origin = source
@@ -185,6 +184,27 @@ impl ConfigSync {
             _ => None,
         };
         Ok((config::cloud_conf_configmap(ns, data), requeue, stale))
+    }
+
+    /// The standalone source of `cloud.conf`: the user's ConfigMap, else the installer's.
+    fn user_source(&self, kit: &Kit) -> Result<config::SourceConfig, (String, Option<Duration>)> {
+        let user = kit
+            .cache
+            .config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
+        let infra: Option<Infrastructure> = kit.cache.get::<Infrastructure>(None, "cluster");
+        let cloud_ref = infra
+            .as_ref()
+            .and_then(|i| i.spec.cloud_config.as_ref())
+            .map(|c| CloudConfigRef {
+                name: c.name.clone(),
+                key: c.key.clone().unwrap_or_default(),
+            });
+        let infra_cm = cloud_ref
+            .as_ref()
+            .filter(|r| !r.name.is_empty())
+            .and_then(|r| kit.cache.config_map(config::USER_CONFIG_NAMESPACE, &r.name));
+        config::select_source(user.as_ref(), cloud_ref.as_ref(), infra_cm.as_ref())
+            .map_err(|e| (e.to_string(), None))
     }
 
     fn record_listing(

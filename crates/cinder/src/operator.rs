@@ -20,6 +20,7 @@ use operator_kit::clusters::Clients;
 use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Group, Kit, Pass, Settings, StepError, Workload,
 };
+use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::{Metrics, WriteVerb};
@@ -127,6 +128,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     }
     if opts.hosted.is_some() {
         builder = operator_kit::hosted::watch(builder, ns);
+        builder = hosted_reads(ns, &node_ns).watch(builder, &[ns, node_ns.as_str()]);
     }
     // The chart's classes, by name, when they are to be adopted (and kept after `helm
     // uninstall` deletes them). The adoption record is a ConfigMap of `ns`, watched above.
@@ -139,6 +141,9 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     let mut base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
     base.node_namespace = node_ns.clone();
     base.hosted = opts.hosted.clone();
+    base.images
+        .entry("OPERATOR_IMAGE_VERSION".into())
+        .or_insert_with(|| "placeholder".into());
     let objects = build::everything(&Facts::from(base))?;
     if opts.cert_manager.is_some() {
         let requests = operator_kit::metrics_cert::requests(&objects);
@@ -169,6 +174,23 @@ pub fn secrets_read(namespace: &str) -> [(&str, &'static str); 2] {
     ]
 }
 
+/// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
+/// namespace's ConfigMap watch cover (its namespace being the control-plane namespace
+/// `control_plane`): the ConfigMaps and the Secrets, as (namespace, name), that the watches
+/// must add. The CA of config sync in the control-plane namespace, and the node DaemonSet's
+/// trusted CA bundle and credentials in the guest namespace `guest` (their hashes roll the
+/// node plugins).
+pub fn hosted_reads(control_plane: &str, guest: &str) -> HostedReads {
+    let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+    HostedReads {
+        config_maps: vec![
+            pair(control_plane, operator_kit::hosted::CLOUD_CA_CONFIG_MAP),
+            pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP),
+        ],
+        secrets: vec![pair(guest, CREDENTIALS_SECRET)],
+    }
+}
+
 impl From<BaseFacts> for Facts {
     fn from(base: BaseFacts) -> Self {
         Facts {
@@ -180,6 +202,8 @@ impl From<BaseFacts> for Facts {
             log_level: base.log_level,
             proxy: base.proxy,
             serving: base.serving,
+            node_namespace: base.node_namespace,
+            hosted: base.hosted,
             ..Facts::default()
         }
     }
@@ -274,17 +298,28 @@ impl csi::Driver for Cinder {
 
     fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
         let ns = kit.namespace.as_str();
+        // Hosted, the node DaemonSet's inputs live in the guest namespace.
+        let (node_trusted_ca_bundle, node_credentials) = match &base.hosted {
+            Some(_) => (
+                kit.cache
+                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
+                kit.cache.secret(&base.node_namespace, CREDENTIALS_SECRET),
+            ),
+            None => (None, None),
+        };
         Facts {
             trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
             credentials: kit.cache.secret(ns, CREDENTIALS_SECRET),
             metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
+            node_trusted_ca_bundle,
+            node_credentials,
             ..Facts::from(base)
         }
     }
 
     /// Config sync: cloud-conf, with enable_topology from OpenStack (its hash rolls the pods).
     async fn configure(&mut self, kit: &Kit, pass: &mut Pass, facts: &mut Facts) {
-        facts.cloud_conf = self.config_sync.step(kit, pass).await;
+        facts.cloud_conf = self.config_sync.step(kit, pass, facts).await;
         if let Some(adoption) = self.adoption.as_mut() {
             adoption.before(kit, pass).await;
         }
@@ -388,8 +423,11 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
 }
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
+/// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
 pub fn images_from_env() -> BTreeMap<String, String> {
-    csi::images_from_env(&crate::assets::image_placeholders())
+    let mut names = crate::assets::image_placeholders();
+    names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
+    csi::images_from_env(&names)
 }
 
 /// The prefix used in condition names, for callers and tests.

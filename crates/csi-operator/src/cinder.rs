@@ -122,6 +122,8 @@ pub struct RenderArgs {
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
     #[arg(long = "proxy", value_parser = parse_pair)]
     proxy: Vec<(String, String)>,
+    #[command(flatten)]
+    hosted: crate::hosted_render::HostedArgs,
     /// A public Cinder volume type to render a StorageClass for (`csi-cinder-<type>`), as the
     /// operator keeps one when the ClusterCSIDriver carries the annotation
     /// cinder.csi.openstack.org/volume-type-storage-classes=true; repeatable.
@@ -150,6 +152,12 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
     let level = LogLevel::parse(&args.log_level);
     if let Some(bad) = level.unknown {
         anyhow::bail!("--log-level {bad:?} is not one of Normal, Debug, Trace, TraceAll");
+    }
+    let hosted = args.hosted.hosted(&mut images)?;
+    if hosted.is_some() && args.cloud_config.is_some() {
+        anyhow::bail!(
+            "--cloud-config with --hypershift: a hosted control plane reads no user cloud config (anchors §4.5)"
+        );
     }
     let user = match &args.cloud_config {
         Some(p) => Some(
@@ -191,9 +199,17 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
             Some(p) => format!("--cloud-config {}", p.display()),
             None => "the generated cloud.conf".to_string(),
         })?;
-    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&args.namespace, data);
+    // Hosted, the control-plane objects go to the control-plane namespace and --namespace is
+    // the guest's.
+    let namespace = match &hosted {
+        Some(h) => h.control_plane.namespace.clone(),
+        None => args.namespace.clone(),
+    };
+    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&namespace, data);
     Ok(Facts {
-        namespace: args.namespace.clone(),
+        namespace,
+        node_namespace: args.namespace.clone(),
+        hosted,
         images,
         cluster_id: args.cluster_id.clone(),
         topology: crate::flags::topology(&args.control_plane_topology)?,

@@ -122,8 +122,15 @@ impl ProcessFlags {
         let guest = client(Some(guest_path))
             .await
             .context("--guest-kubeconfig")?;
-        let mut hosted = operator_kit::hosted::Hosted::from_env().map_err(anyhow::Error::msg)?;
-        hosted.control_plane.namespace = control_plane_namespace.to_string();
+        // The control plane itself is read from its HostedControlPlane on every reconcile.
+        let hosted = operator_kit::hosted::Hosted::from_env(
+            operator_kit::hosted::HostedControlPlane {
+                namespace: control_plane_namespace.to_string(),
+                ..Default::default()
+            },
+            |name| std::env::var(name).ok(),
+        )
+        .map_err(anyhow::Error::msg)?;
         Ok(ProcessClients {
             clients: operator_kit::clusters::Clients::hosted(
                 own.clone(),

@@ -15,6 +15,7 @@ mod cluster_storage;
 mod demo;
 mod duration;
 mod flags;
+mod hosted_render;
 mod manila;
 mod reference_docs;
 #[cfg(feature = "lab")]

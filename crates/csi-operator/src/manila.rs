@@ -120,6 +120,8 @@ pub struct RenderArgs {
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
     #[arg(long = "proxy", value_parser = parse_pair)]
     proxy: Vec<(String, String)>,
+    #[command(flatten)]
+    hosted: crate::hosted_render::HostedArgs,
 }
 
 fn parse_pair(s: &str) -> Result<(String, String), String> {
@@ -149,8 +151,17 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
             "give at least one --share-type NAME: without share types the operator deploys nothing (Manila is disabled)"
         );
     }
+    let hosted = args.hosted.hosted(&mut images)?;
+    // Hosted, the control-plane objects go to the control-plane namespace and --namespace is
+    // the guest's.
+    let namespace = match &hosted {
+        Some(h) => h.control_plane.namespace.clone(),
+        None => args.namespace.clone(),
+    };
     let facts = Facts {
-        namespace: args.namespace.clone(),
+        namespace,
+        node_namespace: args.namespace.clone(),
+        hosted,
         images,
         cluster_id: args.cluster_id.clone(),
         topology: crate::flags::topology(&args.control_plane_topology)?,

@@ -197,15 +197,17 @@ async fn install(management: &RealCluster, guest: &mut RealCluster) {
         })
         .collect();
     assert_eq!(cso_docs.len(), 2, "the CSO's ServiceAccount and Deployment");
-    cso_docs.extend(control_plane_operator_rbac());
+    cso_docs.extend(control_plane_operator_objects());
     // Bindings before the Deployment, so the CSO's first requests are allowed.
     cso_docs.sort_by_key(|d| d["kind"] == "Deployment");
     apply_all(&management.client, &cso_docs).await;
 }
 
-/// The Role HyperShift's control-plane operator gives the CSO in the control-plane namespace
-/// (what it grants, restated: the CSO deploys the driver operators there, with their RBAC).
-fn control_plane_operator_rbac() -> Vec<Value> {
+/// What HyperShift's control-plane operator gives the CSO in the control-plane namespace: its
+/// Role (what it grants, restated: the CSO deploys the driver operators there, with their
+/// RBAC) and its serving certificate (HyperShift's PKI signs one for the `cluster-storage-operator`
+/// name; here the service-ca stand-in mints it for a Service of that name).
+fn control_plane_operator_objects() -> Vec<Value> {
     let all = |groups: &[&str], resources: &[&str]| json!({"apiGroups": groups, "resources": resources, "verbs": ["*"]});
     vec![
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -224,6 +226,12 @@ fn control_plane_operator_rbac() -> Vec<Value> {
             "metadata": {"name": "cluster-storage-operator", "namespace": CP_NS},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cluster-storage-operator"},
             "subjects": [{"kind": "ServiceAccount", "name": "cluster-storage-operator", "namespace": CP_NS}]}),
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "cluster-storage-operator", "namespace": CP_NS,
+                "annotations": {"service.beta.openshift.io/serving-cert-secret-name":
+                                "cluster-storage-operator-serving-cert"}},
+            "spec": {"selector": {"name": "cluster-storage-operator"},
+                     "ports": [{"name": "metrics", "port": 8443}]}}),
     ]
 }
 

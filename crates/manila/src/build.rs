@@ -20,6 +20,7 @@ use kube::api::ObjectMeta;
 use operator_kit::assets::Replacements;
 use operator_kit::desired;
 use operator_kit::hooks::{self, TopologyMode};
+use operator_kit::hosted::Hosted;
 use operator_kit::kinds;
 use operator_kit::leader_timing::LeaderTiming;
 use operator_kit::loglevel::LogLevel;
@@ -64,6 +65,19 @@ pub struct Facts {
     pub metrics_cert: Option<Secret>,
     /// The CSIDriver's `fsGroupPolicy`.
     pub fs_group_policy: FsGroupPolicy,
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`: the node DaemonSets, the
+    /// StorageClasses' secrets). Empty means `namespace` (standalone).
+    pub node_namespace: String,
+    /// Set on a hosted control plane: `namespace` is the control-plane namespace, the
+    /// controller takes the hypershift shape and hooks and mounts its CA from
+    /// `openstack-cloud-config`, and the control-plane set has no ServiceMonitor.
+    pub hosted: Option<Hosted>,
+    /// Hosted only: the trusted CA bundle ConfigMap of the guest namespace (the node
+    /// DaemonSet's; standalone it is `trusted_ca_bundle`).
+    pub node_trusted_ca_bundle: Option<ConfigMap>,
+    /// Hosted only: `manila-cloud-credentials` of the guest namespace (the node DaemonSet's;
+    /// standalone it is `driver_credentials`).
+    pub node_driver_credentials: Option<Secret>,
 }
 
 impl std::fmt::Debug for Facts {
@@ -82,6 +96,10 @@ impl std::fmt::Debug for Facts {
             driver_credentials,
             metrics_cert,
             fs_group_policy,
+            node_namespace,
+            hosted,
+            node_trusted_ca_bundle,
+            node_driver_credentials,
         } = self;
         f.debug_struct("Facts")
             .field("namespace", namespace)
@@ -96,6 +114,13 @@ impl std::fmt::Debug for Facts {
             .field("driver_credentials", &RedactedSecret(driver_credentials))
             .field("metrics_cert", &RedactedSecret(metrics_cert))
             .field("fs_group_policy", fs_group_policy)
+            .field("node_namespace", node_namespace)
+            .field("hosted", hosted)
+            .field("node_trusted_ca_bundle", node_trusted_ca_bundle)
+            .field(
+                "node_driver_credentials",
+                &RedactedSecret(node_driver_credentials),
+            )
             .finish()
     }
 }
@@ -139,11 +164,36 @@ pub struct FsGroupPolicyError(pub String);
 pub use operator_kit::desired::{BuildError, Desired};
 
 impl Facts {
+    /// The namespace of the guest-side objects: `node_namespace`, or `namespace` when unset.
+    pub fn node_namespace(&self) -> &str {
+        if self.node_namespace.is_empty() {
+            &self.namespace
+        } else {
+            &self.node_namespace
+        }
+    }
+
+    /// The node DaemonSet's trusted CA bundle and credentials: the guest namespace's when
+    /// hosted, the one namespace's otherwise.
+    fn node_inputs(&self) -> (Option<&ConfigMap>, Option<&Secret>) {
+        if self.hosted.is_some() {
+            (
+                self.node_trusted_ca_bundle.as_ref(),
+                self.node_driver_credentials.as_ref(),
+            )
+        } else {
+            (
+                self.trusted_ca_bundle.as_ref(),
+                self.driver_credentials.as_ref(),
+            )
+        }
+    }
+
     /// The `${NAME}` replacements every asset gets.
     pub fn replacements(&self) -> Replacements {
         Replacements::new()
             .images_from_env(&self.images)
-            .namespaces(&self.namespace, &self.namespace)
+            .namespaces(&self.namespace, self.node_namespace())
             .cluster_id(&self.cluster_id)
             .log_level(self.log_level)
             // Sidecars always use the HA timings, also on single-replica control planes.
@@ -178,20 +228,48 @@ fn render_typed<T: serde::de::DeserializeOwned>(
     Ok(asset.render_object(&facts.replacements())?)
 }
 
-/// The static objects of the driver namespace (Namespace first).
+/// The Namespace asset: the driver namespace, which is the guest's when hosted.
+const NAMESPACE_ASSET: &str = "namespace.yaml";
+/// The ServiceMonitor asset, absent from the hosted set.
+const SERVICE_MONITOR_ASSET: &str = "servicemonitor.yaml";
+/// The controller's ServiceAccount asset.
+const CONTROLLER_SA_ASSET: &str = "controller_sa.yaml";
+
+/// The static objects of the driver namespace (Namespace first). Hosted: those of the
+/// control-plane namespace only (the Namespace is the guest's, see [`guest_static`]; no
+/// ServiceMonitor; the controller's ServiceAccount pulls with the plane's pull secret).
 pub fn control_plane_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
+    let hosted = facts.hosted.is_some();
     CONTROL_PLANE_STATIC
         .iter()
-        .map(|a| render_static(a, facts))
+        .filter(|a| !(hosted && [NAMESPACE_ASSET, SERVICE_MONITOR_ASSET].contains(&a.name)))
+        .map(|a| {
+            let mut d = render_static(a, facts)?;
+            if hosted && a.name == CONTROLLER_SA_ASSET {
+                operator_kit::hosted::hosted_service_account(&mut d.object);
+            }
+            Ok(d)
+        })
         .collect()
 }
 
-/// RBAC, the node ServiceAccount and the static `csi-manila-secrets`.
+/// RBAC, the node ServiceAccount and the static `csi-manila-secrets`; hosted, the guest's
+/// driver Namespace first.
 pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
-    GUEST_STATIC
-        .iter()
-        .map(|a| render_static(a, facts))
-        .collect()
+    let mut out = Vec::new();
+    if facts.hosted.is_some()
+        && let Some(asset) = CONTROL_PLANE_STATIC
+            .iter()
+            .find(|a| a.name == NAMESPACE_ASSET)
+    {
+        let mut d = render_static(asset, facts)?;
+        d.object.metadata.name = Some(facts.node_namespace().to_string());
+        out.push(d);
+    }
+    for a in GUEST_STATIC {
+        out.push(render_static(a, facts)?);
+    }
+    Ok(out)
 }
 
 /// The CSIDriver with `fsGroupPolicy` from the facts: the only place it is built.
@@ -214,14 +292,25 @@ pub fn csi_driver(facts: &Facts) -> Result<Desired, BuildError> {
 /// The controller Deployment with its hooks: topology, proxy, replicas, trusted CA bundle
 /// (from the driver namespace), then the hashes of the credentials and the metrics cert.
 pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
-    let mut d: Deployment = render_typed(&CONTROLLER_DEPLOYMENT, facts)?;
+    let repl = facts.replacements();
+    let mut d: Deployment = CONTROLLER_DEPLOYMENT.render_object(&repl)?;
     let ns = facts.namespace.as_str();
-    hooks::control_plane_topology(&mut d, &facts.topology);
-    if facts.kubernetes {
-        hooks::kubernetes_control_plane(&mut d);
+    if let Some(hosted) = &facts.hosted {
+        // Go's hypershift asset (with its CA rename), then its hypershift hooks in place of
+        // topology, proxy and replicas (anchors §4.8, §5.5).
+        let version =
+            operator_kit::assets::render(CONTROLLER_DEPLOYMENT.name, "${RELEASE_VERSION}", &repl)?;
+        operator_kit::hosted::hosted_controller_shape(&mut d, ns, &version);
+        rename_ca_config_map(&mut d);
+        operator_kit::hosted::hosted_controller_hooks(&mut d, hosted, &facts.images);
+    } else {
+        hooks::control_plane_topology(&mut d, &facts.topology);
+        if facts.kubernetes {
+            hooks::kubernetes_control_plane(&mut d);
+        }
+        hooks::inject_proxy(&mut d, &facts.proxy);
+        hooks::replicas(&mut d, &facts.topology);
     }
-    hooks::inject_proxy(&mut d, &facts.proxy);
-    hooks::replicas(&mut d, &facts.topology);
     hooks::inject_trusted_ca_bundle(
         &mut d,
         ns,
@@ -243,23 +332,35 @@ pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
     Ok(d)
 }
 
-/// The Manila node DaemonSet with its hooks: trusted CA bundle, proxy, credentials hash.
+/// The volume of the controller that mounts the cloud's CA.
+const CA_VOLUME: &str = "cacert";
+
+/// Hosted, the controller reads the cloud's CA from `openstack-cloud-config` of the
+/// control-plane namespace (`controller_rename_config_map.yaml` of openshift/csi-operator).
+fn rename_ca_config_map(d: &mut Deployment) {
+    let volumes = d
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .and_then(|p| p.volumes.as_mut());
+    for v in volumes.into_iter().flatten() {
+        if v.name == CA_VOLUME
+            && let Some(cm) = v.config_map.as_mut()
+        {
+            cm.name = operator_kit::hosted::CLOUD_CA_CONFIG_MAP.to_string();
+        }
+    }
+}
+
+/// The Manila node DaemonSet with its hooks: trusted CA bundle, proxy, credentials hash (of
+/// the guest namespace's objects).
 pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
     let mut ds: DaemonSet = render_typed(&NODE_DAEMONSET, facts)?;
-    let ns = facts.namespace.as_str();
-    hooks::inject_trusted_ca_bundle(
-        &mut ds,
-        ns,
-        TRUSTED_CA_BUNDLE_CONFIGMAP,
-        facts.trusted_ca_bundle.as_ref(),
-    );
+    let ns = facts.node_namespace();
+    let (ca_bundle, credentials) = facts.node_inputs();
+    hooks::inject_trusted_ca_bundle(&mut ds, ns, TRUSTED_CA_BUNDLE_CONFIGMAP, ca_bundle);
     hooks::inject_proxy(&mut ds, &facts.proxy);
-    hooks::secret_hash_annotation(
-        &mut ds,
-        ns,
-        DRIVER_CREDENTIALS_SECRET,
-        facts.driver_credentials.as_ref(),
-    );
+    hooks::secret_hash_annotation(&mut ds, ns, DRIVER_CREDENTIALS_SECRET, credentials);
     Ok(ds)
 }
 
@@ -371,7 +472,7 @@ pub fn everything(
     out.push(volume_snapshot_class(facts)?);
     let (names, errors) = crate::names::storage_class_names(share_types.iter().map(String::as_str));
     for (name, share_type) in &names {
-        out.push(storage_class(&facts.namespace, name, share_type)?);
+        out.push(storage_class(facts.node_namespace(), name, share_type)?);
     }
     Ok((out, errors.into_iter().map(|(_, e)| e).collect()))
 }
@@ -637,5 +738,93 @@ mod tests {
                 "only kubelet paths change"
             );
         }
+    }
+
+    fn hosted_facts() -> Facts {
+        let mut f = facts();
+        f.namespace = "clusters-guest".into();
+        f.node_namespace = crate::DRIVER_NAMESPACE.into();
+        f.images
+            .insert("OPERATOR_IMAGE_VERSION".into(), "4.20.0".into());
+        f.hosted = Some(Hosted::default());
+        f
+    }
+
+    /// Anchors §5.5: the hosted set, the guest namespace and the CA rename.
+    #[test]
+    fn hosted_objects_split_between_the_control_plane_and_the_guest() {
+        let f = hosted_facts();
+        let cp = control_plane_static(&f).expect("builds");
+        let kinds: Vec<&str> = cp.iter().map(|d| d.resource.kind.as_str()).collect();
+        assert!(
+            !kinds.contains(&"ServiceMonitor") && !kinds.contains(&"Namespace"),
+            "{kinds:?}"
+        );
+        for d in &cp {
+            assert_eq!(
+                d.object.metadata.namespace.as_deref(),
+                Some("clusters-guest")
+            );
+        }
+        let guest = guest_static(&f).expect("builds");
+        assert_eq!(guest[0].resource.kind, "Namespace");
+        assert_eq!(
+            guest[0].object.metadata.name.as_deref(),
+            Some(crate::DRIVER_NAMESPACE)
+        );
+        let d = controller_deployment(&f).expect("builds");
+        let pod = d.spec.unwrap().template.spec.unwrap();
+        let cacert = pod
+            .volumes
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == "cacert")
+            .unwrap();
+        assert_eq!(cacert.config_map.unwrap().name, "openstack-cloud-config");
+        // The node plugin keeps the guest's synced copy.
+        let ds = serde_json::to_string(&node_daemonset(&f).unwrap()).unwrap();
+        assert!(ds.contains("cloud-provider-config") && !ds.contains("openstack-cloud-config"));
+        let (all, _) = everything(&f, &["gold".into()]).expect("builds");
+        let sc = all
+            .iter()
+            .find(|d| d.resource.kind == "StorageClass")
+            .unwrap();
+        assert_eq!(
+            sc.object.data["parameters"]["csi.storage.k8s.io/provisioner-secret-namespace"],
+            crate::DRIVER_NAMESPACE
+        );
+        // Standalone keeps its Namespace first and its CA ConfigMap name.
+        let standalone = control_plane_static(&facts()).expect("builds");
+        assert_eq!(standalone[0].resource.kind, "Namespace");
+        assert!(
+            guest_static(&facts())
+                .unwrap()
+                .iter()
+                .all(|d| d.resource.kind != "Namespace")
+        );
+    }
+
+    #[test]
+    fn hosted_node_plugin_hashes_the_guest_credentials() {
+        let mut f = hosted_facts();
+        let secret = |v: &str| Secret {
+            data: Some(BTreeMap::from([(
+                "clouds.yaml".to_string(),
+                ByteString(v.as_bytes().to_vec()),
+            )])),
+            ..Default::default()
+        };
+        f.driver_credentials = Some(secret("management"));
+        f.node_driver_credentials = Some(secret("guest"));
+        let key = operator_kit::hash::dependency_annotation_key(
+            operator_kit::hash::DependencyKind::Secret,
+            crate::DRIVER_NAMESPACE,
+            DRIVER_CREDENTIALS_SECRET,
+        );
+        let mut ds = node_daemonset(&f).expect("builds");
+        assert_eq!(
+            template_annotations(&mut ds)[&key],
+            operator_kit::hash::secret_hash(&secret("guest"))
+        );
     }
 }

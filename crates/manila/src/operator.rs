@@ -28,6 +28,7 @@ use operator_kit::csi::{
     self, BaseFacts, CsiOperator, Flow, Group, Kit, Pass, Settings, StepError, Workload,
     clouds_yaml_of,
 };
+use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
@@ -161,6 +162,11 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     }
     if opts.hosted.is_some() {
         builder = operator_kit::hosted::watch(builder, &opts.namespace);
+        let node_ns = opts.node_namespace();
+        builder = hosted_reads(&node_ns).watch(
+            builder,
+            &[&opts.operator_namespace, &opts.namespace, &node_ns],
+        );
     }
     let (objects, _) = build::everything(&placeholder_facts(opts), &[])?;
     if opts.cert_manager.is_some() {
@@ -205,7 +211,24 @@ fn placeholder_facts(opts: &Options) -> Facts {
     );
     base.node_namespace = opts.node_namespace();
     base.hosted = opts.hosted.clone();
+    base.images
+        .entry("OPERATOR_IMAGE_VERSION".into())
+        .or_insert_with(|| "placeholder".into());
     Facts::from(base)
+}
+
+/// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
+/// namespace's ConfigMap watch cover (`opts.namespace` being the control-plane namespace): the
+/// ConfigMaps and the Secrets, as (namespace, name), that the watches must add: the node
+/// DaemonSet's trusted CA bundle and credentials in the guest namespace `guest` (the
+/// credentials' hash rolls the node plugin). The controller's `openstack-cloud-config` is
+/// mounted, not read.
+pub fn hosted_reads(guest: &str) -> HostedReads {
+    let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
+    HostedReads {
+        config_maps: vec![pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP)],
+        secrets: vec![pair(guest, DRIVER_CREDENTIALS_SECRET)],
+    }
 }
 
 impl From<BaseFacts> for Facts {
@@ -219,6 +242,8 @@ impl From<BaseFacts> for Facts {
             log_level: base.log_level,
             proxy: base.proxy,
             serving: base.serving,
+            node_namespace: base.node_namespace,
+            hosted: base.hosted,
             ..Facts::default()
         }
     }
@@ -360,7 +385,19 @@ impl csi::Driver for Manila {
     fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
         let ns = kit.namespace.as_str();
         let policy = FsGroupPolicy::parse(self.opts.fs_group_policy.as_deref());
+        // Hosted, the node DaemonSet's inputs live in the guest namespace.
+        let (node_trusted_ca_bundle, node_driver_credentials) = match &base.hosted {
+            Some(_) => (
+                kit.cache
+                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
+                kit.cache
+                    .secret(&base.node_namespace, DRIVER_CREDENTIALS_SECRET),
+            ),
+            None => (None, None),
+        };
         Facts {
+            node_trusted_ca_bundle,
+            node_driver_credentials,
             trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
             driver_credentials: kit.cache.secret(ns, DRIVER_CREDENTIALS_SECRET),
             metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
@@ -373,30 +410,35 @@ impl csi::Driver for Manila {
         // The Namespace is created when missing and otherwise left to its owner (CSO on
         // OpenShift): the apply engine cannot update a Namespace read from the watch cache
         // yet (the cached copy has no kind; reported to operator-kit).
-        let ns_exists = kit
-            .cache
-            .get_object::<Namespace>(None, &kit.namespace)
-            .is_some();
-        let cp = build::control_plane_static(facts).map(|objects| {
+        // Hosted, the Namespace is the guest's and comes with the guest group.
+        let missing = |objects: Vec<Desired>| -> Vec<Desired> {
             objects
                 .into_iter()
-                .filter(|d| !(ns_exists && d.resource.kind == "Namespace"))
+                .filter(|d| {
+                    d.resource.kind != "Namespace"
+                        || d.object.metadata.name.as_deref().is_none_or(|name| {
+                            kit.cache.get_object::<Namespace>(None, name).is_none()
+                        })
+                })
                 .collect()
-        });
+        };
         vec![
             Group {
                 prefix: CP_STATIC_PREFIX,
-                objects: cp,
+                objects: build::control_plane_static(facts).map(missing),
             },
             Group {
                 prefix: GUEST_STATIC_PREFIX,
-                objects: build::guest_static(facts),
+                objects: build::guest_static(facts).map(missing),
             },
         ]
     }
 
     async fn before_workloads(&mut self, kit: &Kit, pass: &mut Pass, facts: &mut Facts) {
-        pass.post(RESOURCE_SYNC_PREFIX, resource_sync(kit).await);
+        pass.post(
+            RESOURCE_SYNC_PREFIX,
+            resource_sync(kit, facts.node_namespace()).await,
+        );
         pass.post(CSI_DRIVER_PREFIX, self.csi_driver(kit, facts).await);
     }
 
@@ -423,8 +465,9 @@ impl csi::Driver for Manila {
         ]
     }
 
-    async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, _facts: &Facts) {
-        crate::storage_classes::step(kit, pass, &self.share_types, &self.gone).await;
+    async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, facts: &Facts) {
+        let ns = facts.node_namespace();
+        crate::storage_classes::step(kit, pass, ns, &self.share_types, &self.gone).await;
     }
 
     fn snapshot_class(&self, facts: &Facts) -> Result<Desired, BuildError> {
@@ -483,10 +526,10 @@ impl Manila {
     }
 }
 
-/// Copies `openshift-config/cloud-provider-config` into the driver namespace for the pods'
-/// `cacert` volume; deletes the copy when the source is gone (anchors §5.2, §3.6).
-async fn resource_sync(kit: &Kit) -> Result<(), StepError> {
-    let ns = kit.namespace.as_str();
+/// Copies `openshift-config/cloud-provider-config` into the driver namespace `ns` (the
+/// guest's when hosted) for the node pods' `cacert` volume; deletes the copy when the source
+/// is gone (anchors §5.2, §3.6).
+async fn resource_sync(kit: &Kit, ns: &str) -> Result<(), StepError> {
     match kit
         .cache
         .config_map(CONFIG_NAMESPACE, CLOUD_PROVIDER_CONFIGMAP)
@@ -505,8 +548,11 @@ async fn resource_sync(kit: &Kit) -> Result<(), StepError> {
 }
 
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
+/// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
 pub fn images_from_env() -> BTreeMap<String, String> {
-    csi::images_from_env(&crate::assets::image_placeholders())
+    let mut names = crate::assets::image_placeholders();
+    names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
+    csi::images_from_env(&names)
 }
 
 #[cfg(test)]

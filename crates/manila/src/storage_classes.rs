@@ -20,9 +20,9 @@ pub fn class_selector() -> String {
 /// One StorageClass per share type, up to operator-kit's `MAX_CLASSES`. Classes of share
 /// types that disappeared are kept (bound volumes need them) and named in the condition
 /// message, as are share types that get no class because of a name collision, and how many
-/// get none because there are more than the limit.
-pub async fn step(kit: &Kit, pass: &mut Pass, share_types: &[String], gone: &[String]) {
-    let ns = kit.namespace.as_str();
+/// get none because there are more than the limit. `ns` is the driver's (guest) namespace,
+/// where the classes' `csi-manila-secrets` lives.
+pub async fn step(kit: &Kit, pass: &mut Pass, ns: &str, share_types: &[String], gone: &[String]) {
     let (names, name_errors) =
         crate::names::storage_class_names(share_types.iter().map(String::as_str));
     let (names, over_limit) = crate::names::NAMING.limit(names, MAX_CLASSES, |name| {

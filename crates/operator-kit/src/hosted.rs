@@ -6,14 +6,23 @@
 //! the ClusterCSIDriver, CSIDriver, node DaemonSets, StorageClasses and the node side's RBAC
 //! live in the guest. This module holds the facts of that placement, read from the
 //! `HostedControlPlane` object of the control-plane namespace, and the names OpenShift gives
-//! the pieces. It is pure: it parses objects handed to it and reads nothing itself.
+//! the pieces, and the hooks both drivers run on their controller Deployment when hosted
+//! ([`hosted_controller_shape`], [`hosted_controller_hooks`], [`hosted_service_account`]). It
+//! is pure: it parses and adjusts objects handed to it and reads nothing itself (the
+//! environment comes in through a lookup function).
 //!
 //! What it must not do: decide which cluster an object goes to (the kit's client routing does
-//! that by namespace), or build objects (the drivers' and the CSO's builders do).
+//! that by namespace), or decide which objects exist (the drivers' and the CSO's builders do).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, PodAffinity,
+    PodAffinityTerm, PodSecurityContext, PreferredSchedulingTerm, SecretVolumeSource, Toleration,
+    Volume, VolumeMount, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 /// Mount path of the guest kubeconfig in the operators' pods (anchors §3.8).
@@ -132,27 +141,20 @@ pub struct Hosted {
 }
 
 impl Hosted {
-    /// The hosted environment of this process: `RUN_AS_USER` (checked) and the management
-    /// cluster's proxy variables. The control plane is left empty; the kit reads it from the
-    /// cache.
-    pub fn from_env() -> Result<Self, String> {
-        let run_as_user = match std::env::var("RUN_AS_USER") {
-            Ok(v) if !v.is_empty() => Some(parse_run_as_user(&v)?),
-            _ => None,
+    /// The hosted facts of an operator whose environment `lookup` reads: `RUN_AS_USER`
+    /// (checked; unset or empty is none) and the management cluster's proxy variables.
+    pub fn from_env(
+        control_plane: HostedControlPlane,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let run_as_user = match lookup("RUN_AS_USER").filter(|v| !v.is_empty()) {
+            Some(v) => Some(parse_run_as_user(&v)?),
+            None => None,
         };
-        let management_proxy = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]
-            .into_iter()
-            .filter_map(|k| {
-                std::env::var(k)
-                    .ok()
-                    .filter(|v| !v.is_empty())
-                    .map(|v| (k.to_string(), v))
-            })
-            .collect();
         Ok(Self {
-            control_plane: HostedControlPlane::default(),
+            control_plane,
             run_as_user,
-            management_proxy,
+            management_proxy: management_proxy(&lookup),
         })
     }
 }
@@ -256,6 +258,36 @@ pub async fn record_version(
         })
 }
 
+/// The objects a driver operator reads on a hosted control plane beyond what its standalone
+/// watches cover, as (namespace, name): its watches must add them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostedReads {
+    pub config_maps: Vec<(String, String)>,
+    pub secrets: Vec<(String, String)>,
+}
+
+impl HostedReads {
+    /// Registers watches for what is read (by name; a ConfigMap of a namespace in `owned`
+    /// is already covered by the namespace-wide ConfigMap watch).
+    pub fn watch(
+        &self,
+        mut builder: crate::cache::CacheBuilder,
+        owned: &[&str],
+    ) -> crate::cache::CacheBuilder {
+        let config_map = crate::kinds::known("v1", "ConfigMap");
+        let secret = crate::kinds::known("v1", "Secret");
+        for (ns, name) in &self.config_maps {
+            if !owned.contains(&ns.as_str()) {
+                builder = builder.namespaced_object(&config_map, ns, name);
+            }
+        }
+        for (ns, name) in &self.secrets {
+            builder = builder.namespaced_object(&secret, ns, name);
+        }
+        builder
+    }
+}
+
 /// `RUN_AS_USER` must be a non-negative integer (csi-operator refuses anything else).
 pub fn parse_run_as_user(value: &str) -> Result<i64, String> {
     match value.trim().parse::<i64>() {
@@ -265,6 +297,236 @@ pub fn parse_run_as_user(value: &str) -> Result<i64, String> {
              control-plane pods run as, or unset it"
         )),
     }
+}
+
+/// Image variables of the operator's environment that replace images of the controller's
+/// containers on a hosted control plane (anchors §4.8): `csi-driver`, `csi-liveness-probe`, and
+/// every container whose name contains `kube-rbac-proxy`, in that order.
+pub const CONTROL_PLANE_IMAGE_ENV_VARS: [&str; 3] = [
+    "DRIVER_CONTROL_PLANE_IMAGE",
+    "LIVENESS_PROBE_CONTROL_PLANE_IMAGE",
+    "KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE",
+];
+/// The controller sidecars that talk to the guest's API server, so get its kubeconfig.
+pub const GUEST_API_SIDECARS: [&str; 4] = [
+    "csi-provisioner",
+    "csi-attacher",
+    "csi-resizer",
+    "csi-snapshotter",
+];
+/// Name of the guest kubeconfig volume in the controller pod.
+pub const HOSTED_KUBECONFIG_VOLUME: &str = "hosted-kubeconfig";
+/// Where [`HOSTED_KUBECONFIG_VOLUME`] is mounted (the directory of [`HOSTED_KUBECONFIG_PATH`]).
+pub const HOSTED_KUBECONFIG_DIR: &str = "/etc/hosted-kubernetes";
+/// The pull secret HyperShift puts in every control-plane namespace.
+pub const PULL_SECRET: &str = "pull-secret";
+/// Taint key of the management cluster's control-plane nodes.
+pub const CONTROL_PLANE_TAINT: &str = "hypershift.openshift.io/control-plane";
+/// Taint key of the nodes dedicated to one hosted cluster (value: its namespace).
+pub const CLUSTER_TAINT: &str = "hypershift.openshift.io/cluster";
+/// The proxy variables of the management cluster, in the order they are appended.
+pub const MANAGEMENT_PROXY_ENV_VARS: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"];
+
+/// The shape of a driver's controller Deployment on a hosted control plane, as OpenShift's
+/// generator makes its `hypershift` asset from the standalone one (`assets/common/hypershift/`
+/// of openshift/csi-operator, anchors §4.8): control-plane tolerations, node and pod affinity
+/// towards the plane's nodes and pods (the anti-affinity is kept), `priorityClassName`, the pod
+/// label naming the plane, the guest kubeconfig volume and, on the sidecars that call the
+/// guest's API, `--kubeconfig=$(KUBECONFIG)` with its env var and mount; the managed-by label and
+/// the desired-version annotation on the Deployment. `namespace` is the control-plane
+/// namespace, `release_version` the operator's `OPERATOR_IMAGE_VERSION`.
+pub fn hosted_controller_shape(d: &mut Deployment, namespace: &str, release_version: &str) {
+    d.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(MANAGED_BY_LABEL.into(), MANAGED_BY_CSO.into());
+    d.metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(DESIRED_VERSION_ANNOTATION.into(), release_version.into());
+    let template = &mut d.spec.get_or_insert_with(Default::default).template;
+    template
+        .metadata
+        .get_or_insert_with(Default::default)
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(HOSTED_CONTROL_PLANE_LABEL.into(), namespace.into());
+    let pod = template.spec.get_or_insert_with(Default::default);
+    let preference = |key: &str, value: &str, weight: i32| PreferredSchedulingTerm {
+        weight,
+        preference: NodeSelectorTerm {
+            match_expressions: Some(vec![NodeSelectorRequirement {
+                key: key.into(),
+                operator: "In".into(),
+                values: Some(vec![value.into()]),
+            }]),
+            match_fields: None,
+        },
+    };
+    let affinity = pod.affinity.get_or_insert_with(Affinity::default);
+    affinity.node_affinity = Some(NodeAffinity {
+        preferred_during_scheduling_ignored_during_execution: Some(vec![
+            preference(CONTROL_PLANE_TAINT, "true", 50),
+            preference(CLUSTER_TAINT, namespace, 100),
+        ]),
+        required_during_scheduling_ignored_during_execution: None,
+    });
+    affinity.pod_affinity = Some(PodAffinity {
+        preferred_during_scheduling_ignored_during_execution: Some(vec![WeightedPodAffinityTerm {
+            weight: 100,
+            pod_affinity_term: PodAffinityTerm {
+                label_selector: Some(LabelSelector {
+                    match_labels: Some(BTreeMap::from([(
+                        HOSTED_CONTROL_PLANE_LABEL.to_string(),
+                        namespace.to_string(),
+                    )])),
+                    match_expressions: None,
+                }),
+                topology_key: "kubernetes.io/hostname".into(),
+                ..Default::default()
+            },
+        }]),
+        required_during_scheduling_ignored_during_execution: None,
+    });
+    pod.priority_class_name = Some(PRIORITY_CLASS.into());
+    let taint = |key: &str, value: &str| Toleration {
+        key: Some(key.into()),
+        operator: Some("Equal".into()),
+        value: Some(value.into()),
+        effect: Some("NoSchedule".into()),
+        toleration_seconds: None,
+    };
+    pod.tolerations = Some(vec![
+        taint(CONTROL_PLANE_TAINT, "true"),
+        taint(CLUSTER_TAINT, namespace),
+    ]);
+    let volumes = pod.volumes.get_or_insert_with(Vec::new);
+    volumes.retain(|v| v.name != HOSTED_KUBECONFIG_VOLUME);
+    volumes.push(Volume {
+        name: HOSTED_KUBECONFIG_VOLUME.into(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(GUEST_KUBECONFIG_SECRET.into()),
+            default_mode: Some(0o644),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    for c in pod
+        .containers
+        .iter_mut()
+        .filter(|c| GUEST_API_SIDECARS.contains(&c.name.as_str()))
+    {
+        let arg = "--kubeconfig=$(KUBECONFIG)".to_string();
+        let args = c.args.get_or_insert_with(Vec::new);
+        if !args.contains(&arg) {
+            args.push(arg);
+        }
+        let env = c.env.get_or_insert_with(Vec::new);
+        env.retain(|e| e.name != "KUBECONFIG");
+        env.push(EnvVar {
+            name: "KUBECONFIG".into(),
+            value: Some(HOSTED_KUBECONFIG_PATH.into()),
+            value_from: None,
+        });
+        let mounts = c.volume_mounts.get_or_insert_with(Vec::new);
+        mounts.retain(|m| m.name != HOSTED_KUBECONFIG_VOLUME);
+        mounts.push(VolumeMount {
+            name: HOSTED_KUBECONFIG_VOLUME.into(),
+            mount_path: HOSTED_KUBECONFIG_DIR.into(),
+            read_only: Some(true),
+            ..Default::default()
+        });
+    }
+}
+
+/// The Deployment hooks OpenShift's driver operators run on a hosted control plane in place
+/// of the proxy and replicas hooks, in their order (`withHyperShift*` of
+/// openshift/csi-operator's `hooks.go`, anchors §4.8): one replica; the plane's
+/// `nodeSelector` (none when it has none: the guest's `External` topology clears the asset's);
+/// its labels on the pod template, where the template has no such key; the control-plane
+/// images from `images` (the operator's environment) where set; its tolerations appended;
+/// `runAsUser`; the management cluster's proxy variables appended to every container.
+pub fn hosted_controller_hooks(
+    d: &mut Deployment,
+    hosted: &Hosted,
+    images: &BTreeMap<String, String>,
+) {
+    let spec = d.spec.get_or_insert_with(Default::default);
+    spec.replicas = Some(1);
+    let plane = &hosted.control_plane;
+    let template = &mut spec.template;
+    if !plane.labels.is_empty() {
+        let labels = template
+            .metadata
+            .get_or_insert_with(Default::default)
+            .labels
+            .get_or_insert_with(BTreeMap::new);
+        for (k, v) in &plane.labels {
+            labels.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    let pod = template.spec.get_or_insert_with(Default::default);
+    pod.node_selector = (!plane.node_selector.is_empty()).then(|| plane.node_selector.clone());
+    let image = |name: &str| images.get(name).filter(|v| !v.is_empty());
+    let [driver_env, liveness_env, proxy_env] = CONTROL_PLANE_IMAGE_ENV_VARS;
+    for c in pod.containers.iter_mut() {
+        if c.name == "csi-driver"
+            && let Some(i) = image(driver_env)
+        {
+            c.image = Some(i.clone());
+        }
+        if c.name == "csi-liveness-probe"
+            && let Some(i) = image(liveness_env)
+        {
+            c.image = Some(i.clone());
+        }
+        if c.name.contains("kube-rbac-proxy")
+            && let Some(i) = image(proxy_env)
+        {
+            c.image = Some(i.clone());
+        }
+    }
+    if !plane.tolerations.is_empty() {
+        pod.tolerations
+            .get_or_insert_with(Vec::new)
+            .extend(plane.tolerations.iter().cloned());
+    }
+    if let Some(uid) = hosted.run_as_user {
+        pod.security_context
+            .get_or_insert_with(PodSecurityContext::default)
+            .run_as_user = Some(uid);
+    }
+    for name in MANAGEMENT_PROXY_ENV_VARS {
+        let Some(value) = hosted.management_proxy.get(name).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        for c in pod.containers.iter_mut() {
+            c.env.get_or_insert_with(Vec::new).push(EnvVar {
+                name: name.into(),
+                value: Some(value.clone()),
+                value_from: None,
+            });
+        }
+    }
+}
+
+/// The controller's ServiceAccount on a hosted control plane pulls with the plane's
+/// `pull-secret` (`controller_sa_pull_secret.yaml` of openshift/csi-operator).
+pub fn hosted_service_account(sa: &mut DynamicObject) {
+    sa.data["imagePullSecrets"] = serde_json::json!([{ "name": PULL_SECRET }]);
+}
+
+/// The management cluster's proxy variables from the operator's environment (`lookup` reads
+/// one variable), as [`Hosted::management_proxy`] holds them: the set, non-empty ones.
+pub fn management_proxy(lookup: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+    MANAGEMENT_PROXY_ENV_VARS
+        .iter()
+        .filter_map(|name| {
+            lookup(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| (name.to_string(), v))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -382,5 +644,228 @@ mod tests {
             let err = parse_run_as_user(bad).unwrap_err();
             assert!(err.contains("RUN_AS_USER"), "{err}");
         }
+    }
+
+    fn controller() -> Deployment {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "c", "namespace": "ns", "annotations": {"a": "b"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "c"}}, "template": {
+                "metadata": {"labels": {"app": "c"}},
+                "spec": {
+                    "nodeSelector": {"node-role.kubernetes.io/master": ""},
+                    "priorityClassName": "system-cluster-critical",
+                    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}],
+                    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app": "c"}}}}]}},
+                    "containers": [
+                        {"name": "csi-driver", "image": "driver", "env": [{"name": "X", "value": "1"}]},
+                        {"name": "driver-kube-rbac-proxy", "image": "proxy"},
+                        {"name": "csi-provisioner", "image": "prov", "args": ["--v=2"]},
+                        {"name": "csi-liveness-probe", "image": "probe"},
+                    ],
+                    "volumes": [{"name": "socket-dir", "emptyDir": {}}],
+                }}}
+        }))
+        .expect("deployment")
+    }
+
+    fn pod(d: &Deployment) -> serde_json::Value {
+        serde_json::to_value(d).unwrap()["spec"]["template"].clone()
+    }
+
+    #[test]
+    fn the_hosted_shape_is_the_generated_hypershift_asset() {
+        let mut d = controller();
+        hosted_controller_shape(&mut d, "clusters-guest", "4.20.0");
+        // Twice: the shape is idempotent.
+        hosted_controller_shape(&mut d, "clusters-guest", "4.20.0");
+        let meta = &d.metadata;
+        assert_eq!(
+            meta.labels.as_ref().unwrap()[MANAGED_BY_LABEL],
+            "cluster-storage-operator"
+        );
+        assert_eq!(
+            meta.annotations.as_ref().unwrap()[DESIRED_VERSION_ANNOTATION],
+            "4.20.0"
+        );
+        let t = pod(&d);
+        assert_eq!(
+            t["metadata"]["labels"][HOSTED_CONTROL_PLANE_LABEL],
+            "clusters-guest"
+        );
+        let spec = &t["spec"];
+        assert_eq!(spec["priorityClassName"], PRIORITY_CLASS);
+        assert_eq!(
+            spec["tolerations"],
+            serde_json::json!([
+                {"key": CONTROL_PLANE_TAINT, "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+                {"key": CLUSTER_TAINT, "operator": "Equal", "value": "clusters-guest", "effect": "NoSchedule"},
+            ])
+        );
+        let node =
+            &spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+        assert_eq!(node[0]["weight"], 50);
+        assert_eq!(
+            node[1]["preference"]["matchExpressions"][0]["values"][0],
+            "clusters-guest"
+        );
+        assert_eq!(
+            spec["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+                ["labelSelector"]["matchLabels"][HOSTED_CONTROL_PLANE_LABEL],
+            "clusters-guest"
+        );
+        // The anti-affinity of the standalone asset stays.
+        assert!(spec["affinity"]["podAntiAffinity"].is_object());
+        // The asset's node selector stays: the hooks decide it.
+        assert_eq!(spec["nodeSelector"]["node-role.kubernetes.io/master"], "");
+        assert_eq!(
+            spec["volumes"][1],
+            serde_json::json!({"name": "hosted-kubeconfig",
+                "secret": {"secretName": GUEST_KUBECONFIG_SECRET, "defaultMode": 420}})
+        );
+        assert_eq!(spec["volumes"].as_array().unwrap().len(), 2);
+        let containers = spec["containers"].as_array().unwrap();
+        // Only the sidecars that call the guest's API get its kubeconfig.
+        let prov = &containers[2];
+        assert_eq!(
+            prov["args"],
+            serde_json::json!(["--v=2", "--kubeconfig=$(KUBECONFIG)"])
+        );
+        assert_eq!(
+            prov["env"],
+            serde_json::json!([{"name": "KUBECONFIG", "value": HOSTED_KUBECONFIG_PATH}])
+        );
+        assert_eq!(
+            prov["volumeMounts"],
+            serde_json::json!([{"name": "hosted-kubeconfig", "mountPath": "/etc/hosted-kubernetes", "readOnly": true}])
+        );
+        for other in [0, 1, 3] {
+            assert!(
+                containers[other].get("volumeMounts").is_none(),
+                "{}",
+                containers[other]
+            );
+        }
+    }
+
+    #[test]
+    fn the_hosted_hooks_follow_the_plane_and_the_environment() {
+        let hosted = Hosted {
+            control_plane: HostedControlPlane {
+                namespace: "clusters-guest".into(),
+                node_selector: BTreeMap::from([("role".into(), "cp".into())]),
+                labels: BTreeMap::from([("team".into(), "a".into()), ("app".into(), "no".into())]),
+                tolerations: vec![Toleration {
+                    key: Some("dedicated".into()),
+                    operator: Some("Exists".into()),
+                    ..Default::default()
+                }],
+                tls_security_profile: None,
+            },
+            run_as_user: Some(1001),
+            management_proxy: BTreeMap::from([
+                ("NO_PROXY".into(), ".svc".into()),
+                ("HTTP_PROXY".into(), "http://p:3128".into()),
+            ]),
+        };
+        let images = BTreeMap::from([
+            (
+                "DRIVER_CONTROL_PLANE_IMAGE".to_string(),
+                "cp-driver".to_string(),
+            ),
+            (
+                "KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE".to_string(),
+                "cp-proxy".to_string(),
+            ),
+            (
+                "LIVENESS_PROBE_CONTROL_PLANE_IMAGE".to_string(),
+                String::new(),
+            ),
+        ]);
+        let mut d = controller();
+        hosted_controller_shape(&mut d, "clusters-guest", "4.20.0");
+        hosted_controller_hooks(&mut d, &hosted, &images);
+        assert_eq!(d.spec.as_ref().unwrap().replicas, Some(1));
+        let t = pod(&d);
+        assert_eq!(t["metadata"]["labels"]["team"], "a");
+        assert_eq!(t["metadata"]["labels"]["app"], "c", "existing keys win");
+        let spec = &t["spec"];
+        assert_eq!(spec["nodeSelector"], serde_json::json!({"role": "cp"}));
+        assert_eq!(spec["tolerations"][2]["key"], "dedicated");
+        assert_eq!(spec["securityContext"]["runAsUser"], 1001);
+        let c = spec["containers"].as_array().unwrap();
+        assert_eq!(c[0]["image"], "cp-driver");
+        assert_eq!(c[1]["image"], "cp-proxy");
+        assert_eq!(c[2]["image"], "prov");
+        assert_eq!(c[3]["image"], "probe", "an empty variable changes nothing");
+        // Go's order (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), after what the container had.
+        let names: Vec<&str> = c[0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["X", "HTTP_PROXY", "NO_PROXY"]);
+        assert_eq!(c[2]["env"][1]["name"], "HTTP_PROXY");
+
+        // A plane without placement: no nodeSelector at all (the asset's is cleared), no
+        // extra tolerations, no security context, no env.
+        let bare = Hosted {
+            control_plane: HostedControlPlane::default(),
+            ..Hosted::default()
+        };
+        let mut d = controller();
+        hosted_controller_shape(&mut d, "ns", "v");
+        hosted_controller_hooks(&mut d, &bare, &BTreeMap::new());
+        let spec = pod(&d)["spec"].clone();
+        assert!(spec.get("nodeSelector").is_none(), "{spec}");
+        assert_eq!(spec["tolerations"].as_array().unwrap().len(), 2);
+        assert!(spec.get("securityContext").is_none());
+        assert_eq!(spec["containers"][0]["env"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_controller_service_account_pulls_with_the_plane_pull_secret() {
+        let mut sa: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}}))
+        .unwrap();
+        hosted_service_account(&mut sa);
+        assert_eq!(
+            sa.data["imagePullSecrets"],
+            serde_json::json!([{"name": "pull-secret"}])
+        );
+    }
+
+    #[test]
+    fn the_environment_gives_run_as_user_and_the_management_proxy() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let h = Hosted::from_env(
+            HostedControlPlane::default(),
+            env(&[
+                ("RUN_AS_USER", "1001"),
+                ("HTTPS_PROXY", "http://p"),
+                ("NO_PROXY", ""),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(h.run_as_user, Some(1001));
+        assert_eq!(
+            h.management_proxy,
+            BTreeMap::from([("HTTPS_PROXY".to_string(), "http://p".to_string())])
+        );
+        let none = Hosted::from_env(HostedControlPlane::default(), env(&[("RUN_AS_USER", "")]))
+            .expect("empty is unset");
+        assert_eq!(none.run_as_user, None);
+        let err = Hosted::from_env(HostedControlPlane::default(), env(&[("RUN_AS_USER", "-5")]))
+            .unwrap_err();
+        assert!(err.contains("RUN_AS_USER \"-5\""), "{err}");
     }
 }
