@@ -1976,6 +1976,9 @@ fn driver_asset_rbac() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>)
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../{crate_name}/assets"));
         for entry in std::fs::read_dir(&dir).expect("driver assets exist") {
             let path = entry.expect("entry").path();
+            if !path.is_file() {
+                continue;
+            }
             let text = std::fs::read_to_string(&path).expect("readable asset");
             let file = path.display().to_string();
             for doc in operator_kit::assets::parse_values(&file, &text).expect("asset parses") {
