@@ -2102,6 +2102,80 @@ async fn applying_every_manifest_in_order_succeeds() {
     }
 }
 
+/// HyperShift's guest: its CVO runs the `ibm-cloud-managed` profile on the payload without
+/// the file HyperShift removes (`manifestsToOmit`), so the guest gets the namespaces, RBAC,
+/// Storage, ClusterOperator and policies but no CSO Deployment and no CredentialsRequest; the
+/// testbed's CVO stand-in skips what the profile excludes, as the real one does. (With the IBM
+/// Cloud Deployment under another file name, HyperShift would not remove it and the guest
+/// would run a CSO: this test then fails at "no CSO runs in the guest".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hypershifts_guest_cvo_applies_no_cso_and_no_credentials_request() {
+    let bed = testbed::Testbed::start(testbed::Settings::default())
+        .await
+        .expect("testbed starts");
+    testbed::cco::create_namespace(&bed.client)
+        .await
+        .expect("the CCO namespace");
+    let omitted = "0000_50_cluster-storage-operator_10_deployment-ibm-cloud-managed.yaml";
+    let payload: Vec<testbed::cvo::Manifest> = testbed::cvo::load_payload(&manifest_dir())
+        .expect("loads")
+        .into_iter()
+        .filter(|m| m.file != omitted)
+        .collect();
+    let options = testbed::cvo::Options {
+        profile: "ibm-cloud-managed".to_owned(),
+        barrier: testbed::cvo::Barrier::None,
+        ..Default::default()
+    };
+    let report = testbed::cvo::apply_with(&bed.client, &payload, &options)
+        .await
+        .expect("the guest's payload applies");
+    let skipped = report.files(&[testbed::cvo::Action::Skipped]);
+    let want_skipped: Vec<String> = payload
+        .iter()
+        .filter(|m| {
+            m.object["kind"] == "CredentialsRequest"
+                || m.file.ends_with("_10_deployment.yaml")
+                || m.file
+                    .ends_with("_90_retire_01_network_policy_csi-drivers_default_deny.yaml")
+        })
+        .map(|m| m.file.clone())
+        .collect();
+    assert_eq!(skipped, want_skipped);
+    let deployments: Api<Deployment> = Api::namespaced(bed.client.clone(), CSO_NS);
+    assert!(
+        deployments
+            .get_opt("cluster-storage-operator")
+            .await
+            .expect("get")
+            .is_none(),
+        "no CSO runs in the guest"
+    );
+    let storage = kube::Api::<DynamicObject>::all_with(
+        bed.client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("operator.openshift.io", "v1", "Storage"),
+            "storages",
+        ),
+    );
+    assert!(storage.get_opt("cluster").await.expect("get").is_some());
+    // The same payload on a standalone cluster gets its CSO.
+    let standalone = testbed::cvo::Options {
+        barrier: testbed::cvo::Barrier::None,
+        ..Default::default()
+    };
+    testbed::cvo::apply_with(&bed.client, &payload, &standalone)
+        .await
+        .expect("the standalone payload applies");
+    assert!(
+        deployments
+            .get_opt("cluster-storage-operator")
+            .await
+            .expect("get")
+            .is_some()
+    );
+}
+
 /// The CSO may watch, read, create and update every object it applies for the driver
 /// operators, and may grant every Role and ClusterRole among them (an API server's escalation
 /// check: one grants only what one holds, or with `bind`). Checked statically with kube-sim's
