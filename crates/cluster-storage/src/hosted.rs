@@ -143,6 +143,38 @@ pub struct GuestObjects {
     pub cluster_role_binding: k8s_openapi::api::rbac::v1::ClusterRoleBinding,
 }
 
+/// Whether the guest gets the operator's ServiceAccount, Roles and RoleBindings (Cinder's
+/// `hypershift/guest` assets have them, Manila's only the Namespace and cluster-scoped RBAC).
+pub fn guest_has_namespaced_objects(driver: &Driver) -> bool {
+    driver.name == CINDER.name
+}
+
+/// The condition prefix of the step applying the management objects (Go's
+/// `<prefix>CSIDriverOperatorMgmtStaticController`, beside the guest's
+/// `<prefix>CSIDriverOperatorStaticController`).
+pub fn management_static_controller(driver: &Driver) -> String {
+    format!(
+        "{}CSIDriverOperatorMgmtStaticController",
+        driver.condition_prefix
+    )
+}
+
+/// The name of library-go's DeploymentVersionController in the Go CSO (its condition prefix on
+/// `Storage/cluster`, one per driver operator, all of this name).
+pub const DEPLOYMENT_VERSION_CONTROLLER: &str = "DeploymentVersionController";
+
+/// `ClusterOperator.status.relatedObjects` entries of `driver` on a hosted control plane: the
+/// guest's static objects (the Go CSO lists those of its guest static-resource controller
+/// only), in [`Driver::related_objects`] order; the ClusterCSIDriver follows as standalone.
+pub fn hosted_related_objects(driver: &Driver) -> Vec<openshift_api::config::ObjectReference> {
+    driver
+        .related_objects
+        .iter()
+        .filter(|r| guest_has_namespaced_objects(driver) || r.namespace.is_empty())
+        .map(|r| r.to_object_reference())
+        .collect()
+}
+
 /// Why the hosted objects cannot be built, beyond the standalone reasons.
 fn hosted_error(driver: &Driver, message: String) -> BuildError {
     BuildError::Hosted {
@@ -253,7 +285,7 @@ pub fn hosted_typed(
 
     // Guest: the cluster-scoped RBAC, and Cinder's namespaced objects (OpenShift's Manila guest
     // assets have none), Manila's namespace.
-    let cinder = driver.name == CINDER.name;
+    let cinder = guest_has_namespaced_objects(driver);
     let guest = GuestObjects {
         namespace: standalone.namespace.clone(),
         service_account: cinder.then(|| standalone.service_account.clone()),
@@ -894,5 +926,41 @@ mod tests {
                 PULL_SECRET
             );
         }
+    }
+
+    #[test]
+    fn related_objects_are_the_guests_static_objects() {
+        for driver in [&CINDER, &MANILA] {
+            let o = hosted_operator_objects(driver, &inputs(), &hosted()).expect("builds");
+            let guest: Vec<(String, String)> = o
+                .guest
+                .iter()
+                .map(|d| {
+                    (
+                        d.object.metadata.namespace.clone().unwrap_or_default(),
+                        d.object.metadata.name.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            let related = hosted_related_objects(driver);
+            assert!(!related.is_empty());
+            for r in &related {
+                assert!(
+                    guest.contains(&(r.namespace.clone(), r.name.clone())),
+                    "{}: {r:?} is not a guest object",
+                    driver.name
+                );
+            }
+        }
+        // Manila's guest has no operator ServiceAccount: it is not listed.
+        assert!(
+            hosted_related_objects(&MANILA)
+                .iter()
+                .all(|r| r.resource != "serviceaccounts")
+        );
+        assert_eq!(
+            management_static_controller(&CINDER),
+            "OpenStackCinderCSIDriverOperatorMgmtStaticController"
+        );
     }
 }
