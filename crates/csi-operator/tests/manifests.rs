@@ -843,6 +843,43 @@ fn the_hypershift_manifests_are_openshifts_set_and_no_cvo_applies_them() {
     ] {
         assert!(env.contains(name), "{name} missing from {env:?}");
     }
+    // HyperShift sets each image variable to the release's image of the tag its storage
+    // component maps the name to (`v2/storage/envreplace.go`, restated for the names we use);
+    // a variable it does not know would keep this file's placeholder image.
+    const HYPERSHIFT_REPLACES: &[(&str, &str)] = &[
+        (
+            "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
+            "openstack-cinder-csi-driver-operator",
+        ),
+        (
+            "OPENSTACK_CINDER_DRIVER_IMAGE",
+            "openstack-cinder-csi-driver",
+        ),
+        ("MANILA_DRIVER_OPERATOR_IMAGE", "csi-driver-manila-operator"),
+        ("MANILA_DRIVER_IMAGE", "csi-driver-manila"),
+        ("MANILA_NFS_DRIVER_IMAGE", "csi-driver-nfs"),
+        ("PROVISIONER_IMAGE", "csi-external-provisioner"),
+        ("ATTACHER_IMAGE", "csi-external-attacher"),
+        ("RESIZER_IMAGE", "csi-external-resizer"),
+        ("SNAPSHOTTER_IMAGE", "csi-external-snapshotter"),
+        ("NODE_DRIVER_REGISTRAR_IMAGE", "csi-node-driver-registrar"),
+        ("LIVENESS_PROBE_IMAGE", "csi-livenessprobe"),
+        ("KUBE_RBAC_PROXY_IMAGE", "kube-rbac-proxy"),
+        ("TOOLS_IMAGE", "tools"),
+        (
+            "OPENSTACK_CINDER_DRIVER_CONTROL_PLANE_IMAGE",
+            "openstack-cinder-csi-driver",
+        ),
+        ("MANILA_DRIVER_CONTROL_PLANE_IMAGE", "csi-driver-manila"),
+        ("LIVENESS_PROBE_CONTROL_PLANE_IMAGE", "csi-livenessprobe"),
+        ("KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE", "kube-rbac-proxy"),
+    ];
+    for name in env.iter().filter(|n| n.ends_with("_IMAGE")) {
+        assert!(
+            HYPERSHIFT_REPLACES.iter().any(|(n, _)| n == name),
+            "{name}: HyperShift does not replace it"
+        );
+    }
     // The standalone Deployment's image variables are all here too.
     let standalone: Deployment = typed(find(
         &load(),
