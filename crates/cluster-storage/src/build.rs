@@ -76,6 +76,14 @@ pub enum BuildError {
     /// A built object does not convert to a desired object (a bug caught by the tests).
     #[error(transparent)]
     Desired(desired::BuildError),
+    /// The hosted control plane's objects cannot be built ([`crate::hosted`]).
+    #[error("cannot build the {driver} operator objects for the hosted control plane: {message}")]
+    Hosted {
+        /// Registry name of the driver.
+        driver: &'static str,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
 }
 
 /// The facts the per-driver objects depend on, read by the caller from its caches.

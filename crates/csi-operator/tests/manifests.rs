@@ -843,6 +843,43 @@ fn the_hypershift_manifests_are_openshifts_set_and_no_cvo_applies_them() {
     ] {
         assert!(env.contains(name), "{name} missing from {env:?}");
     }
+    // HyperShift sets each image variable to the release's image of the tag its storage
+    // component maps the name to (`v2/storage/envreplace.go`, restated for the names we use);
+    // a variable it does not know would keep this file's placeholder image.
+    const HYPERSHIFT_REPLACES: &[(&str, &str)] = &[
+        (
+            "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
+            "openstack-cinder-csi-driver-operator",
+        ),
+        (
+            "OPENSTACK_CINDER_DRIVER_IMAGE",
+            "openstack-cinder-csi-driver",
+        ),
+        ("MANILA_DRIVER_OPERATOR_IMAGE", "csi-driver-manila-operator"),
+        ("MANILA_DRIVER_IMAGE", "csi-driver-manila"),
+        ("MANILA_NFS_DRIVER_IMAGE", "csi-driver-nfs"),
+        ("PROVISIONER_IMAGE", "csi-external-provisioner"),
+        ("ATTACHER_IMAGE", "csi-external-attacher"),
+        ("RESIZER_IMAGE", "csi-external-resizer"),
+        ("SNAPSHOTTER_IMAGE", "csi-external-snapshotter"),
+        ("NODE_DRIVER_REGISTRAR_IMAGE", "csi-node-driver-registrar"),
+        ("LIVENESS_PROBE_IMAGE", "csi-livenessprobe"),
+        ("KUBE_RBAC_PROXY_IMAGE", "kube-rbac-proxy"),
+        ("TOOLS_IMAGE", "tools"),
+        (
+            "OPENSTACK_CINDER_DRIVER_CONTROL_PLANE_IMAGE",
+            "openstack-cinder-csi-driver",
+        ),
+        ("MANILA_DRIVER_CONTROL_PLANE_IMAGE", "csi-driver-manila"),
+        ("LIVENESS_PROBE_CONTROL_PLANE_IMAGE", "csi-livenessprobe"),
+        ("KUBE_RBAC_PROXY_CONTROL_PLANE_IMAGE", "kube-rbac-proxy"),
+    ];
+    for name in env.iter().filter(|n| n.ends_with("_IMAGE")) {
+        assert!(
+            HYPERSHIFT_REPLACES.iter().any(|(n, _)| n == name),
+            "{name}: HyperShift does not replace it"
+        );
+    }
     // The standalone Deployment's image variables are all here too.
     let standalone: Deployment = typed(find(
         &load(),
@@ -1976,6 +2013,9 @@ fn driver_asset_rbac() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>)
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../{crate_name}/assets"));
         for entry in std::fs::read_dir(&dir).expect("driver assets exist") {
             let path = entry.expect("entry").path();
+            if !path.is_file() {
+                continue;
+            }
             let text = std::fs::read_to_string(&path).expect("readable asset");
             let file = path.display().to_string();
             for doc in operator_kit::assets::parse_values(&file, &text).expect("asset parses") {
@@ -2097,6 +2137,80 @@ async fn applying_every_manifest_in_order_succeeds() {
             assert_eq!(got.data["spec"]["managementState"], "Managed");
         }
     }
+}
+
+/// HyperShift's guest: its CVO runs the `ibm-cloud-managed` profile on the payload without
+/// the file HyperShift removes (`manifestsToOmit`), so the guest gets the namespaces, RBAC,
+/// Storage, ClusterOperator and policies but no CSO Deployment and no CredentialsRequest; the
+/// testbed's CVO stand-in skips what the profile excludes, as the real one does. (With the IBM
+/// Cloud Deployment under another file name, HyperShift would not remove it and the guest
+/// would run a CSO: this test then fails at "no CSO runs in the guest".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hypershifts_guest_cvo_applies_no_cso_and_no_credentials_request() {
+    let bed = testbed::Testbed::start(testbed::Settings::default())
+        .await
+        .expect("testbed starts");
+    testbed::cco::create_namespace(&bed.client)
+        .await
+        .expect("the CCO namespace");
+    let omitted = "0000_50_cluster-storage-operator_10_deployment-ibm-cloud-managed.yaml";
+    let payload: Vec<testbed::cvo::Manifest> = testbed::cvo::load_payload(&manifest_dir())
+        .expect("loads")
+        .into_iter()
+        .filter(|m| m.file != omitted)
+        .collect();
+    let options = testbed::cvo::Options {
+        profile: "ibm-cloud-managed".to_owned(),
+        barrier: testbed::cvo::Barrier::None,
+        ..Default::default()
+    };
+    let report = testbed::cvo::apply_with(&bed.client, &payload, &options)
+        .await
+        .expect("the guest's payload applies");
+    let skipped = report.files(&[testbed::cvo::Action::Skipped]);
+    let want_skipped: Vec<String> = payload
+        .iter()
+        .filter(|m| {
+            m.object["kind"] == "CredentialsRequest"
+                || m.file.ends_with("_10_deployment.yaml")
+                || m.file
+                    .ends_with("_90_retire_01_network_policy_csi-drivers_default_deny.yaml")
+        })
+        .map(|m| m.file.clone())
+        .collect();
+    assert_eq!(skipped, want_skipped);
+    let deployments: Api<Deployment> = Api::namespaced(bed.client.clone(), CSO_NS);
+    assert!(
+        deployments
+            .get_opt("cluster-storage-operator")
+            .await
+            .expect("get")
+            .is_none(),
+        "no CSO runs in the guest"
+    );
+    let storage = kube::Api::<DynamicObject>::all_with(
+        bed.client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("operator.openshift.io", "v1", "Storage"),
+            "storages",
+        ),
+    );
+    assert!(storage.get_opt("cluster").await.expect("get").is_some());
+    // The same payload on a standalone cluster gets its CSO.
+    let standalone = testbed::cvo::Options {
+        barrier: testbed::cvo::Barrier::None,
+        ..Default::default()
+    };
+    testbed::cvo::apply_with(&bed.client, &payload, &standalone)
+        .await
+        .expect("the standalone payload applies");
+    assert!(
+        deployments
+            .get_opt("cluster-storage-operator")
+            .await
+            .expect("get")
+            .is_some()
+    );
 }
 
 /// The CSO may watch, read, create and update every object it applies for the driver

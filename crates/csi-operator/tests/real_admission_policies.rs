@@ -37,6 +37,20 @@ fn objects(dir: &Path) -> Vec<Value> {
         .iter()
         .flat_map(|f| realkube::apply::read(f).unwrap())
         .filter(|o| o["metadata"]["annotations"]["release.openshift.io/delete"] != "true")
+        // A release manifest of another cluster profile (the IBM Cloud CSO Deployment) is not
+        // applied on a standalone cluster; plain-Kubernetes manifests have no profile.
+        .filter(|o| {
+            let annotations = o["metadata"]["annotations"].as_object();
+            let profiles = annotations
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| k.starts_with("include.release.openshift.io/"))
+                .count();
+            profiles == 0
+                || o["metadata"]["annotations"]
+                    ["include.release.openshift.io/self-managed-high-availability"]
+                    == "true"
+        })
         .collect()
 }
 

@@ -203,24 +203,10 @@ pub fn version_to_record(
     deployment: &k8s_openapi::api::apps::v1::Deployment,
     operator_version: &str,
 ) -> Option<String> {
-    let annotations = deployment.metadata.annotations.as_ref()?;
-    let desired = annotations.get(DESIRED_VERSION_ANNOTATION)?;
-    if desired != operator_version || annotations.get(VERSION_ANNOTATION) == Some(desired) {
-        return None;
+    match version_annotation(deployment, operator_version) {
+        VersionAnnotation::Set(version) => Some(version),
+        VersionAnnotation::NotOurs | VersionAnnotation::AlreadySet | VersionAnnotation::RollingOut => None,
     }
-    let status = deployment.status.as_ref()?;
-    if status.observed_generation != deployment.metadata.generation {
-        return None;
-    }
-    let finished = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "Progressing")
-        .is_some_and(|c| {
-            c.status == "True" && c.reason.as_deref() == Some("NewReplicaSetAvailable")
-        });
-    finished.then(|| desired.clone())
 }
 
 /// Condition prefix of the version recording, after library-go's controller name.
@@ -529,6 +515,56 @@ pub fn management_proxy(lookup: impl Fn(&str) -> Option<String>) -> BTreeMap<Str
         .collect()
 }
 
+/// What library-go's DeploymentVersionController does with a control-plane Deployment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionAnnotation {
+    /// Its `release.openshift.io/desired-version` is not this operator's version: written by
+    /// another (earlier) operator, left alone.
+    NotOurs,
+    /// `release.openshift.io/version` already says the desired version.
+    AlreadySet,
+    /// The rollout of the desired version has not finished yet.
+    RollingOut,
+    /// The rollout finished: set `release.openshift.io/version` to this value.
+    Set(String),
+}
+
+/// The pure part of library-go's DeploymentVersionController (`hypershift/deploymentversion`):
+/// once `deployment` (read from the management cluster) has rolled out (its status observed the
+/// current generation and its `Progressing` condition is `True / NewReplicaSetAvailable`) and
+/// its desired-version annotation is `operator_version` (`OPERATOR_IMAGE_VERSION`), its
+/// version annotation is to say so.
+pub fn version_annotation(
+    deployment: &k8s_openapi::api::apps::v1::Deployment,
+    operator_version: &str,
+) -> VersionAnnotation {
+    let annotations = deployment.metadata.annotations.as_ref();
+    let get = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
+    let desired = get(DESIRED_VERSION_ANNOTATION).unwrap_or("");
+    if desired != operator_version {
+        return VersionAnnotation::NotOurs;
+    }
+    if get(VERSION_ANNOTATION).unwrap_or("") == desired {
+        return VersionAnnotation::AlreadySet;
+    }
+    let status = deployment.status.as_ref();
+    let observed = status.and_then(|s| s.observed_generation).unwrap_or(0);
+    if observed != deployment.metadata.generation.unwrap_or(0) {
+        return VersionAnnotation::RollingOut;
+    }
+    let finished = status
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Progressing"))
+        .is_some_and(|c| {
+            c.status == "True" && c.reason.as_deref() == Some("NewReplicaSetAvailable")
+        });
+    if finished {
+        VersionAnnotation::Set(desired.to_owned())
+    } else {
+        VersionAnnotation::RollingOut
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,52 +621,8 @@ mod tests {
         }
     }
 
-    fn deployment(
-        desired: Option<&str>,
-        recorded: Option<&str>,
-        done: bool,
-    ) -> k8s_openapi::api::apps::v1::Deployment {
-        let mut annotations = serde_json::Map::new();
-        if let Some(d) = desired {
-            annotations.insert(DESIRED_VERSION_ANNOTATION.into(), d.into());
-        }
-        if let Some(r) = recorded {
-            annotations.insert(VERSION_ANNOTATION.into(), r.into());
-        }
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "c", "generation": 3, "annotations": annotations},
-            "status": {"observedGeneration": if done { 3 } else { 2 }, "conditions": [
-                {"type": "Progressing", "status": "True",
-                 "reason": if done { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" }}]},
-        }))
-        .expect("deployment")
-    }
-
     #[test]
-    fn the_version_is_recorded_once_the_rollout_for_it_finished() {
-        assert_eq!(
-            version_to_record(&deployment(Some("4.20.1"), None, true), "4.20.1"),
-            Some("4.20.1".into())
-        );
-        assert_eq!(
-            version_to_record(&deployment(Some("4.20.1"), Some("4.20.0"), true), "4.20.1"),
-            Some("4.20.1".into()),
-            "an upgrade records the new version"
-        );
-        for (d, why) in [
-            (deployment(Some("4.20.1"), None, false), "still rolling out"),
-            (
-                deployment(Some("4.20.1"), Some("4.20.1"), true),
-                "already recorded",
-            ),
-            (
-                deployment(Some("4.20.0"), None, true),
-                "meant for another version",
-            ),
-            (deployment(None, None, true), "no desired version"),
-        ] {
-            assert_eq!(version_to_record(&d, "4.20.1"), None, "{why}");
-        }
+    fn the_version_controller_is_named_after_the_driver() {
         assert_eq!(
             version_controller_prefix("OpenStackCinder"),
             "OpenStackCinderDeploymentVersionController"
@@ -867,5 +859,84 @@ mod tests {
         let err = Hosted::from_env(HostedControlPlane::default(), env(&[("RUN_AS_USER", "-5")]))
             .unwrap_err();
         assert!(err.contains("RUN_AS_USER \"-5\""), "{err}");
+    }
+    fn deployment(
+        desired: Option<&str>,
+        version: Option<&str>,
+        generation: i64,
+        observed: i64,
+        progressing: Option<(&str, &str)>,
+    ) -> k8s_openapi::api::apps::v1::Deployment {
+        let mut annotations = serde_json::Map::new();
+        if let Some(d) = desired {
+            annotations.insert(DESIRED_VERSION_ANNOTATION.into(), d.into());
+        }
+        if let Some(v) = version {
+            annotations.insert(VERSION_ANNOTATION.into(), v.into());
+        }
+        let conditions: Vec<serde_json::Value> = progressing
+            .into_iter()
+            .map(|(status, reason)| {
+                serde_json::json!({"type": "Progressing", "status": status, "reason": reason})
+            })
+            .chain([serde_json::json!({"type": "Available", "status": "True"})])
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "op", "annotations": annotations, "generation": generation},
+            "status": {"observedGeneration": observed, "conditions": conditions},
+        }))
+        .expect("a Deployment")
+    }
+
+    #[test]
+    fn the_version_is_set_once_the_desired_version_has_rolled_out() {
+        let done = Some(("True", "NewReplicaSetAvailable"));
+        assert_eq!(
+            version_annotation(&deployment(Some("4.20.1"), None, 3, 3, done), "4.20.1"),
+            VersionAnnotation::Set("4.20.1".into())
+        );
+        // An older version annotation is replaced.
+        assert_eq!(
+            version_annotation(
+                &deployment(Some("4.20.1"), Some("4.20.0"), 3, 3, done),
+                "4.20.1"
+            ),
+            VersionAnnotation::Set("4.20.1".into())
+        );
+        assert_eq!(
+            version_annotation(
+                &deployment(Some("4.20.1"), Some("4.20.1"), 3, 3, done),
+                "4.20.1"
+            ),
+            VersionAnnotation::AlreadySet
+        );
+        // Another operator's Deployment, or one from before the annotation existed.
+        assert_eq!(
+            version_annotation(&deployment(Some("4.20.0"), None, 3, 3, done), "4.20.1"),
+            VersionAnnotation::NotOurs
+        );
+        assert_eq!(
+            version_annotation(&deployment(None, None, 3, 3, done), "4.20.1"),
+            VersionAnnotation::NotOurs
+        );
+        // Not rolled out: the status is of an older generation, or the rollout goes on.
+        assert_eq!(
+            version_annotation(&deployment(Some("4.20.1"), None, 4, 3, done), "4.20.1"),
+            VersionAnnotation::RollingOut
+        );
+        for progressing in [
+            Some(("True", "ReplicaSetUpdated")),
+            Some(("False", "ProgressDeadlineExceeded")),
+            None,
+        ] {
+            assert_eq!(
+                version_annotation(
+                    &deployment(Some("4.20.1"), None, 3, 3, progressing),
+                    "4.20.1"
+                ),
+                VersionAnnotation::RollingOut,
+                "{progressing:?}"
+            );
+        }
     }
 }
