@@ -51,6 +51,7 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use crate::build::{self, Inputs, OPERATOR_IMAGE_VERSION_ENV};
+use crate::hosted;
 use crate::olm_sync;
 use crate::ownership::{self, Owner};
 use crate::registry::{self, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver, Selection};
@@ -162,6 +163,13 @@ pub fn env_from_process() -> BTreeMap<String, String> {
         .flat_map(Driver::all_image_vars)
         .map(|v| v.cso_env)
         .chain([OPERATOR_IMAGE_VERSION_ENV])
+        // The images of the drivers' pods in a hosted control plane's management cluster.
+        .chain(
+            DRIVERS
+                .iter()
+                .filter_map(hosted::driver_control_plane_image_env),
+        )
+        .chain([hosted::LIVENESS_PROBE_CONTROL_PLANE_IMAGE_ENV])
         .filter_map(|name| std::env::var(name).ok().map(|v| (name.to_owned(), v)))
         .collect()
 }
@@ -169,6 +177,13 @@ pub fn env_from_process() -> BTreeMap<String, String> {
 /// Inputs with every image set, for what does not depend on values (names and kinds).
 fn placeholder_inputs() -> Inputs {
     let mut env = BTreeMap::new();
+    for name in DRIVERS
+        .iter()
+        .filter_map(hosted::driver_control_plane_image_env)
+        .chain([hosted::LIVENESS_PROBE_CONTROL_PLANE_IMAGE_ENV])
+    {
+        env.insert(name.to_owned(), "placeholder".to_owned());
+    }
     for v in DRIVERS.iter().flat_map(Driver::all_image_vars) {
         env.insert(v.cso_env.to_owned(), "placeholder".to_owned());
     }
@@ -216,9 +231,19 @@ pub fn watches(
                 &ar("storage.k8s.io/v1", "CSIDriver"),
                 driver.cluster_csi_driver,
             );
-        let statics = build::operator_objects(driver, &inputs)?
-            .static_desired(driver)
-            .map_err(build::BuildError::Desired)?;
+        let statics = match &opts.hosted {
+            Some(h) => {
+                let objects = hosted::hosted_operator_objects(driver, &inputs, h)?;
+                objects
+                    .management
+                    .into_iter()
+                    .chain(objects.guest)
+                    .collect()
+            }
+            None => build::operator_objects(driver, &inputs)?
+                .static_desired(driver)
+                .map_err(build::BuildError::Desired)?,
+        };
         for d in statics {
             // In namespaces the CSO does not own (openshift-config, the Manila
             // namespace) only the objects it applies are watched, by name, so that its RBAC
@@ -421,6 +446,8 @@ impl Operator {
         }
 
         failed |= self.starter_step(&mut board, infra.as_ref()).await;
+        let (hosted, unreadable) = self.hosted_control_plane(&mut board);
+        failed |= unreadable;
         let mut requeue: Option<Duration> = None;
         for driver in self.started.clone() {
             // A driver once installed through OLM is removed from OLM before its operator is
@@ -438,7 +465,14 @@ impl Operator {
                 requeue = earliest(requeue, out.requeue_after);
             }
             failed |= self
-                .driver_steps(&mut board, driver, &inputs, &storage_obj, deploy)
+                .driver_steps(
+                    &mut board,
+                    driver,
+                    &inputs,
+                    &storage_obj,
+                    deploy,
+                    hosted.as_ref(),
+                )
                 .await;
         }
         if self.opts.hosted.is_some() {
@@ -546,12 +580,24 @@ impl Operator {
         inputs: &Inputs,
         storage: &DynamicObject,
         deploy: bool,
+        hosted: Option<&operator_kit::hosted::Hosted>,
     ) -> bool {
         let prefix = driver.condition_prefix;
         let static_prefix = format!("{prefix}CSIDriverOperatorStaticController");
         let deployment_prefix = format!("{prefix}{}", roll_up::DEPLOYMENT_CONTROLLER_INFIX);
-        let objects = match build::operator_objects(driver, inputs) {
-            Ok(o) => o,
+        // Standalone: everything in one cluster. Hosted: the management objects (in the
+        // control-plane namespace) under their own controller, the guest's under the
+        // standalone name, as the Go CSO names them.
+        let built = match hosted {
+            None => build::operator_objects(driver, inputs).map(|o| {
+                let deployment = o.deployment_desired(driver);
+                (None, o.static_desired(driver), deployment)
+            }),
+            Some(h) => hosted::hosted_operator_objects(driver, inputs, h)
+                .map(|o| (Some(o.management), Ok(o.guest), Ok(o.deployment))),
+        };
+        let (management, statics, deployment) = match built {
+            Ok(b) => b,
             Err(e) => {
                 // A missing image blocks the static objects and the Deployment alike.
                 let message = e.to_string();
@@ -561,18 +607,25 @@ impl Operator {
                 return true;
             }
         };
-        let mut failed = steps::apply_group(
-            &self.applier,
-            &self.metrics,
-            board,
-            &static_prefix,
-            objects.static_desired(driver),
-        )
-        .await;
+        let mut failed = false;
+        if let Some(management) = management {
+            failed |= steps::apply_group(
+                &self.applier,
+                &self.metrics,
+                board,
+                &hosted::management_static_controller(driver),
+                Ok(management),
+            )
+            .await;
+        }
+        failed |=
+            steps::apply_group(&self.applier, &self.metrics, board, &static_prefix, statics).await;
         failed |= self.cr_step(board, driver, inputs).await;
         // Not before the OLM-installed operator is gone (Go `olmRemovalComplete`).
         if deploy {
-            failed |= self.deployment_step(board, driver, &objects, storage).await;
+            failed |= self
+                .deployment_step(board, driver, deployment, storage)
+                .await;
         }
         // Hosted, HyperShift gives the control-plane namespace its CA (`openstack-cloud-config`)
         // and the CSO runs no CA syncer (anchors §5.5).
@@ -666,7 +719,7 @@ impl Operator {
         &self,
         board: &mut StatusBoard,
         driver: &Driver,
-        objects: &build::OperatorObjects,
+        desired: Result<operator_kit::desired::Desired, operator_kit::desired::BuildError>,
         storage: &DynamicObject,
     ) -> bool {
         let prefix = format!(
@@ -676,7 +729,7 @@ impl Operator {
         );
         let ns = self.opts.driver_operator_namespace();
         let name = driver.operator_deployment;
-        let desired = match objects.deployment_desired(driver) {
+        let desired = match desired {
             Ok(d) => d,
             Err(e) => {
                 board.set_condition(conditions::degraded(&prefix, Some(&e.to_string())));
@@ -719,6 +772,36 @@ impl Operator {
         unhealthy
     }
 
+    /// Hosted: the HostedControlPlane of the control-plane namespace with the hosted
+    /// environment, posting `HostedControlPlaneDegraded` (absent or malformed: the operator
+    /// Deployments are placed without its node selector, labels and tolerations until it is
+    /// corrected), and whether it could not be read. `None` when standalone.
+    fn hosted_control_plane(
+        &self,
+        board: &mut StatusBoard,
+    ) -> (Option<operator_kit::hosted::Hosted>, bool) {
+        let Some(env) = self.opts.hosted.as_ref() else {
+            return (None, false);
+        };
+        let mut hosted = env.clone();
+        let read = operator_kit::hosted::read_control_plane(&self.cache, &self.opts.namespace);
+        let message = match read {
+            Ok(plane) => {
+                hosted.control_plane = plane;
+                None
+            }
+            Err(message) => {
+                hosted.control_plane.namespace = self.opts.namespace.clone();
+                Some(message)
+            }
+        };
+        board.set_condition(conditions::degraded(
+            operator_kit::hosted::CONDITION_PREFIX,
+            message.as_deref(),
+        ));
+        (Some(hosted), message.is_some())
+    }
+
     /// Hosted: library-go's DeploymentVersionController on each driver operator Deployment
     /// (one `DeploymentVersionControllerDegraded` for all, as the Go CSO names each of its
     /// controllers alike); see [`operator_kit::hosted::version_to_record`].
@@ -745,7 +828,7 @@ impl Operator {
         }
         let message = (!errors.is_empty()).then(|| errors.join("\n"));
         board.set_condition(conditions::degraded(
-            "DeploymentVersionController",
+            hosted::DEPLOYMENT_VERSION_CONTROLLER,
             message.as_deref(),
         ));
         !errors.is_empty()

@@ -205,7 +205,9 @@ pub fn version_to_record(
 ) -> Option<String> {
     match version_annotation(deployment, operator_version) {
         VersionAnnotation::Set(version) => Some(version),
-        VersionAnnotation::NotOurs | VersionAnnotation::AlreadySet | VersionAnnotation::RollingOut => None,
+        VersionAnnotation::NotOurs
+        | VersionAnnotation::AlreadySet
+        | VersionAnnotation::RollingOut => None,
     }
 }
 
