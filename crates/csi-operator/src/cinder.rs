@@ -88,7 +88,7 @@ pub async fn start(
         resync: args.process.resync,
         leader_election: args.process.leader_election,
     };
-    crate::client::run_operator(own, launch, cache, metrics, op, shutdown).await
+    crate::client::run_operator(own, &client, launch, cache, metrics, op, shutdown).await
 }
 
 #[derive(clap::Args)]

@@ -44,7 +44,8 @@ fn without_client_retries(mut config: Config) -> Config {
 
 /// The operator's own lease timing: SingleReplica control planes get the longer lease
 /// (anchors §4.1); anything unreadable (plain Kubernetes has no Infrastructure) keeps the
-/// default.
+/// default. `client` is the guest's: a hosted control plane's topology is the guest's
+/// Infrastructure (`External`), and its operators may not read the management cluster's.
 pub async fn leader_timing(client: &Client) -> operator_kit::leader_timing::LeaderTiming {
     use operator_kit::leader_timing::LeaderTiming;
     let api: kube::Api<openshift_api::config::Infrastructure> = kube::Api::all(client.clone());
@@ -177,6 +178,7 @@ pub struct Launch {
 /// `shutdown` or a lost lease.
 pub async fn run_operator<R: operator_kit::process::Reconciler>(
     client: Client,
+    guest: &Client,
     launch: Launch,
     cache: operator_kit::cache::Cache,
     metrics: std::sync::Arc<operator_kit::metrics::Metrics>,
@@ -189,7 +191,7 @@ pub async fn run_operator<R: operator_kit::process::Reconciler>(
     let base = if launch.leader_election.is_complete() {
         operator_kit::leader_timing::LeaderTiming::DEFAULT
     } else {
-        leader_timing(&client).await
+        leader_timing(guest).await
     };
     let timing = launch.leader_election.resolve(base)?;
     let identity = launch

@@ -50,6 +50,7 @@ pub async fn start(
         .context("cannot prepare the watches")?
         .start();
     let metrics = Metrics::new("cluster_storage_operator");
+    let guest = clients.guest().clone();
     let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log);
     let launch = crate::client::Launch {
         namespace: args.namespace,
@@ -61,5 +62,5 @@ pub async fn start(
         resync: args.process.resync,
         leader_election: args.process.leader_election,
     };
-    crate::client::run_operator(own, launch, cache, metrics, op, shutdown).await
+    crate::client::run_operator(own, &guest, launch, cache, metrics, op, shutdown).await
 }

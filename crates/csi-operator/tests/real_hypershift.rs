@@ -142,10 +142,18 @@ async fn install(management: &RealCluster, guest: &mut RealCluster) {
         .run_cvo_with_profile(&hosted_payload, "ibm-cloud-managed")
         .await;
 
-    // The control-plane operator: namespace, HostedControlPlane, guest kubeconfig.
+    // The HyperShift operator: the HostedControlPlane API and the priority class of every
+    // control-plane pod. The control-plane operator: namespace, HostedControlPlane, guest
+    // kubeconfig.
     realkube::apply::object(&management.client, &hosted_control_plane_crd())
         .await
         .expect("HostedControlPlane CRD");
+    let priority_class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "hypershift-control-plane"}, "value": 100000000,
+        "description": "control-plane components of hosted clusters"});
+    realkube::apply::object(&management.client, &priority_class)
+        .await
+        .expect("the control-plane priority class");
     realkube::apply::object(&management.client, &namespace(CP_NS))
         .await
         .expect("control-plane namespace");
@@ -338,11 +346,13 @@ async fn wait_both<T>(
         match check(management, guest).await {
             Ok(v) => return v,
             Err(last) if std::time::Instant::now() > deadline => panic!(
-                "timed out waiting for {what}: {last}\n=== management\n{}\n=== guest\n{}\n=== refused\n{:?}\n{:?}",
+                "timed out waiting for {what}: {last}\n=== management\n{}\n=== guest\n{}\n=== refused\n{:?}\n{:?}\n=== pods refused\n{:?}\n{:?}",
                 management.report(),
                 guest.report(),
                 refused(management),
                 refused(guest),
+                management.failed_creates().await,
+                guest.failed_creates().await,
             ),
             Err(_) => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
         }
