@@ -111,13 +111,13 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
             &ar("storage.k8s.io/v1", "StorageClass"),
             &operator_kit::settings::extra_class_selector(CSI_DRIVER_NAME),
         );
-    for kind in [
-        ("v1", "ConfigMap"),
-        ("apps/v1", "Deployment"),
-        ("apps/v1", "DaemonSet"),
-    ] {
-        builder = builder.namespaced(&ar(kind.0, kind.1));
-    }
+    // The controller Deployment lives in `ns`, the node DaemonSet in `node_ns` (the same
+    // namespace unless hosted, where the control-plane namespace has no DaemonSet and its
+    // Role grants none).
+    builder = builder
+        .namespaced(&ar("v1", "ConfigMap"))
+        .in_namespace(&ar("apps/v1", "Deployment"), ns)
+        .in_namespace(&ar("apps/v1", "DaemonSet"), &node_ns);
     // Secrets by name only, so the Role can name them: a namespace-wide watch would read
     // every credential of the namespace, other operators' included. Hosted, the guest's
     // namespace has the node plugin's copies.

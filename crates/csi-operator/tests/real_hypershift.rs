@@ -246,8 +246,8 @@ fn control_plane_operator_objects() -> Vec<Value> {
 fn guest_admin_kubeconfig(guest: &RealCluster) -> String {
     let admin = guest
         .plane
-        .token_for(realkube::ADMIN_USER)
-        .expect("the guest's admin token");
+        .token_for(GUEST_ADMIN_USER)
+        .expect("the guest's service-network-admin token");
     guest.plane.kubeconfig_yaml(admin)
 }
 
@@ -272,11 +272,10 @@ fn refused(c: &RealCluster) -> Vec<String> {
 }
 
 /// Whether a request's user is one of ours: an operator's ServiceAccount in the management
-/// cluster, or (in the guest) the guest administrator the operators act as. The test's own
-/// requests happen outside the windows these checks read.
+/// cluster, or (in the guest) the service-network-admin the operators act as there.
 fn is_operator(user: &str) -> bool {
     (user.starts_with("system:serviceaccount:") && !user.starts_with("system:serviceaccount:kube-"))
-        || user == realkube::ADMIN_USER
+        || user == GUEST_ADMIN_USER
 }
 
 /// The cloud credentials where HyperShift puts them: the control-plane namespace (for the
@@ -686,6 +685,13 @@ async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_
         "hypershift",
         &management.plane.kubeconfig_yaml(management_admin),
     );
-    work.provide("guest.kubeconfig", &guest_admin_kubeconfig(&guest));
+    let guest_admin = guest
+        .plane
+        .token_for(realkube::ADMIN_USER)
+        .expect("the guest admin token");
+    work.provide(
+        "guest.kubeconfig",
+        &guest.plane.kubeconfig_yaml(guest_admin),
+    );
     work.run_guide("hypershift");
 }

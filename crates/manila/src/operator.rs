@@ -156,10 +156,12 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     for (namespace, name) in secrets_read(opts) {
         builder = builder.namespaced_object(&ar("v1", "Secret"), namespace, name);
     }
-    for kind in [("apps/v1", "Deployment"), ("apps/v1", "DaemonSet")] {
-        builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.namespace);
-        builder = builder.in_namespace(&ar(kind.0, kind.1), &opts.node_namespace());
-    }
+    // The controller Deployment in `namespace`, the node DaemonSets in the node namespace
+    // (the same unless hosted, where the control-plane namespace has no DaemonSet and its Role
+    // grants none).
+    builder = builder
+        .in_namespace(&ar("apps/v1", "Deployment"), &opts.namespace)
+        .in_namespace(&ar("apps/v1", "DaemonSet"), &opts.node_namespace());
     if opts.hosted.is_some() {
         builder = operator_kit::hosted::watch(builder, &opts.namespace);
         let node_ns = opts.node_namespace();

@@ -27,6 +27,8 @@ use serde_json::{Value, json};
 
 /// The operator image in `manifests/openshift` (CSO and both driver operators).
 pub const MANIFEST_OPERATOR_IMAGE: &str = "quay.io/example/csi-operator:v4.20";
+/// The user of the guest kubeconfig a hosted control plane's operators are given.
+pub const GUEST_ADMIN_USER: &str = "service-network-admin";
 /// How long any state of the release may take (the CVO retries a failed attempt after 20-90 s).
 pub const DEADLINE: Duration = Duration::from_secs(240);
 
@@ -278,8 +280,15 @@ impl RealCluster {
         management
             .stand_ins
             .push(service_ca.spawn(management.client.clone(), Duration::from_millis(500)));
+        // HyperShift's service-network-admin kubeconfig: the guest's administrator, under a
+        // name of its own so the audit log tells the operators from the test and the CVO.
+        let mut guest_options = options();
+        guest_options.users.push((
+            GUEST_ADMIN_USER.to_owned(),
+            vec!["system:masters".to_owned()],
+        ));
         let mut guest = Self::start(
-            options(),
+            guest_options,
             kubelet::Config::cluster(0, 2),
             openstack_sim::SimConfig::default(),
             &[],
