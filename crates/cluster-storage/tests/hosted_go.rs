@@ -418,3 +418,64 @@ fn every_exemption_is_a_row_of_the_compatibility_list() {
         }
     }
 }
+
+/// The Role HyperShift's control-plane operator gives the CSO in the control-plane namespace
+/// (`control-plane-operator/controllers/hostedcontrolplane/v2/assets/cluster-storage-operator/
+/// role.yaml`, restated): the API server lets the CSO create the driver operators' management
+/// Roles only with rights it holds itself (the escalation check), so ours must be within it.
+fn hypershift_cso_role() -> Value {
+    json!([
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]},
+        {"apiGroups": ["apps"], "resources": ["deployments", "replicasets"], "verbs": ["*"]},
+        {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["*"]},
+        {"apiGroups": [""], "resources": ["serviceaccounts", "services", "configmaps", "pods",
+            "endpoints", "events", "secrets"], "verbs": ["*"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+            "verbs": ["watch", "list", "get", "create", "delete", "patch", "update"]},
+        {"apiGroups": ["hypershift.openshift.io"], "resources": ["hostedcontrolplanes"],
+            "verbs": ["watch", "list", "get"]},
+    ])
+}
+
+/// The rights of `rules` that `holder` does not grant (a `*` verb grants every verb).
+fn beyond(rules: &Value, holder: &Value) -> Vec<String> {
+    let held = rights(holder);
+    let held: BTreeSet<&str> = held
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    rights(rules)
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|r| {
+            let (what, _) = r.rsplit_once(' ').unwrap_or((r, ""));
+            !held.contains(r) && !held.contains(format!("{what} *").as_str())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_cso_under_hypershifts_role_may_grant_the_management_roles() {
+    for driver in [&CINDER, &MANILA] {
+        let ours = ours(driver);
+        let role = &ours[&format!("Role {NS}/{}-role", driver.operator_deployment)];
+        let extra = beyond(&role["rules"], &hypershift_cso_role());
+        assert!(
+            extra.is_empty(),
+            "{}: the CSO cannot grant {extra:?}",
+            driver.name
+        );
+    }
+    // The check sees a right the CSO does not hold.
+    let wider = json!([{"apiGroups": ["hypershift.openshift.io"], "resources": ["hostedcontrolplanes"], "verbs": ["update"]}]);
+    assert_eq!(
+        beyond(&wider, &hypershift_cso_role()),
+        ["hypershift.openshift.io/hostedcontrolplanes update"]
+    );
+}
