@@ -358,38 +358,6 @@ async fn wait_both<T>(
     }
 }
 
-/// `ClusterOperator/storage` of the guest Available, not Progressing, not Degraded, at `version`.
-async fn storage_healthy(c: &RealCluster, version: &str) -> Result<Value, String> {
-    let co = c
-        .get(
-            "config.openshift.io/v1",
-            "ClusterOperator",
-            "clusteroperators",
-            "storage",
-        )
-        .await
-        .ok_or("no ClusterOperator/storage")?;
-    let conditions = RealCluster::conditions(&co);
-    let is = |t: &str, s: &str| conditions.get(t).is_some_and(|c| c.0 == s);
-    let at_version = co["status"]["versions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|v| v["name"] == "operator" && v["version"] == version);
-    if is("Available", "True")
-        && is("Progressing", "False")
-        && is("Degraded", "False")
-        && at_version
-    {
-        Ok(co)
-    } else {
-        Err(format!(
-            "{conditions:#?} versions {}",
-            co["status"]["versions"]
-        ))
-    }
-}
-
 /// The names of `kind` objects in `namespace` on `c`.
 async fn names<K>(c: &RealCluster, namespace: &str) -> Vec<String>
 where

@@ -12,7 +12,6 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use real::*;
-use serde_json::Value;
 
 const V1: &str = "0.0.1-snapshot";
 const V2: &str = "0.0.2-snapshot";
@@ -34,38 +33,6 @@ async fn cluster_version_done(c: &RealCluster, version: &str) -> Result<(), Stri
         Ok(())
     } else {
         Err(format!("{conditions:#?}"))
-    }
-}
-
-/// `ClusterOperator/storage` Available, not Progressing, not Degraded, at `version`.
-async fn storage_healthy(c: &RealCluster, version: &str) -> Result<Value, String> {
-    let co = c
-        .get(
-            "config.openshift.io/v1",
-            "ClusterOperator",
-            "clusteroperators",
-            "storage",
-        )
-        .await
-        .ok_or("no ClusterOperator/storage")?;
-    let conditions = RealCluster::conditions(&co);
-    let is = |t: &str, s: &str| conditions.get(t).is_some_and(|c| c.0 == s);
-    let at_version = co["status"]["versions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|v| v["name"] == "operator" && v["version"] == version);
-    if is("Available", "True")
-        && is("Progressing", "False")
-        && is("Degraded", "False")
-        && at_version
-    {
-        Ok(co)
-    } else {
-        Err(format!(
-            "{:#?} versions {}",
-            conditions, co["status"]["versions"]
-        ))
     }
 }
 

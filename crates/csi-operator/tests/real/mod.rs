@@ -507,6 +507,38 @@ impl RealCluster {
     }
 }
 
+/// `ClusterOperator/storage` Available, not Progressing, not Degraded, at `version`.
+pub async fn storage_healthy(c: &RealCluster, version: &str) -> Result<Value, String> {
+    let co = c
+        .get(
+            "config.openshift.io/v1",
+            "ClusterOperator",
+            "clusteroperators",
+            "storage",
+        )
+        .await
+        .ok_or("no ClusterOperator/storage")?;
+    let conditions = RealCluster::conditions(&co);
+    let is = |t: &str, s: &str| conditions.get(t).is_some_and(|c| c.0 == s);
+    let at_version = co["status"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|v| v["name"] == "operator" && v["version"] == version);
+    if is("Available", "True")
+        && is("Progressing", "False")
+        && is("Degraded", "False")
+        && at_version
+    {
+        Ok(co)
+    } else {
+        Err(format!(
+            "{:#?} versions {}",
+            conditions, co["status"]["versions"]
+        ))
+    }
+}
+
 /// A ClusterCSIDriver's Available conditions all True.
 pub async fn driver_available(
     c: &RealCluster,
