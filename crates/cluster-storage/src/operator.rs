@@ -942,7 +942,11 @@ impl Operator {
             .pointer("/status/relatedObjects")
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default();
-        let related = roll_up::related_objects(&self.started, &existing_related);
+        let related = if self.opts.hosted.is_some() {
+            roll_up::hosted_related_objects(&self.started, &existing_related)
+        } else {
+            roll_up::related_objects(&self.started, &existing_related)
+        };
         board.set_field(
             "relatedObjects",
             serde_json::to_value(&related).unwrap_or(Value::Null),

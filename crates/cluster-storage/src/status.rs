@@ -433,15 +433,36 @@ pub fn static_related_objects() -> Vec<ObjectReference> {
 /// While no driver is started the dynamic part is "not set" and the `existing` list is kept
 /// in its place, as library-go does, so a CSO restart does not shrink the list.
 pub fn related_objects(started: &[&Driver], existing: &[ObjectReference]) -> Vec<ObjectReference> {
+    related_objects_of(started, existing, |d| {
+        d.related_objects
+            .iter()
+            .map(|r| r.to_object_reference())
+            .collect()
+    })
+}
+
+/// [`related_objects`] of a hosted control plane: each driver's guest objects only
+/// ([`crate::hosted::hosted_related_objects`]), as the Go CSO lists them there.
+pub fn hosted_related_objects(
+    started: &[&Driver],
+    existing: &[ObjectReference],
+) -> Vec<ObjectReference> {
+    related_objects_of(started, existing, crate::hosted::hosted_related_objects)
+}
+
+fn related_objects_of(
+    started: &[&Driver],
+    existing: &[ObjectReference],
+    of_driver: impl Fn(&Driver) -> Vec<ObjectReference>,
+) -> Vec<ObjectReference> {
     let mut out: Vec<ObjectReference> = if started.is_empty() {
         existing.to_vec()
     } else {
         started
             .iter()
             .flat_map(|d| {
-                d.related_objects
-                    .iter()
-                    .map(|r| r.to_object_reference())
+                of_driver(d)
+                    .into_iter()
                     .chain(std::iter::once(d.cluster_csi_driver_reference()))
             })
             .collect()

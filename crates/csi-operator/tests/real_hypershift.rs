@@ -477,6 +477,61 @@ async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_
         );
     }
 
+    // Cinder's cloud config where each side mounts it: the controller's in the control-plane
+    // namespace, the node plugin's in the guest.
+    assert!(
+        management.config_map(CP_NS, "cloud-conf").await.is_some(),
+        "cloud-conf in the control-plane namespace"
+    );
+    assert!(
+        guest.config_map(DRIVERS_NS, "cloud-conf").await.is_some(),
+        "cloud-conf in the guest"
+    );
+    // The DeploymentVersionControllers: the CSO records each driver operator's rollout of this
+    // release, each driver operator its controller's.
+    wait_both(
+        &management,
+        &guest,
+        "release.openshift.io/version on every control-plane Deployment",
+        async |m, _| {
+            let deployments = Api::<Deployment>::namespaced(m.client.clone(), CP_NS)
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items;
+            let missing: Vec<String> = deployments
+                .iter()
+                .filter(|d| d.metadata.name.as_deref() != Some("cluster-storage-operator"))
+                .filter(|d| {
+                    d.metadata
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get("release.openshift.io/version"))
+                        .map(String::as_str)
+                        != Some(V1)
+                })
+                .filter_map(|d| d.metadata.name.clone())
+                .collect();
+            if missing.is_empty() && deployments.len() == 5 {
+                Ok(())
+            } else {
+                Err(format!("not recorded on {missing:?}"))
+            }
+        },
+    )
+    .await;
+    // ClusterOperator/storage names what the guest holds, nothing of the management cluster.
+    let co = storage_healthy(&guest, V1).await.expect("still healthy");
+    let related = co["status"]["relatedObjects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!related.is_empty());
+    assert!(
+        related.iter().all(|r| r["namespace"] != CP_NS),
+        "{related:#?}"
+    );
+
     // HyperShift's placement of the controllers: the plane's node selector, labels and
     // tolerations, its priority class, on the management cluster's Nodes.
     let controller: Deployment = Api::namespaced(management.client.clone(), CP_NS)

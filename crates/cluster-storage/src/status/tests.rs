@@ -766,3 +766,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn hosted_related_objects_name_only_what_the_guest_holds() {
+    let hosted = hosted_related_objects(&[&MANILA], &[]);
+    let standalone = related_objects(&[&MANILA], &[]);
+    assert!(hosted.len() < standalone.len(), "{hosted:#?}");
+    // Manila's guest side has no namespaced object of the CSO's (the management cluster has
+    // them); its ClusterCSIDriver and the static entries stay.
+    let namespaced: Vec<_> = hosted
+        .iter()
+        .filter(|r| {
+            !r.namespace.is_empty()
+                && r.namespace != "openshift-cluster-storage-operator"
+                && r.resource != "namespaces"
+        })
+        .collect();
+    assert!(namespaced.is_empty(), "{namespaced:#?}");
+    assert!(
+        hosted
+            .iter()
+            .any(|r| r.resource == "clustercsidrivers" && r.name == "manila.csi.openstack.org"),
+        "{hosted:#?}"
+    );
+}
