@@ -10,10 +10,8 @@
 use operator_kit::asset;
 pub use operator_kit::assets::Asset;
 
-/// CRD that serves ServiceMonitors.
-pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
-/// CRD that serves VolumeSnapshotClasses.
-pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+/// The CRDs that gate the ServiceMonitor and the VolumeSnapshotClass (the kit's, one definition).
+pub use operator_kit::csi::{SERVICE_MONITOR_CRD, VOLUME_SNAPSHOT_CLASS_CRD};
 
 /// The controller Deployment (`openstack-cinder-csi-driver-controller`), applied by the
 /// controller-service step with the Deployment hooks of anchors §4.1.

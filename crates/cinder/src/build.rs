@@ -266,8 +266,7 @@ pub fn storage_class(facts: &Facts) -> Result<Desired, BuildError> {
     render_static(&STORAGE_CLASS, facts)
 }
 
-/// The annotation that makes a StorageClass the cluster's default.
-pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+pub use operator_kit::class_names::DEFAULT_CLASS_ANNOTATION;
 
 /// Whether [`set_default_storage_class`] needs the list of every StorageClass: only when the
 /// desired class asks to be default and the live class of its name is missing or carries no

@@ -36,8 +36,8 @@ pub const DEFAULT_RELEASE_NAMESPACE: &str = "kube-system";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const RELEASE_NAME_ANNOTATION: &str = "meta.helm.sh/release-name";
 pub const RELEASE_NAMESPACE_ANNOTATION: &str = "meta.helm.sh/release-namespace";
-/// The default-class annotation the chart sets from `storageClass.<class>.isDefault`.
-pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+/// The default-class annotation, which the chart sets from `storageClass.<class>.isDefault`.
+pub use operator_kit::class_names::DEFAULT_CLASS_ANNOTATION;
 /// OpenShift's admission label for CSI drivers that allow inline (Ephemeral) volumes; the kit's
 /// apply engine insists on it for such a driver. It has no effect on plain Kubernetes;
 /// `privileged` is the most conservative value should the cluster ever enforce it.

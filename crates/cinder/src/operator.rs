@@ -84,33 +84,21 @@ impl Options {
 pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let ns = opts.namespace.as_str();
     let node_ns = opts.node_namespace();
-    let mut builder = CacheBuilder::new(clients, [ns.to_string(), node_ns.clone()])
-        .cluster_object(
-            &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
-            CSI_DRIVER_NAME,
-        )
-        .cluster_object(&ar("config.openshift.io/v1", "Infrastructure"), "cluster")
-        .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
-        .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
-        .in_namespace(&ar("v1", "ConfigMap"), config::USER_CONFIG_NAMESPACE)
-        .cluster_object(
-            &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-            crate::assets::VOLUME_SNAPSHOT_CLASS_CRD,
-        )
-        .cluster_object(
-            &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-            crate::assets::SERVICE_MONITOR_CRD,
-        )
-        // The opt-in per-volume-type classes: names known only once Cinder answers.
-        .cluster_selected(
-            &ar("storage.k8s.io/v1", "StorageClass"),
-            &volume_type_classes::class_selector(),
-        )
-        // The extra classes of the driver settings (operator_kit::settings).
-        .cluster_selected(
-            &ar("storage.k8s.io/v1", "StorageClass"),
-            &operator_kit::settings::extra_class_selector(CSI_DRIVER_NAME),
-        );
+    let mut builder = csi::base_watches(
+        CacheBuilder::new(clients, [ns.to_string(), node_ns.clone()]),
+        CSI_DRIVER_NAME,
+    )
+    .in_namespace(&ar("v1", "ConfigMap"), config::USER_CONFIG_NAMESPACE)
+    // The opt-in per-volume-type classes: names known only once Cinder answers.
+    .cluster_selected(
+        &ar("storage.k8s.io/v1", "StorageClass"),
+        &volume_type_classes::class_selector(),
+    )
+    // The extra classes of the driver settings (operator_kit::settings).
+    .cluster_selected(
+        &ar("storage.k8s.io/v1", "StorageClass"),
+        &operator_kit::settings::extra_class_selector(CSI_DRIVER_NAME),
+    );
     // The controller Deployment lives in `ns`, the node DaemonSet in `node_ns` (the same
     // namespace unless hosted, where the control-plane namespace has no DaemonSet and its
     // Role grants none).

@@ -11,10 +11,8 @@
 use operator_kit::asset;
 pub use operator_kit::assets::Asset;
 
-/// CRD that serves ServiceMonitors.
-pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
-/// CRD that serves VolumeSnapshotClasses.
-pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+/// The CRDs that gate the ServiceMonitor and the VolumeSnapshotClass (the kit's, one definition).
+pub use operator_kit::csi::{SERVICE_MONITOR_CRD, VOLUME_SNAPSHOT_CLASS_CRD};
 
 /// The controller Deployment (`openstack-manila-csi-controllerplugin`).
 pub const CONTROLLER_DEPLOYMENT: Asset = asset!("controller.yaml");

@@ -116,30 +116,18 @@ impl Options {
 /// installer's cloud config namespace, each cluster-scoped object it writes (by name), and its
 /// share-type StorageClasses (by label: one watch however many there are).
 pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuilder, BuildError> {
-    let mut builder = CacheBuilder::new(
-        clients,
-        [
-            opts.operator_namespace.clone(),
-            opts.namespace.clone(),
-            opts.node_namespace(),
-        ],
-    )
-    .cluster_object(
-        &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+    let mut builder = csi::base_watches(
+        CacheBuilder::new(
+            clients,
+            [
+                opts.operator_namespace.clone(),
+                opts.namespace.clone(),
+                opts.node_namespace(),
+            ],
+        ),
         CSI_DRIVER_NAME,
     )
-    .cluster_object(&ar("config.openshift.io/v1", "Infrastructure"), "cluster")
-    .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
-    .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
-    .in_namespace(&ar("v1", "ConfigMap"), CONFIG_NAMESPACE)
-    .cluster_object(
-        &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-        crate::assets::VOLUME_SNAPSHOT_CLASS_CRD,
-    )
-    .cluster_object(
-        &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-        crate::assets::SERVICE_MONITOR_CRD,
-    );
+    .in_namespace(&ar("v1", "ConfigMap"), CONFIG_NAMESPACE);
     builder = builder
         .namespaced(&ar("v1", "ConfigMap"))
         .cluster_selected(

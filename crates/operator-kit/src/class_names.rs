@@ -21,6 +21,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The annotation that makes a StorageClass the cluster's default (the one definition; the
+/// apply engine keeps the administrator's value of it).
+pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+
 /// Longest valid DNS-1123 subdomain (the rule for StorageClass names).
 pub const MAX_NAME_LEN: usize = 253;
 /// Hex digits of the digest appended to repaired names.

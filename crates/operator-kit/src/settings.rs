@@ -31,8 +31,7 @@ pub const PREFIX: &str = "DriverSettings";
 pub const EXTRA_CLASS_LABEL: &str = "csi.openstack.org/extra-storage-class";
 /// Where the kubelet keeps its state on most distributions; the node DaemonSets' assets use it.
 pub const DEFAULT_KUBELET_DIR: &str = "/var/lib/kubelet";
-/// The annotation that makes a StorageClass the cluster's default.
-pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+pub use crate::class_names::DEFAULT_CLASS_ANNOTATION;
 
 /// The name of a driver's settings ConfigMap: `<operator>-settings`, in the driver's
 /// namespace (`openstack-cinder-csi-driver-operator-settings`).

@@ -162,8 +162,9 @@ async fn start(fake: Fake) -> (KubeSim, Client, CsiOperator<Fake>) {
         "kind": "ClusterCSIDriver", "metadata": {"name": NAME}, "spec": {"managementState": "Managed", "logLevel": "Loud"}})).await;
 
     let images = BTreeMap::from([("DRIVER_IMAGE".to_string(), "example.org/fake:1".to_string())]);
-    let mut cache = CacheBuilder::new(client.clone(), [NS])
-        .cluster_object(&ar("operator.openshift.io/v1", "ClusterCSIDriver"), NAME);
+    // The kit's base watches: without them this driver would take the cluster for plain
+    // Kubernetes and see no proxy or TLS profile.
+    let mut cache = csi::base_watches(CacheBuilder::new(client.clone(), [NS]), NAME);
     for kind in [
         ("v1", "ConfigMap"),
         ("v1", "ServiceAccount"),

@@ -17,8 +17,8 @@ use super::ApplyError;
 
 /// The spec hash annotation of Deployments, DaemonSets, Services and CSIDrivers.
 pub const SPEC_HASH_ANNOTATION: &str = "operator.openshift.io/spec-hash";
-/// The default-class annotation whose value the admin owns.
-pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+/// The default-class annotation, whose value the admin owns.
+pub use crate::class_names::DEFAULT_CLASS_ANNOTATION;
 /// The CSIDriver label an admin may change (library-go keeps the live value).
 pub const EPHEMERAL_PROFILE_LABEL: &str = "security.openshift.io/csi-ephemeral-volume-profile";
 /// ConfigMap label that makes the Cluster Network Operator inject `ca-bundle.crt`.

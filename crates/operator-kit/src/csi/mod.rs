@@ -33,6 +33,30 @@ pub use step::{Hold, Pass, StepError};
 
 /// The CRD that must be served before a VolumeSnapshotClass can be applied.
 pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
+/// The CRD whose presence decides whether a driver's ServiceMonitor is applied.
+pub const SERVICE_MONITOR_CRD: &str = "servicemonitors.monitoring.coreos.com";
+
+/// The watches every driver operator needs for what the kit reads, whatever the driver: its
+/// ClusterCSIDriver `cr_name`, the cluster singletons (Infrastructure decides OpenShift or plain
+/// Kubernetes, topology and cluster ID; Proxy and APIServer feed the config observer) and the
+/// CRDs that gate the VolumeSnapshotClass and the ServiceMonitor. A driver adds its own
+/// namespaces and objects; forgetting one of these would make it run as plain Kubernetes
+/// without a word, which is why the kit registers them.
+pub fn base_watches(
+    builder: crate::cache::CacheBuilder,
+    cr_name: &str,
+) -> crate::cache::CacheBuilder {
+    let ar = crate::kinds::known;
+    let crd = ar("apiextensions.k8s.io/v1", "CustomResourceDefinition");
+    builder
+        .cluster_object(&ar("operator.openshift.io/v1", "ClusterCSIDriver"), cr_name)
+        .cluster_object(&ar("config.openshift.io/v1", "Infrastructure"), "cluster")
+        .cluster_object(&ar("config.openshift.io/v1", "Proxy"), "cluster")
+        .cluster_object(&ar("config.openshift.io/v1", "APIServer"), "cluster")
+        .cluster_object(&crd, VOLUME_SNAPSHOT_CLASS_CRD)
+        .cluster_object(&crd, SERVICE_MONITOR_CRD)
+}
+
 /// Condition prefix of the snapshot-class step.
 pub const SNAPSHOT_CLASS_PREFIX: &str = "VolumeSnapshotClassController";
 /// Condition prefix of the log-level check (named after library-go's LoggingSyncer, which only
