@@ -42,6 +42,7 @@ use serde_json::{Map, Value, json};
 use crate::api::Cluster;
 use crate::errors::ApiError;
 use crate::resources::{GroupResource, ResourceType};
+use crate::selector::{object_is_empty, object_matches};
 use cel_eval::Declarations;
 pub use objects::{default, validate};
 
@@ -441,11 +442,11 @@ fn matches(
     }
     if let Some(sel) = criteria
         .get("objectSelector")
-        .filter(|s| !selector_is_empty(s))
+        .filter(|s| !object_is_empty(Some(s)))
     {
         let labels = |o: &Option<Value>| {
             o.as_ref()
-                .is_some_and(|o| selector_matches(sel, o.pointer("/metadata/labels")))
+                .is_some_and(|o| object_matches(sel, o.pointer("/metadata/labels")))
         };
         if !labels(&req.object) && !labels(&req.old_object) {
             return None;
@@ -549,7 +550,7 @@ fn names_match(rule: &Value, name: &str) -> bool {
 /// `MatchNamespaceSelector`: cluster-scoped objects other than Namespaces always match; a
 /// Namespace's create and update are judged by its own new labels.
 fn namespace_selector_matches(cluster: &Cluster, selector: Option<&Value>, req: &Request) -> bool {
-    let Some(selector) = selector.filter(|s| !selector_is_empty(s)) else {
+    let Some(selector) = selector.filter(|s| !object_is_empty(Some(s))) else {
         return true;
     };
     if req.namespace.is_empty() && !req.is_namespace() {
@@ -563,49 +564,13 @@ fn namespace_selector_matches(cluster: &Cluster, selector: Option<&Value>, req: 
             .object
             .as_ref()
             .and_then(|o| o.pointer("/metadata/labels"));
-        return selector_matches(selector, labels);
+        return object_matches(selector, labels);
     }
     let namespaces = GroupResource::new("", "namespaces");
     match cluster.store.get(&namespaces, "", &req.namespace) {
-        Some(ns) => selector_matches(selector, ns.pointer("/metadata/labels")),
+        Some(ns) => object_matches(selector, ns.pointer("/metadata/labels")),
         None => false,
     }
-}
-
-fn selector_is_empty(sel: &Value) -> bool {
-    let n = |k: &str| match sel.get(k) {
-        Some(Value::Object(m)) => m.len(),
-        Some(Value::Array(a)) => a.len(),
-        _ => 0,
-    };
-    n("matchLabels") + n("matchExpressions") == 0
-}
-
-/// A `metav1.LabelSelector` against labels; an unreadable requirement matches nothing.
-fn selector_matches(sel: &Value, labels: Option<&Value>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let expressions = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .is_none_or(|exprs| {
-            exprs.iter().all(|e| {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-                let values = strings(e.get("values"));
-                let has = |v: &str| values.iter().any(|x| x == v);
-                match e.get("operator").and_then(Value::as_str) {
-                    Some("In") => get(key).is_some_and(has),
-                    Some("NotIn") => get(key).is_none_or(|v| !has(v)),
-                    Some("Exists") => get(key).is_some(),
-                    Some("DoesNotExist") => get(key).is_none(),
-                    _ => false,
-                }
-            })
-        });
-    match_labels && expressions
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
@@ -678,7 +643,7 @@ fn collect_params(
             cluster
                 .store
                 .iter(&gr, Some(namespace), None)
-                .filter(|(_, o)| selector_matches(&selector, o.pointer("/metadata/labels")))
+                .filter(|(_, o)| object_matches(&selector, o.pointer("/metadata/labels")))
                 .map(|(_, o)| (**o).clone())
                 .collect()
         }

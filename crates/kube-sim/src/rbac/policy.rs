@@ -223,34 +223,6 @@ impl RoleRefError {
     }
 }
 
-pub(super) fn labels_match_selector(
-    labels: Option<&serde_json::Map<String, Value>>,
-    sel: &Value,
-) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let expressions = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .is_none_or(|exprs| {
-            exprs.iter().all(|e| {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-                let values = strings(e.get("values"));
-                match e.get("operator").and_then(Value::as_str) {
-                    Some("In") => get(key).is_some_and(|v| has(&values, v)),
-                    Some("NotIn") => get(key).is_none_or(|v| !has(&values, v)),
-                    Some("Exists") => get(key).is_some(),
-                    Some("DoesNotExist") => get(key).is_none(),
-                    _ => false,
-                }
-            })
-        });
-    match_labels && expressions
-}
-
 pub(super) fn aggregation_selectors(role: &Value) -> Option<&Vec<Value>> {
     role.get("aggregationRule")
         .and_then(|a| a.get("clusterRoleSelectors"))
@@ -277,11 +249,7 @@ pub(super) fn cluster_role_rules(
             if meta_str(other, "name") == own_name {
                 continue;
             }
-            let labels = other
-                .get("metadata")
-                .and_then(|m| m.get("labels"))
-                .and_then(Value::as_object);
-            if !labels_match_selector(labels, sel) {
+            if !crate::selector::object_matches(sel, other.pointer("/metadata/labels")) {
                 continue;
             }
             // Nested aggregation resolves through the other role's own aggregation; the depth

@@ -391,33 +391,6 @@ fn aggregated_cluster_roles_collect_matching_roles() {
 }
 
 #[test]
-fn selectors_support_expressions() {
-    let labels = json!({"a": "1", "b": "2"});
-    let l = labels.as_object();
-    assert!(labels_match_selector(l, &json!({})));
-    assert!(labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "3"]}]})
-    ));
-    assert!(!labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]})
-    ));
-    assert!(labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "c", "operator": "DoesNotExist"}]})
-    ));
-    assert!(!labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "c", "operator": "Exists"}]})
-    ));
-    assert!(!labels_match_selector(
-        l,
-        &json!({"matchLabels": {"b": "3"}})
-    ));
-}
-
-#[test]
 fn pinned_names_come_from_exact_name_selectors() {
     assert_eq!(pinned_name("metadata.name=x"), Some("x".into()));
     assert_eq!(

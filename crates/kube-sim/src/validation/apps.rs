@@ -1,6 +1,7 @@
 //! The `apps` group: Deployments, DaemonSets, StatefulSets, ReplicaSets.
 
 use super::*;
+use crate::selector::{LabelSelector, object_is_empty};
 
 pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
     let empty = Map::new();
@@ -13,7 +14,7 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
         errs.push(FieldError::required("spec.selector", ""));
     } else {
         validate_label_selector(selector, "spec.selector", errs);
-        if selector_is_empty(selector) {
+        if object_is_empty(selector) {
             errs.push(FieldError::invalid(
                 "spec.selector",
                 selector.cloned().unwrap_or(Value::Null),
@@ -21,13 +22,13 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
             ));
         }
     }
-    match parse_selector(selector) {
-        Selector::Invalid => errs.push(FieldError::invalid(
+    match LabelSelector::from_object(selector) {
+        Err(_) => errs.push(FieldError::invalid(
             "spec.selector",
             selector.cloned().unwrap_or(Value::Null),
             "invalid label selector",
         )),
-        sel => replica_set_template(spec, &sel, errs),
+        Ok(sel) => replica_set_template(spec, sel.as_ref(), errs),
     }
     let strategy_path = "spec.strategy";
     let strategy = opt_obj(Some(spec), "strategy", strategy_path, errs);
@@ -107,7 +108,11 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
 }
 
 /// `ValidatePodTemplateSpecForReplicaSet`, shared by Deployments and ReplicaSets.
-pub(super) fn replica_set_template(spec: &Map<String, Value>, sel: &Selector, errs: &mut Errs) {
+pub(super) fn replica_set_template(
+    spec: &Map<String, Value>,
+    sel: Option<&LabelSelector>,
+    errs: &mut Errs,
+) {
     let empty = Map::new();
     let Some(template) = template_of(spec, &empty, errs) else {
         return;
@@ -151,14 +156,14 @@ pub(super) fn template_of<'a>(
 
 pub(super) fn check_selector_matches(
     template: &Map<String, Value>,
-    sel: &Selector,
+    sel: Option<&LabelSelector>,
     errs: &mut Errs,
 ) {
-    if matches!(sel, Selector::Everything | Selector::Invalid) {
+    if sel.is_some_and(LabelSelector::is_empty) {
         return;
     }
     let labels = template.get("metadata").and_then(|m| m.get("labels"));
-    if !selector_matches(sel, labels.and_then(Value::as_object)) {
+    if !sel.is_some_and(|s| s.matches_labels(labels)) {
         errs.push(FieldError::invalid(
             "spec.template.metadata.labels",
             labels.cloned().unwrap_or(Value::Null),
@@ -178,10 +183,9 @@ pub(super) fn daemon_set(root: &Map<String, Value>, errs: &mut Errs) {
     let Some(template) = template_of(spec, &empty_template, errs) else {
         return;
     };
-    let sel = parse_selector(selector);
-    if !matches!(sel, Selector::Invalid) {
+    if let Ok(sel) = LabelSelector::from_object(selector) {
         let labels = template.get("metadata").and_then(|m| m.get("labels"));
-        if !selector_matches(&sel, labels.and_then(Value::as_object)) {
+        if !sel.is_some_and(|s| s.matches_labels(labels)) {
             errs.push(FieldError::invalid(
                 "spec.template.metadata.labels",
                 labels.cloned().unwrap_or(Value::Null),
@@ -189,7 +193,7 @@ pub(super) fn daemon_set(root: &Map<String, Value>, errs: &mut Errs) {
             ));
         }
     }
-    if selector_is_empty(selector) {
+    if object_is_empty(selector) {
         errs.push(FieldError::invalid(
             "spec.selector",
             selector.cloned().unwrap_or(Value::Null),
@@ -304,7 +308,7 @@ pub(super) fn stateful_set(root: &Map<String, Value>, errs: &mut Errs) {
         errs.push(FieldError::required("spec.selector", ""));
     } else {
         validate_label_selector(selector, "spec.selector", errs);
-        if selector_is_empty(selector) {
+        if object_is_empty(selector) {
             errs.push(FieldError::invalid(
                 "spec.selector",
                 selector.cloned().unwrap_or(Value::Null),
@@ -316,13 +320,13 @@ pub(super) fn stateful_set(root: &Map<String, Value>, errs: &mut Errs) {
     let Some(template) = template_of(spec, &empty_template, errs) else {
         return;
     };
-    match parse_selector(selector) {
-        Selector::Invalid => errs.push(FieldError::invalid(
+    match LabelSelector::from_object(selector) {
+        Err(_) => errs.push(FieldError::invalid(
             "spec.selector",
             selector.cloned().unwrap_or(Value::Null),
             "invalid label selector",
         )),
-        sel => check_selector_matches(template, &sel, errs),
+        Ok(sel) => check_selector_matches(template, sel.as_ref(), errs),
     }
     pod_template_spec(template, "spec.template", errs);
     let restart = template
@@ -351,7 +355,7 @@ pub(super) fn replica_set(root: &Map<String, Value>, errs: &mut Errs) {
         errs.push(FieldError::required("spec.selector", ""));
     } else {
         validate_label_selector(selector, "spec.selector", errs);
-        if selector_is_empty(selector) {
+        if object_is_empty(selector) {
             errs.push(FieldError::invalid(
                 "spec.selector",
                 selector.cloned().unwrap_or(Value::Null),
@@ -359,13 +363,13 @@ pub(super) fn replica_set(root: &Map<String, Value>, errs: &mut Errs) {
             ));
         }
     }
-    match parse_selector(selector) {
-        Selector::Invalid => errs.push(FieldError::invalid(
+    match LabelSelector::from_object(selector) {
+        Err(_) => errs.push(FieldError::invalid(
             "spec.selector",
             selector.cloned().unwrap_or(Value::Null),
             "invalid label selector",
         )),
-        sel => replica_set_template(spec, &sel, errs),
+        Ok(sel) => replica_set_template(spec, sel.as_ref(), errs),
     }
 }
 
