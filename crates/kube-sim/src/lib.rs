@@ -11,7 +11,6 @@
 //!
 //! kube-sim is test and demo infrastructure: product code must never depend on it.
 
-mod admin;
 pub(crate) mod admission;
 pub(crate) mod admission_policy;
 pub mod api;

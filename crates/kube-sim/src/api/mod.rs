@@ -29,10 +29,10 @@ use crate::crd;
 use crate::errors::{self, ApiError};
 use crate::field_error::FieldError;
 use crate::patch;
-use crate::resources::{Catalogue, GroupResource, Origin, ResourceType};
+use crate::resources::{Catalogue, GroupResource, Origin, ResourceType, scale_of};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::ssa;
-use crate::store::{self, Store};
+use crate::store::{self, ClusterView, Store};
 
 /// Who is asking and how: the parts of a request that shape a write.
 #[derive(Debug, Clone, Default)]
@@ -151,6 +151,13 @@ use support::*;
 #[allow(unused_imports)]
 use update::*;
 
-pub use support::{
-    finalizers, now, parse_delete_body, parse_propagation, present, scale_of, storage_type,
-};
+pub use support::{finalizers, now, parse_delete_body, parse_propagation, present, storage_type};
+
+impl ClusterView for Cluster {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+    fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+}

@@ -139,29 +139,6 @@ impl ApiError {
     }
 }
 
-/// The Scale view of a workload.
-pub fn scale_of(obj: &Value) -> Value {
-    let meta = obj.get("metadata").cloned().unwrap_or_default();
-    let pick = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
-    let selector = obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
-    json!({
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {"name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"), "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp")},
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
-        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector},
-    })
-}
-
 pub(super) fn is_namespace(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.kind == "Namespace"
 }

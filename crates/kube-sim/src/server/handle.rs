@@ -131,7 +131,7 @@ pub async fn handle(
         .to_string();
     let resp = match route {
         Route::Admin(rest) => admin::handle(&shared, &parts.method, &rest, &q, &body).await,
-        Route::Resource(p) if crate::reviews::is_review(&p.group, &p.plural) => review(
+        Route::Resource(p) if crate::resources::is_review(&p.group, &p.plural) => review(
             &shared,
             &parts.method,
             &p,

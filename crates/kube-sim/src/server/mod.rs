@@ -3,10 +3,11 @@
 //! "restarted" (all connections dropped, data kept).
 //!
 //! Where things are: `routing` paths and query strings, `responses` the shapes of answers,
-//! `handle` one request from authentication to the verb, `watch` watch streams, and `accept`
+//! `handle` one request from authentication to the verb, `admin` the `/__sim/` paths, `watch` watch streams, and `accept`
 //! the accept loop that can be restarted.
 
 mod accept;
+mod admin;
 mod handle;
 mod responses;
 mod routing;
@@ -38,9 +39,9 @@ use crate::observe::RequestRecord;
 use crate::resources::ResourceType;
 use crate::selector::{self, FieldSelector, LabelSelector};
 use crate::store::{Event, EventType, WatchStartError};
-use crate::{admin, discovery, ssa, table};
+use crate::{discovery, ssa, table};
 
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub use responses::Body;
 
 /// The largest request body a real server accepts (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;

@@ -2,6 +2,8 @@
 
 use super::*;
 
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
 pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     Response::builder()
