@@ -952,8 +952,8 @@ pub fn aggregate(errors: &[String]) -> String {
 mod allocation;
 mod defaults;
 
-pub use allocation::*;
-pub use defaults::*;
+pub use allocation::{Allocation, Block, mcs_level, parse_block};
+pub use defaults::{default_objects, default_sccs, scc_crd};
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,14 @@
 //! Free helpers of the verbs: managedFields bookkeeping, presentation, change detection,
 //! continue tokens, delete options.
 
-use super::*;
+use super::{Cluster, DeleteOptions, Propagation};
+use crate::errors::ApiError;
+use crate::field_error::FieldError;
+use crate::resources::{GroupResource, Origin, ResourceType};
+use crate::{admission, crd, patch, ssa, store};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Records the creator in managedFields. On a type with a status subresource the status is
 /// the server's (reset on create, filled by controllers), so it is left out of the creator's

@@ -1,7 +1,9 @@
 //! What the CRD modules share: Go's quoting and number formatting (messages must read as the
 //! server's), JSON access helpers, field-error constructors and the DNS name rules.
 
-use super::*;
+use crate::field_error::{FieldError, FieldErrorKind};
+use serde_json::Value;
+use std::fmt::Write as _;
 
 /// Go's `strconv.Quote`, which is how the server quotes values inside messages.
 pub(super) fn go_quote(s: &str) -> String {

@@ -2,7 +2,12 @@
 //! (`ValidateCustomResourceDefinitionOpenAPISchema`): types, formats, list and map markers,
 //! and the static shape of `x-kubernetes-validations`.
 
-use super::*;
+use super::common::{not_supported, str_at};
+use super::pruning::META_FIELDS;
+use super::schema_rules::{Ssv, m_bool, m_str, prop_path, props_of, sub_map};
+use crate::field_error::FieldError;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 pub(super) const OPENAPI_TYPES: &[&str] =
     &["array", "boolean", "integer", "number", "object", "string"];

@@ -1,7 +1,14 @@
 //! The rules a CRD's `openAPIV3Schema` must follow as a whole: root restrictions, structural
 //! rules, and defaults that must validate and be pruned (the per-node rules: `node_rules`).
 
-use super::*;
+use super::common::bool_at;
+use super::node_rules::openapi_checks;
+use super::pattern::{Regex, RegexError};
+use super::pruning::{META_FIELDS, prune_node};
+use super::schema::Schema;
+use super::validation::{Ctx, check};
+use crate::field_error::{FieldError, child};
+use serde_json::{Map, Value};
 
 /// The JSONSchemaProps fields in Go struct order, as (JSON key, Go field name); the root check
 /// with a status subresource walks them in this order and stops at the first offender.

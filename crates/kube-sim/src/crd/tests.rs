@@ -1,7 +1,19 @@
 //! Tests of CRDs and custom resources, with the server's exact messages (the ClusterCSIDriver
 //! CRD of openshift/api is the main fixture).
 
-use super::*;
+use super::common::{
+    DNS1035_LABEL_MSG, DNS1123_SUBDOMAIN_MSG, dns1035_label_errors, dns1123_subdomain_errors,
+    go_float, go_quote,
+};
+use super::defaulting::apply_defaults;
+use super::definition::{crd_info, prepare_crd, validate_crd};
+use super::formats::format_ok;
+use super::pruning::prune;
+use super::schema::Schema;
+use super::validation::{validate, validate_status};
+use crate::field_error::FieldError;
+use crate::list_types::{ListKind, ListTypes};
+use serde_json::Value;
 use serde_json::json;
 
 /// OpenShift's ClusterCSIDriver CRD (openshift/api, operator/v1,

@@ -1,6 +1,11 @@
 //! Defaults of the `apps` group: Deployments, DaemonSets, StatefulSets, ReplicaSets.
 
-use super::*;
+use super::core_group::persistent_volume_claim;
+use super::helpers::{
+    ensure_obj, for_each_obj, obj_at, set_if_unset, set_str_if_empty, zero_fields,
+};
+use super::pods::pod_template;
+use serde_json::{Map, Value, json};
 
 pub(super) fn deployment(root: &mut Map<String, Value>) {
     if let Some(spec) = ensure_obj(root, "spec") {

@@ -1,7 +1,7 @@
 //! Small helpers over JSON maps. "Unset" follows Go: a nil pointer is an absent or null field;
 //! a zero-valued string or number field is also unset when the Go field is not a pointer.
 
-use super::*;
+use serde_json::{Map, Value, json};
 
 pub(super) fn is_absent(v: Option<&Value>) -> bool {
     matches!(v, None | Some(Value::Null))

@@ -1,7 +1,21 @@
 //! Enforcement: the 403 errors as the server words them, the log of denials, and the hooks
 //! the HTTP front calls before reads and writes.
 
-use super::*;
+use super::policy::{
+    Decision, aggregation_selectors, authorize, confirm_no_escalation, gr, meta_str, role_ref_rules,
+};
+use super::rules::{PolicyRule, go_quote, rules_of};
+use super::subjects::{Attributes, UserInfo};
+use super::{DENIAL_CAPACITY, RBAC_GROUP, RbacConfig};
+use crate::Shared;
+use crate::api::{Cluster, Outcome};
+use crate::errors::ApiError;
+use crate::observe::RequestRecord;
+use crate::resources::{GroupResource, ResourceType};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 pub(super) fn status_details(group: &str, resource: &str, name: &str) -> Value {
     let mut d = json!({});

@@ -1,7 +1,21 @@
 //! Where rules come from (the live store or a [`StaticPolicy`]), the bootstrap roles,
 //! resolution of bindings and aggregated roles, and the authorization decision.
 
-use super::*;
+use super::enforce::status_details;
+use super::rules::{
+    PolicyRule, compact_rules, covers, go_quote, go_quote_list, has, rule_allows, rules_of,
+};
+use super::subjects::{Attributes, UserInfo};
+use super::{
+    AUTHENTICATED_GROUP, RBAC_GROUP, SERVICE_ACCOUNT_PREFIX, SERVICE_ACCOUNTS_GROUP,
+    UNAUTHENTICATED_GROUP,
+};
+use crate::api::Cluster;
+use crate::errors::ApiError;
+use crate::resources::GroupResource;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Where RBAC objects are read from.
 pub trait PolicySource {

@@ -1,7 +1,9 @@
 //! PolicyRules: reading them, matching a request, and coverage (whether one set of rules
 //! grants everything another does, for the escalation checks).
 
-use super::*;
+use super::subjects::Attributes;
+use serde_json::{Value, json};
+use std::fmt;
 
 /// One rule of a Role or ClusterRole.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

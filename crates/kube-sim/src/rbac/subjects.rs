@@ -1,6 +1,12 @@
 //! Users and request attributes, as the apiserver's user.Info and RequestInfo carry them.
 
-use super::*;
+use super::rules::{has, to_strings};
+use super::{
+    ANONYMOUS_USER, AUTHENTICATED_GROUP, PRIVILEGED_GROUP, RbacConfig, SERVICE_ACCOUNT_PREFIX,
+    SERVICE_ACCOUNTS_GROUP, UNAUTHENTICATED_GROUP,
+};
+use crate::observe::RequestRecord;
+use std::collections::HashMap;
 
 /// An authenticated identity: a name and the groups the authenticator gives it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,6 +1,13 @@
 //! Tests of RBAC authorization and escalation checks, as kube-apiserver decides them.
 
+use super::enforce::{Denial, forbidden_error, only_gc_fields_changed};
+use super::policy::{Decision, StaticPolicy, authorize, confirm_no_escalation};
+use super::rules::{PolicyRule, breakdown_rule, compact_rules, covers, rule_allows};
+use super::subjects::{Attributes, UserInfo, pinned_name};
 use super::*;
+use crate::observe::RequestRecord;
+use serde_json::{Value, json};
+use std::collections::HashMap;
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo::new(name, groups)

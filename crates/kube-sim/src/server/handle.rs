@@ -1,7 +1,29 @@
 //! One request: admin paths, faults, authentication and authorization, reviews, non-resource
 //! paths, then the resource verbs with their options and bodies.
 
-use super::*;
+use super::responses::{
+    Body, aggregated_response, error_response, identity, json_response, plain_not_found, verb_of,
+    with_warnings,
+};
+use super::routing::{ResourcePath, Route, query_map, route};
+use super::watch::{Render, partial_metadata, partial_metadata_list, watch};
+use super::{MAX_BODY, admin};
+use crate::admission::FieldValidation;
+use crate::admission_policy::Requester;
+use crate::api::{DeleteOptions, ListOptions, PatchType, WriteOptions};
+use crate::errors::ApiError;
+use crate::observe::RequestRecord;
+use crate::resources::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::{Shared, api, discovery, selector, ssa, table};
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
 
 /// Entry point for every HTTP request.
 pub async fn handle(

@@ -1,7 +1,11 @@
 //! Path elements and field sets (structured-merge-diff's `fieldpath`), with the ordering and
 //! FieldsV1 keys the server writes.
 
-use super::*;
+use super::text::{go_json, go_json_string, json_type_name, value_to_string_json};
+use super::walk::to_field_set;
+use crate::list_types::ListTypes;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One step of a field path. The variant order is structured-merge-diff's ordering
 /// (field names, then keys, then values, then indices), which fixes the FieldsV1 key order.

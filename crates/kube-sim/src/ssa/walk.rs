@@ -1,7 +1,11 @@
 //! Walks over values without a Go schema (structured-merge-diff's typed package): the field
 //! set of an object, merging an applied configuration, removing fields an applier dropped.
 
-use super::*;
+use super::fieldpath::{FieldSet, PathElement, path_display};
+use super::text::{go_json, go_quote};
+use crate::list_types::{ListKind, ListTypes};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn list_kind(lists: &dyn ListTypes, names: &[String]) -> ListKind {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();

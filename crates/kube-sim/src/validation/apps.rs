@@ -1,7 +1,15 @@
 //! The `apps` group: Deployments, DaemonSets, StatefulSets, ReplicaSets.
 
-use super::*;
+use super::Errs;
+use super::access::{
+    absent, as_obj, enum_str, nonnegative, opt_int, opt_obj, opt_str, spec_of, wrong_type,
+};
+use super::names::{NEGATIVE, regex_error};
+use super::pods::pod_template_spec;
+use super::selectors::validate_label_selector;
+use crate::field_error::{FieldError, child};
 use crate::selector::{LabelSelector, object_is_empty};
+use serde_json::{Map, Value, json};
 
 pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
     let empty = Map::new();

@@ -36,38 +36,9 @@ mod update;
 mod volume_tests;
 mod volumes;
 
-use crate::defaults::VOLUME_SOURCES;
-use std::collections::BTreeSet;
-
-use base64::Engine as _;
-use serde_json::{Map, Value, json};
-
-use crate::field_error::{FieldError, child, index, key};
+use crate::field_error::FieldError;
 
 type Errs = Vec<FieldError>;
-
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use access::*;
-#[allow(unused_imports)]
-use apps::*;
-#[allow(unused_imports)]
-use core_group::*;
-#[allow(unused_imports)]
-use create::*;
-#[allow(unused_imports)]
-use names::*;
-#[allow(unused_imports)]
-use other_groups::*;
-#[allow(unused_imports)]
-use pods::*;
-#[allow(unused_imports)]
-use selectors::*;
-#[allow(unused_imports)]
-use update::*;
-#[allow(unused_imports)]
-use volumes::*;
 
 pub use create::validate_create;
 pub use names::{

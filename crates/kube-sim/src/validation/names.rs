@@ -1,7 +1,10 @@
 //! apimachinery's string rules (`k8s.io/apimachinery/pkg/util/validation`: DNS names, qualified
 //! names, label values, config keys) and the checks of `metadata` every kind gets.
 
-use super::*;
+use super::Errs;
+use super::access::{as_obj, opt_arr, wrong_type};
+use crate::field_error::{FieldError, index, key};
+use serde_json::{Value, json};
 
 pub(super) const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 pub(super) const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";

@@ -1,6 +1,10 @@
 //! Label selectors (`metav1.LabelSelector`) and their validation.
 
-use super::*;
+use super::Errs;
+use super::access::{as_obj, obj_items, opt_arr, opt_str, str_items};
+use super::names::{label_value_errors, qualified_name_errors, validate_labels};
+use crate::field_error::{FieldError, child, index};
+use serde_json::{Value, json};
 
 /// `ValidateLabelSelector`.
 pub(super) fn validate_label_selector(v: Option<&Value>, path: &str, errs: &mut Errs) {

@@ -1,7 +1,15 @@
 //! Tests of the built-in kinds' validation, with the server's exact field paths and messages.
 
-use super::*;
+use super::create::validate_create;
+use super::names::{
+    MAX_SECRET_SIZE, TOTAL_ANNOTATION_SIZE, is_dns1123_label, is_dns1123_subdomain,
+    validate_finalizers, validate_labels_and_annotations, validate_name,
+};
+use super::update::validate_update;
 use crate::defaults::apply_defaults;
+use crate::field_error::FieldError;
+use base64::Engine as _;
+use serde_json::{Value, json};
 
 fn messages(errs: &[FieldError]) -> Vec<String> {
     errs.iter().map(ToString::to_string).collect()

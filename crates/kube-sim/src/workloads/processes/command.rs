@@ -1,6 +1,12 @@
 //! A container's command line and environment (pure), resolved as the kubelet would.
 
-use super::*;
+use super::POD_IP;
+use super::runner::text;
+use super::state::LocalProgram;
+use crate::api::Cluster;
+use base64::Engine;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Why a container cannot be configured, with the kubelet's messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,6 +1,12 @@
 //! What the Deployments ask for (pure): which pods should run, from which program.
 
-use super::*;
+use super::runner::text;
+use super::state::LocalProgram;
+use super::{BACKOFF_INITIAL, BACKOFF_MAX, BACKOFF_RESET, MAX_GRACE, MAX_REPLICAS};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
 
 /// What one process-backed Deployment asks of the runner.
 #[derive(Debug, Clone)]

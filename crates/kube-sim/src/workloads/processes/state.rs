@@ -1,7 +1,18 @@
 //! The runner's configuration, what it lets callers observe ([`ProcessInfo`]), its shared
 //! state, and the readiness the status simulation reads.
 
-use super::*;
+use super::TAIL_BYTES;
+use super::desired::{containers, replicas};
+use super::runner::text;
+use crate::Shared;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::watch;
 
 /// The local program an image reference runs as.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Pods as the simulator imagines them: admission of a template, with no Pod objects stored.
 
-use super::*;
+use super::helpers::later;
+use jiff::{SignedDuration, Timestamp};
 
 /// When a group of pods started and, once they passed their readiness checks, since when they
 /// have been ready. Readiness is kept once reached, so raising the delay later does not take

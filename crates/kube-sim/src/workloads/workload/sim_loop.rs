@@ -1,6 +1,17 @@
 //! The loop: what wakes the simulator, and one pass over every Deployment and DaemonSet.
 
-use super::*;
+use super::config::{WorkloadConfig, WorkloadKind, with_volume_wait};
+use super::daemonsets::{DaemonSetTrack, daemonset_status_admitted};
+use super::deployments::{DeploymentTrack, deployment_status_admitted};
+use super::helpers::{int, pod_template_hash, stamp, text};
+use crate::api::{Cluster, WriteOptions};
+use crate::pod_admission::{AdmissionConfig, Verdict};
+use crate::{Shared, pod_admission};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// What the simulator remembers between passes, by object uid.
 #[derive(Default)]
