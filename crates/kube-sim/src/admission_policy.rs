@@ -35,6 +35,7 @@
 mod cel_eval;
 mod objects;
 
+use crate::json::strings;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
@@ -575,17 +576,6 @@ fn namespace_selector_matches(
         Some(ns) => object_matches(selector, ns.pointer("/metadata/labels")),
         None => false,
     }
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 // ----- inputs --------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ pub(crate) mod defaults;
 mod discovery;
 pub(crate) mod errors;
 pub(crate) mod field_error;
+pub(crate) mod json;
 pub(crate) mod json_path;
 pub mod kubeconfig;
 pub(crate) mod list_types;

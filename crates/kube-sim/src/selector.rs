@@ -49,12 +49,8 @@ impl LabelSelector {
             Some(other) => return Err(format!("a label selector must be an object, not {other}")),
         };
         let mut requirements = Vec::new();
-        for (k, v) in sel
-            .get("matchLabels")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
+        let labels = sel.get("matchLabels").and_then(Value::as_object);
+        for (k, v) in labels.into_iter().flatten() {
             let v = v
                 .as_str()
                 .ok_or_else(|| format!("label {k:?} must be a string"))?;

@@ -4,6 +4,7 @@
 use super::{Cluster, DeleteOptions, Propagation};
 use crate::errors::ApiError;
 use crate::field_error::FieldError;
+use crate::json::strings;
 use crate::resources::{GroupResource, Origin, ResourceType};
 use crate::{admission, crd, patch, ssa, store};
 use serde_json::{Map, Value, json};
@@ -165,15 +166,9 @@ pub(super) fn copy_field(from: &Value, to: &mut Value, field: &str) {
 }
 
 pub fn finalizers(obj: &Value) -> BTreeSet<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    strings(obj.pointer("/metadata/finalizers"))
+        .into_iter()
+        .collect()
 }
 
 pub(super) fn meta_finalizers_changed(a: &Value, b: &Value) -> bool {

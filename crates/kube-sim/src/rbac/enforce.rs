@@ -4,12 +4,13 @@
 use super::policy::{
     Decision, aggregation_selectors, authorize, confirm_no_escalation, gr, meta_str, role_ref_rules,
 };
-use super::rules::{PolicyRule, go_quote, rules_of};
+use super::rules::{PolicyRule, rules_of};
 use super::subjects::{Attributes, UserInfo};
 use super::{DENIAL_CAPACITY, RBAC_GROUP, RbacConfig};
 use crate::Shared;
 use crate::api::{Cluster, Outcome};
 use crate::errors::ApiError;
+use crate::json::go_quote;
 use crate::observe::RequestRecord;
 use crate::resources::{GroupResource, ResourceType};
 use serde_json::{Value, json};

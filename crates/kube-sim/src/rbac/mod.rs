@@ -69,11 +69,8 @@ impl Default for RbacConfig {
     }
 }
 
-pub use enforce::{Denial, forbidden_error, forbidden_message};
+pub use enforce::{Denial, forbidden_error};
 pub(crate) use enforce::{RbacState, WriteGuard, authorize_request};
-pub use policy::{
-    Decision, PolicySource, RoleRefError, StaticPolicy, authorize, confirm_no_escalation,
-    role_ref_rules, rules_for, visit_rules_for,
-};
-pub use rules::{PolicyRule, breakdown_rule, compact_rules, covers, rule_allows, rules_of};
-pub use subjects::{Attributes, UserInfo, pinned_name, service_account_of};
+pub use policy::{Decision, PolicySource, StaticPolicy, authorize, confirm_no_escalation};
+pub use rules::{PolicyRule, rules_of};
+pub use subjects::{Attributes, UserInfo, service_account_of};

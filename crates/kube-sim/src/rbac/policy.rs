@@ -2,9 +2,7 @@
 //! resolution of bindings and aggregated roles, and the authorization decision.
 
 use super::enforce::status_details;
-use super::rules::{
-    PolicyRule, compact_rules, covers, go_quote, go_quote_list, has, rule_allows, rules_of,
-};
+use super::rules::{PolicyRule, compact_rules, covers, go_quote_list, has, rule_allows, rules_of};
 use super::subjects::{Attributes, UserInfo};
 use super::{
     AUTHENTICATED_GROUP, RBAC_GROUP, SERVICE_ACCOUNT_PREFIX, SERVICE_ACCOUNTS_GROUP,
@@ -12,6 +10,7 @@ use super::{
 };
 use crate::api::Cluster;
 use crate::errors::ApiError;
+use crate::json::go_quote;
 use crate::resources::GroupResource;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -2,6 +2,8 @@
 //! grants everything another does, for the escalation checks).
 
 use super::subjects::Attributes;
+use crate::json::go_quote;
+use crate::json::strings;
 use serde_json::{Value, json};
 use std::fmt;
 
@@ -13,17 +15,6 @@ pub struct PolicyRule {
     pub resources: Vec<String>,
     pub resource_names: Vec<String>,
     pub non_resource_urls: Vec<String>,
-}
-
-pub(super) fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 pub(super) fn to_strings(items: &[&str]) -> Vec<String> {
@@ -113,25 +104,6 @@ pub fn rules_of(obj: &Value) -> Vec<PolicyRule> {
         .and_then(Value::as_array)
         .map(|a| a.iter().map(PolicyRule::from_value).collect())
         .unwrap_or_default()
-}
-
-/// Go's `%q` for a string, as the server's messages print names.
-pub(super) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `%q` for a `[]string`: `["a" "b"]`.

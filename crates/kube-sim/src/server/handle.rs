@@ -161,20 +161,19 @@ pub async fn handle(
             &body,
             &record.user,
         ),
-        Route::Resource(p) => {
-            resource(
-                &shared,
-                &parts.method,
-                &p,
-                &q,
-                &accept,
-                &content_type,
-                &body,
-                &record.user_agent,
-                &record.user,
-            )
-            .await
-        }
+        Route::Resource(p) => resource(
+            &shared,
+            &parts.method,
+            &p,
+            &q,
+            &accept,
+            &content_type,
+            &body,
+            &record.user_agent,
+            &record.user,
+        )
+        .await
+        .unwrap_or_else(|e| error_response(&e)),
         other => non_resource(&shared, other, &accept, &parts.headers),
     };
     if !is_admin {
@@ -402,36 +401,6 @@ pub(super) fn requester(shared: &Shared, user: &str, p: &ResourcePath) -> Reques
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn resource(
-    shared: &Arc<Shared>,
-    method: &Method,
-    p: &ResourcePath,
-    q: &HashMap<String, String>,
-    accept: &str,
-    content_type: &str,
-    body: &Bytes,
-    user_agent: &str,
-    user: &str,
-) -> Response<Body> {
-    match resource_inner(
-        shared,
-        method,
-        p,
-        q,
-        accept,
-        content_type,
-        body,
-        user_agent,
-        user,
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => error_response(&e),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn resource_inner(
     shared: &Arc<Shared>,
     method: &Method,
     p: &ResourcePath,

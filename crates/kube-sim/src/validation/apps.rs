@@ -17,26 +17,10 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
         return;
     };
     nonnegative(Some(spec), "replicas", "spec.replicas", errs);
-    let selector = spec.get("selector");
-    if absent(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        validate_label_selector(selector, "spec.selector", errs);
-        if object_is_empty(selector) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                selector.cloned().unwrap_or(Value::Null),
-                "empty selector is invalid for deployment",
-            ));
-        }
-    }
-    match LabelSelector::from_object(selector) {
-        Err(_) => errs.push(FieldError::invalid(
-            "spec.selector",
-            selector.cloned().unwrap_or(Value::Null),
-            "invalid label selector",
-        )),
-        Ok(sel) => replica_set_template(spec, sel.as_ref(), errs),
+    let selector = required_selector(spec, "deployment", errs);
+    match parsed_selector(selector, errs) {
+        None => {}
+        Some(sel) => replica_set_template(spec, sel.as_ref(), errs),
     }
     let strategy_path = "spec.strategy";
     let strategy = opt_obj(Some(spec), "strategy", strategy_path, errs);
@@ -113,6 +97,44 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
             ));
         }
     }
+}
+
+/// The selector a Deployment, ReplicaSet or StatefulSet must have (Go names a ReplicaSet's
+/// empty selector a deployment's).
+fn required_selector<'a>(
+    spec: &'a Map<String, Value>,
+    kind: &str,
+    errs: &mut Errs,
+) -> Option<&'a Value> {
+    let selector = spec.get("selector");
+    if absent(selector) {
+        errs.push(FieldError::required("spec.selector", ""));
+    } else {
+        validate_label_selector(selector, "spec.selector", errs);
+        if object_is_empty(selector) {
+            let message = format!("empty selector is invalid for {kind}");
+            errs.push(FieldError::invalid(
+                "spec.selector",
+                selector.cloned().unwrap_or(Value::Null),
+                message,
+            ));
+        }
+    }
+    selector
+}
+
+/// `LabelSelectorAsSelector`, reporting a selector it refuses; `Some(None)` for a nil one.
+fn parsed_selector(selector: Option<&Value>, errs: &mut Errs) -> Option<Option<LabelSelector>> {
+    let parsed = LabelSelector::from_object(selector).ok();
+    if parsed.is_none() {
+        let value = selector.cloned().unwrap_or(Value::Null);
+        errs.push(FieldError::invalid(
+            "spec.selector",
+            value,
+            "invalid label selector",
+        ));
+    }
+    parsed
 }
 
 /// `ValidatePodTemplateSpecForReplicaSet`, shared by Deployments and ReplicaSets.
@@ -311,30 +333,14 @@ pub(super) fn stateful_set(root: &Map<String, Value>, errs: &mut Errs) {
     }
     nonnegative(Some(spec), "replicas", "spec.replicas", errs);
     nonnegative(Some(spec), "minReadySeconds", "spec.minReadySeconds", errs);
-    let selector = spec.get("selector");
-    if absent(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        validate_label_selector(selector, "spec.selector", errs);
-        if object_is_empty(selector) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                selector.cloned().unwrap_or(Value::Null),
-                "empty selector is invalid for statefulset",
-            ));
-        }
-    }
+    let selector = required_selector(spec, "statefulset", errs);
     let empty_template = Map::new();
     let Some(template) = template_of(spec, &empty_template, errs) else {
         return;
     };
-    match LabelSelector::from_object(selector) {
-        Err(_) => errs.push(FieldError::invalid(
-            "spec.selector",
-            selector.cloned().unwrap_or(Value::Null),
-            "invalid label selector",
-        )),
-        Ok(sel) => check_selector_matches(template, sel.as_ref(), errs),
+    match parsed_selector(selector, errs) {
+        None => {}
+        Some(sel) => check_selector_matches(template, sel.as_ref(), errs),
     }
     pod_template_spec(template, "spec.template", errs);
     let restart = template
@@ -358,26 +364,10 @@ pub(super) fn replica_set(root: &Map<String, Value>, errs: &mut Errs) {
     };
     nonnegative(Some(spec), "replicas", "spec.replicas", errs);
     nonnegative(Some(spec), "minReadySeconds", "spec.minReadySeconds", errs);
-    let selector = spec.get("selector");
-    if absent(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        validate_label_selector(selector, "spec.selector", errs);
-        if object_is_empty(selector) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                selector.cloned().unwrap_or(Value::Null),
-                "empty selector is invalid for deployment",
-            ));
-        }
-    }
-    match LabelSelector::from_object(selector) {
-        Err(_) => errs.push(FieldError::invalid(
-            "spec.selector",
-            selector.cloned().unwrap_or(Value::Null),
-            "invalid label selector",
-        )),
-        Ok(sel) => replica_set_template(spec, sel.as_ref(), errs),
+    let selector = required_selector(spec, "deployment", errs);
+    match parsed_selector(selector, errs) {
+        None => {}
+        Some(sel) => replica_set_template(spec, sel.as_ref(), errs),
     }
 }
 

@@ -42,8 +42,7 @@ type Errs = Vec<FieldError>;
 
 pub use create::validate_create;
 pub use names::{
-    config_key_errors, dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors,
-    is_dns1123_label, is_dns1123_subdomain, label_value_errors, path_segment_errors,
+    dns1035_label_errors, dns1123_subdomain_errors, label_value_errors, path_segment_errors,
     qualified_name_errors, validate_finalizers, validate_labels_and_annotations, validate_name,
 };
 pub use update::validate_update;

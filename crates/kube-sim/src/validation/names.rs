@@ -125,26 +125,6 @@ pub fn dns1035_label_errors(s: &str) -> Vec<String> {
     errs
 }
 
-/// Tests a DNS-1123 subdomain; the error joins apimachinery's messages with "; ".
-pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
-    let errs = dns1123_subdomain_errors(s);
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
-    }
-}
-
-/// Tests a DNS-1123 label; the error joins apimachinery's messages with "; ".
-pub fn is_dns1123_label(s: &str) -> Result<(), String> {
-    let errs = dns1123_label_errors(s);
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
-    }
-}
-
 /// `IsQualifiedName`: label keys, annotation keys, finalizers, provisioners.
 pub fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();

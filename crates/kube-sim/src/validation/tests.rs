@@ -2,7 +2,7 @@
 
 use super::create::validate_create;
 use super::names::{
-    MAX_SECRET_SIZE, TOTAL_ANNOTATION_SIZE, is_dns1123_label, is_dns1123_subdomain,
+    MAX_SECRET_SIZE, TOTAL_ANNOTATION_SIZE, dns1123_label_errors, dns1123_subdomain_errors,
     validate_finalizers, validate_labels_and_annotations, validate_name,
 };
 use super::update::validate_update;
@@ -117,10 +117,10 @@ fn name_rules() {
         messages(&validate_name("", "Pod", "")),
         vec!["metadata.name: Required value: name or generateName is required".to_string()]
     );
-    assert!(is_dns1123_label("ok-1").is_ok());
-    assert!(is_dns1123_label("no_").is_err());
-    assert!(is_dns1123_subdomain("a.b").is_ok());
-    assert!(is_dns1123_subdomain("").is_err());
+    assert!(dns1123_label_errors("ok-1").is_empty());
+    assert!(!dns1123_label_errors("no_").is_empty());
+    assert!(dns1123_subdomain_errors("a.b").is_empty());
+    assert!(!dns1123_subdomain_errors("").is_empty());
 }
 
 #[test]

@@ -4,6 +4,7 @@ use super::POD_IP;
 use super::runner::text;
 use super::state::LocalProgram;
 use crate::api::Cluster;
+use crate::json::strings;
 use base64::Engine;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -259,18 +260,7 @@ pub fn command_line(
     program: &LocalProgram,
     env: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    let list = |field: &str| -> Vec<String> {
-        container
-            .get(field)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let list = |field: &str| strings(container.get(field));
     list("command")
         .into_iter()
         .skip(program.drop_leading)
