@@ -3,7 +3,7 @@
 
 use crate::field_error::{FieldError, FieldErrorKind};
 use crate::json::go_quote;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Go's `%v` for a float64: shortest representation, exponent form outside [1e-4, 1e21).
 pub(super) fn go_float(f: f64) -> String {
@@ -150,4 +150,30 @@ pub(super) fn not_supported(
 
 pub(super) fn immutable(field: impl Into<String>, value: Value) -> FieldError {
     FieldError::invalid(field, value, "field is immutable")
+}
+
+pub(super) fn sub_map<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
+    m.get(k).and_then(Value::as_object)
+}
+
+pub(super) fn m_str<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
+    m.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+pub(super) fn m_bool(m: &Map<String, Value>, k: &str) -> bool {
+    m.get(k).and_then(Value::as_bool).unwrap_or(false)
+}
+
+pub(super) fn props_of(m: &Map<String, Value>) -> Vec<(&String, &Map<String, Value>)> {
+    sub_map(m, "properties")
+        .map(|p| {
+            p.iter()
+                .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(super) fn prop_path(path: &str, k: &str) -> String {
+    format!("{path}.properties[{k}]")
 }

@@ -3,6 +3,13 @@
 
 use serde_json::{Map, Value, json};
 
+/// `metadata.creationTimestamp` of an embedded ObjectMeta serialises as `null` in v1.33.
+pub(super) fn set_if_unset_null(m: &mut Map<String, Value>, key: &str) {
+    if !m.contains_key(key) {
+        m.insert(key.to_string(), Value::Null);
+    }
+}
+
 pub(super) fn is_absent(v: Option<&Value>) -> bool {
     matches!(v, None | Some(Value::Null))
 }

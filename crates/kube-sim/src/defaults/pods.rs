@@ -1,11 +1,10 @@
 //! Defaults of pods and pod templates: containers, volumes, probes, the image pull policy and
 //! the QoS class.
 
-use super::apps::set_if_unset_null;
 use super::core_group::pvc_spec;
 use super::helpers::{
-    ensure_obj, for_each_obj, is_absent, obj_at, set_if_unset, set_int_if_zero, set_str_if_empty,
-    str_at,
+    ensure_obj, for_each_obj, is_absent, obj_at, set_if_unset, set_if_unset_null, set_int_if_zero,
+    set_str_if_empty, str_at,
 };
 use super::quantity::{canonicalize_quantities, canonicalize_quantity, quantity_value};
 use serde_json::{Map, Value, json};

@@ -2,7 +2,8 @@
 //! the HTTP front calls before reads and writes.
 
 use super::policy::{
-    Decision, aggregation_selectors, authorize, confirm_no_escalation, gr, meta_str, role_ref_rules,
+    Decision, aggregation_selectors, authorize, confirm_no_escalation, gr, meta_str,
+    role_ref_rules, status_details,
 };
 use super::rules::{PolicyRule, rules_of};
 use super::subjects::{Attributes, UserInfo};
@@ -13,24 +14,10 @@ use crate::errors::ApiError;
 use crate::json::go_quote;
 use crate::observe::RequestRecord;
 use crate::resources::{GroupResource, ResourceType};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex};
-
-pub(super) fn status_details(group: &str, resource: &str, name: &str) -> Value {
-    let mut d = json!({});
-    if !name.is_empty() {
-        d["name"] = json!(name);
-    }
-    if !group.is_empty() {
-        d["group"] = json!(group);
-    }
-    if !resource.is_empty() {
-        d["kind"] = json!(resource);
-    }
-    d
-}
 
 /// `apierrors.NewForbidden`.
 pub(super) fn new_forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {

@@ -1,9 +1,8 @@
 //! Where rules come from (the live store or a [`StaticPolicy`]), the bootstrap roles,
 //! resolution of bindings and aggregated roles, and the authorization decision.
 
-use super::enforce::status_details;
-use super::rules::{PolicyRule, compact_rules, covers, go_quote_list, has, rule_allows, rules_of};
-use super::subjects::{Attributes, UserInfo};
+use super::rules::{PolicyRule, compact_rules, covers, go_quote_list, rule_allows, rules_of};
+use super::subjects::{Attributes, UserInfo, has};
 use super::{
     AUTHENTICATED_GROUP, RBAC_GROUP, SERVICE_ACCOUNT_PREFIX, SERVICE_ACCOUNTS_GROUP,
     UNAUTHENTICATED_GROUP,
@@ -12,9 +11,23 @@ use crate::api::Cluster;
 use crate::errors::ApiError;
 use crate::json::go_quote;
 use crate::resources::GroupResource;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+
+pub(super) fn status_details(group: &str, resource: &str, name: &str) -> Value {
+    let mut d = json!({});
+    if !name.is_empty() {
+        d["name"] = json!(name);
+    }
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    if !resource.is_empty() {
+        d["kind"] = json!(resource);
+    }
+    d
+}
 
 /// Where RBAC objects are read from.
 pub trait PolicySource {

@@ -1,7 +1,7 @@
 //! PolicyRules: reading them, matching a request, and coverage (whether one set of rules
 //! grants everything another does, for the escalation checks).
 
-use super::subjects::Attributes;
+use super::subjects::{Attributes, has, to_strings};
 use crate::json::go_quote;
 use crate::json::strings;
 use serde_json::{Value, json};
@@ -15,10 +15,6 @@ pub struct PolicyRule {
     pub resources: Vec<String>,
     pub resource_names: Vec<String>,
     pub non_resource_urls: Vec<String>,
-}
-
-pub(super) fn to_strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
 }
 
 impl PolicyRule {
@@ -110,10 +106,6 @@ pub fn rules_of(obj: &Value) -> Vec<PolicyRule> {
 pub(super) fn go_quote_list(items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
     format!("[{}]", quoted.join(" "))
-}
-
-pub(super) fn has(set: &[String], item: &str) -> bool {
-    set.iter().any(|s| s == item)
 }
 
 /// `VerbMatches`.

@@ -1,6 +1,5 @@
 //! Users and request attributes, as the apiserver's user.Info and RequestInfo carry them.
 
-use super::rules::{has, to_strings};
 use super::{
     ANONYMOUS_USER, AUTHENTICATED_GROUP, PRIVILEGED_GROUP, RbacConfig, SERVICE_ACCOUNT_PREFIX,
     SERVICE_ACCOUNTS_GROUP, UNAUTHENTICATED_GROUP,
@@ -177,4 +176,12 @@ pub fn pinned_name(selector: &str) -> Option<String> {
             && !value.contains('%');
         (field.trim() == "metadata.name" && valid).then(|| value.to_string())
     })
+}
+
+pub(super) fn to_strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+pub(super) fn has(set: &[String], item: &str) -> bool {
+    set.iter().any(|s| s == item)
 }

@@ -654,3 +654,13 @@ pub(super) fn strip_nulls(v: &mut Value) {
         _ => {}
     }
 }
+
+impl FieldSet {
+    /// The fields an applied configuration `obj` sets: every scalar, every atomic list, every
+    /// associative-list item (`k:{..}` / `v:..`), and empty or null objects.
+    pub fn from_object(obj: &Value, lists: &dyn ListTypes) -> FieldSet {
+        let mut set = FieldSet::default();
+        to_field_set(obj, lists, &mut Vec::new(), &mut Vec::new(), &mut set);
+        set
+    }
+}

@@ -2,9 +2,11 @@
 //! so that the per-kind rules read like the Go validation they follow.
 
 use super::Errs;
-use super::names::{IMMUTABLE, NEGATIVE};
 use crate::field_error::{FieldError, index};
 use serde_json::{Map, Value, json};
+
+pub(super) const IMMUTABLE: &str = "field is immutable";
+pub(super) const NEGATIVE: &str = "must be greater than or equal to 0";
 
 pub(super) fn type_name(v: &Value) -> &'static str {
     match v {

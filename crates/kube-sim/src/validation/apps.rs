@@ -1,10 +1,11 @@
 //! The `apps` group: Deployments, DaemonSets, StatefulSets, ReplicaSets.
 
 use super::Errs;
+use super::access::NEGATIVE;
 use super::access::{
     absent, as_obj, enum_str, nonnegative, opt_int, opt_obj, opt_str, spec_of, wrong_type,
 };
-use super::names::{NEGATIVE, regex_error};
+use super::names::regex_error;
 use super::pods::pod_template_spec;
 use super::selectors::validate_label_selector;
 use crate::field_error::{FieldError, child};

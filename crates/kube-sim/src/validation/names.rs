@@ -20,8 +20,6 @@ pub(super) const LABEL_VALUE_MSG: &str = "a valid label must be an empty string 
 pub(super) const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
 pub(super) const CONFIG_KEY_MSG: &str =
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
-pub(super) const IMMUTABLE: &str = "field is immutable";
-pub(super) const NEGATIVE: &str = "must be greater than or equal to 0";
 /// `core.MaxSecretSize`, also the ConfigMap limit.
 pub(super) const MAX_SECRET_SIZE: usize = 1024 * 1024;
 pub(super) const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;

@@ -2,14 +2,13 @@
 //! scheduling and the rest.
 
 use super::Errs;
+use super::access::NEGATIVE;
 use super::access::{
     absent, enum_str, obj_items, opt_arr, opt_bool, opt_int, opt_obj, opt_str, spec_of, str_items,
     wrong_type,
 };
 use super::apps::{not_more_than_100_percent, positive_int_or_percent};
-use super::names::{
-    NEGATIVE, dns1123_subdomain_errors, path_segment_errors, qualified_name_errors,
-};
+use super::names::{dns1123_subdomain_errors, path_segment_errors, qualified_name_errors};
 use super::pods::port_num_or_name;
 use super::selectors::validate_label_selector;
 use crate::field_error::{FieldError, child, index, key};

@@ -1,11 +1,12 @@
 //! Pod specs and templates: containers, volumes, security contexts, probes, affinity.
 
 use super::Errs;
+use super::access::NEGATIVE;
 use super::access::{
     absent, enum_str, nonnegative, obj_items, opt_arr, opt_int, opt_obj, opt_str, wrong_type,
 };
 use super::names::{
-    NEGATIVE, config_key_errors, dns1123_label_errors, dns1123_subdomain_errors, port_name_errors,
+    config_key_errors, dns1123_label_errors, dns1123_subdomain_errors, port_name_errors,
     port_range_error, qualified_name_errors, validate_annotations, validate_labels,
 };
 use crate::defaults::VOLUME_SOURCES;

@@ -7,10 +7,11 @@
 //! `nfs`, `local`); any other source counts towards "exactly one" and is otherwise accepted.
 
 use super::Errs;
+use super::access::IMMUTABLE;
 use super::access::{
     absent, at, enum_str, immutable, opt_arr, opt_obj, opt_str, semantic_eq, spec_of, str_items,
 };
-use super::names::{IMMUTABLE, dns1123_subdomain_errors};
+use super::names::dns1123_subdomain_errors;
 use super::selectors::validate_label_selector;
 use crate::field_error::{FieldError, child, key};
 use serde_json::{Map, Value, json};

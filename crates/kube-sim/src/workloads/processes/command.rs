@@ -1,8 +1,7 @@
 //! A container's command line and environment (pure), resolved as the kubelet would.
 
 use super::POD_IP;
-use super::runner::text;
-use super::state::LocalProgram;
+use super::state::{LocalProgram, text};
 use crate::api::Cluster;
 use crate::json::strings;
 use base64::Engine;

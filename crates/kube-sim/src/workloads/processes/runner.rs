@@ -5,9 +5,9 @@ use super::command::{
     ConfigError, PodFacts, Source, command_line, lookup_in, resolve_env, service_account,
 };
 use super::desired::{
-    PodView, Want, containers, decide, grace_period, next_backoff, pod_name, random_uid, want,
+    PodView, Want, decide, grace_period, next_backoff, pod_name, random_uid, want,
 };
-use super::state::{LocalProgram, Pod, ProcessState, lock};
+use super::state::{LocalProgram, Pod, ProcessState, containers, lock, text};
 use super::{NODE_NAME, PASSED_THROUGH, TAIL_BYTES};
 use crate::Shared;
 use serde_json::Value;
@@ -497,10 +497,4 @@ pub(super) fn write_atomically(path: &Path, content: &str, unique: &str) -> std:
     std::io::Write::write_all(&mut file, content.as_bytes())?;
     drop(file);
     std::fs::rename(&tmp, path)
-}
-
-pub(super) fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }

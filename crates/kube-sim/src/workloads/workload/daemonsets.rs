@@ -2,9 +2,8 @@
 
 use super::config::{WorkloadConfig, WorkloadKind};
 use super::helpers::{int, pod_template_hash, put_nonzero, scaled, text};
-use super::pods::Start;
+use super::pods::{PodCreation, Start, earliest};
 use super::scheduling::{DaemonPodFit, node_ready};
-use super::sim_loop::{PodCreation, earliest};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};

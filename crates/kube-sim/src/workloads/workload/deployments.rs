@@ -4,8 +4,7 @@ use super::config::{WorkloadConfig, WorkloadKind};
 use super::helpers::{
     condition, find, int, later, pod_template_hash, put_nonzero, scaled, stamp, text,
 };
-use super::pods::Start;
-use super::sim_loop::{PodCreation, earliest};
+use super::pods::{PodCreation, Start, earliest};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;

@@ -48,5 +48,6 @@ pub use deployments::{
     DeploymentTrack, deployment_status, deployment_status_admitted, deployment_status_with,
 };
 pub use helpers::pod_template_hash;
+pub use pods::PodCreation;
 pub use scheduling::{node_should_run, tolerates};
-pub use sim_loop::{PodCreation, run};
+pub use sim_loop::run;
