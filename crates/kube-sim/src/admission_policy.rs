@@ -35,13 +35,15 @@
 mod cel_eval;
 mod objects;
 
+use crate::json::strings;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::api::Cluster;
 use crate::errors::ApiError;
 use crate::resources::{GroupResource, ResourceType};
+use crate::selector::{object_is_empty, object_matches};
+use crate::store::ClusterView;
 use cel_eval::Declarations;
 pub use objects::{default, validate};
 
@@ -103,7 +105,7 @@ impl Request<'_> {
 
 /// Admits a create; `generated` when the name came from `generateName` (admission sees none).
 pub fn on_create(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     rt: &ResourceType,
     obj: &Value,
     generated: bool,
@@ -132,7 +134,7 @@ pub fn on_create(
 
 /// Admits an update (put, patch, apply; `status`, `scale` and `finalize` included).
 pub fn on_update(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     rt: &ResourceType,
     old: &Value,
     new: &Value,
@@ -157,7 +159,7 @@ pub fn on_update(
 
 /// Admits a delete: `object` is null, `oldObject` the object being deleted.
 pub fn on_delete(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     rt: &ResourceType,
     old: &Value,
     requester: Option<&Requester>,
@@ -201,7 +203,7 @@ fn request<'a>(
     let scale = requester.subresource == "scale";
     let view = |o: &Value| {
         if scale {
-            crate::api::scale_of(o)
+            crate::resources::scale_of(o)
         } else {
             o.clone()
         }
@@ -259,10 +261,10 @@ struct Verdict {
     decision: Decision,
 }
 
-fn admit(cluster: &Cluster, req: &Request) -> Result<Vec<String>, ApiError> {
+fn admit(cluster: &dyn ClusterView, req: &Request) -> Result<Vec<String>, ApiError> {
     let bindings_gr = GroupResource::new(GROUP, "validatingadmissionpolicybindings");
     let mut by_policy: BTreeMap<String, Vec<(String, Value)>> = BTreeMap::new();
-    for ((_, name), binding) in cluster.store.iter(&bindings_gr, None, None) {
+    for ((_, name), binding) in cluster.store().iter(&bindings_gr, None, None) {
         let policy = binding
             .pointer("/spec/policyName")
             .and_then(Value::as_str)
@@ -281,7 +283,7 @@ fn admit(cluster: &Cluster, req: &Request) -> Result<Vec<String>, ApiError> {
     let mut jobs = Vec::new();
     let mut verdicts = Vec::new();
     for (policy_name, mut bindings) in by_policy {
-        let Some(policy) = cluster.store.get(&policies_gr, "", &policy_name) else {
+        let Some(policy) = cluster.store().get(&policies_gr, "", &policy_name) else {
             continue;
         };
         let spec = policy.get("spec").cloned().unwrap_or(Value::Null);
@@ -430,7 +432,7 @@ struct Matched {
 /// `Matcher.Matches`: selectors, exclusions, then the rules. `require_rules`: a policy's
 /// constraints need rules to match anything; a binding without rules takes the policy's.
 fn matches(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     criteria: Option<&Value>,
     req: &Request,
     require_rules: bool,
@@ -441,11 +443,11 @@ fn matches(
     }
     if let Some(sel) = criteria
         .get("objectSelector")
-        .filter(|s| !selector_is_empty(s))
+        .filter(|s| !object_is_empty(Some(s)))
     {
         let labels = |o: &Option<Value>| {
             o.as_ref()
-                .is_some_and(|o| selector_matches(sel, o.pointer("/metadata/labels")))
+                .is_some_and(|o| object_matches(sel, o.pointer("/metadata/labels")))
         };
         if !labels(&req.object) && !labels(&req.old_object) {
             return None;
@@ -481,7 +483,7 @@ fn own_match(req: &Request) -> Matched {
 /// `matchesResourceRules`: the first rule that matches the request as it is, else (under
 /// `Equivalent`) one that matches another served version of the same resource.
 fn rules_match(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     rules: &[Value],
     equivalent: bool,
     req: &Request,
@@ -500,7 +502,7 @@ fn rules_match(
             if version == "*" || version == rt.version {
                 continue;
             }
-            let Some(other) = cluster.catalogue.get(&rt.group, &version, &rt.plural) else {
+            let Some(other) = cluster.catalogue().get(&rt.group, &version, &rt.plural) else {
                 continue;
             };
             if rule_matches(rule, req, &version) {
@@ -548,8 +550,12 @@ fn names_match(rule: &Value, name: &str) -> bool {
 
 /// `MatchNamespaceSelector`: cluster-scoped objects other than Namespaces always match; a
 /// Namespace's create and update are judged by its own new labels.
-fn namespace_selector_matches(cluster: &Cluster, selector: Option<&Value>, req: &Request) -> bool {
-    let Some(selector) = selector.filter(|s| !selector_is_empty(s)) else {
+fn namespace_selector_matches(
+    cluster: &dyn ClusterView,
+    selector: Option<&Value>,
+    req: &Request,
+) -> bool {
+    let Some(selector) = selector.filter(|s| !object_is_empty(Some(s))) else {
         return true;
     };
     if req.namespace.is_empty() && !req.is_namespace() {
@@ -563,60 +569,13 @@ fn namespace_selector_matches(cluster: &Cluster, selector: Option<&Value>, req: 
             .object
             .as_ref()
             .and_then(|o| o.pointer("/metadata/labels"));
-        return selector_matches(selector, labels);
+        return object_matches(selector, labels);
     }
     let namespaces = GroupResource::new("", "namespaces");
-    match cluster.store.get(&namespaces, "", &req.namespace) {
-        Some(ns) => selector_matches(selector, ns.pointer("/metadata/labels")),
+    match cluster.store().get(&namespaces, "", &req.namespace) {
+        Some(ns) => object_matches(selector, ns.pointer("/metadata/labels")),
         None => false,
     }
-}
-
-fn selector_is_empty(sel: &Value) -> bool {
-    let n = |k: &str| match sel.get(k) {
-        Some(Value::Object(m)) => m.len(),
-        Some(Value::Array(a)) => a.len(),
-        _ => 0,
-    };
-    n("matchLabels") + n("matchExpressions") == 0
-}
-
-/// A `metav1.LabelSelector` against labels; an unreadable requirement matches nothing.
-fn selector_matches(sel: &Value, labels: Option<&Value>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let expressions = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .is_none_or(|exprs| {
-            exprs.iter().all(|e| {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-                let values = strings(e.get("values"));
-                let has = |v: &str| values.iter().any(|x| x == v);
-                match e.get("operator").and_then(Value::as_str) {
-                    Some("In") => get(key).is_some_and(has),
-                    Some("NotIn") => get(key).is_none_or(|v| !has(v)),
-                    Some("Exists") => get(key).is_some(),
-                    Some("DoesNotExist") => get(key).is_none(),
-                    _ => false,
-                }
-            })
-        });
-    match_labels && expressions
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 // ----- inputs --------------------------------------------------------------------------------
@@ -624,7 +583,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 /// `CollectParams`: `Ok(None)` when the binding has nothing to evaluate (no parameter found and
 /// `parameterNotFoundAction: Allow`).
 fn collect_params(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     spec: &Value,
     binding_spec: &Value,
     req: &Request,
@@ -645,7 +604,7 @@ fn collect_params(
             "paramKind kind `{kind}` is defined but paramRef is not defined in the binding"
         ));
     };
-    let Some(rt) = cluster.catalogue.by_kind(api_version, kind) else {
+    let Some(rt) = cluster.catalogue().by_kind(api_version, kind) else {
         return Err(format!(
             "failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'"
         ));
@@ -669,16 +628,16 @@ fn collect_params(
     let gr = rt.group_resource();
     let found: Vec<Value> = match param_ref.get("name").and_then(Value::as_str) {
         Some(name) if !name.is_empty() => cluster
-            .store
+            .store()
             .get(&gr, namespace, name)
             .map(|o| vec![(*o).clone()])
             .unwrap_or_default(),
         _ => {
             let selector = param_ref.get("selector").cloned().unwrap_or(json!({}));
             cluster
-                .store
+                .store()
                 .iter(&gr, Some(namespace), None)
-                .filter(|(_, o)| selector_matches(&selector, o.pointer("/metadata/labels")))
+                .filter(|(_, o)| object_matches(&selector, o.pointer("/metadata/labels")))
                 .map(|(_, o)| (**o).clone())
                 .collect()
         }
@@ -732,12 +691,12 @@ fn request_value(req: &Request, matched: &Matched) -> Value {
 
 /// `namespaceObject`: the request's Namespace (not for a Namespace itself), trimmed as
 /// `CreateNamespaceObject` trims it.
-fn namespace_object(cluster: &Cluster, req: &Request) -> Value {
+fn namespace_object(cluster: &dyn ClusterView, req: &Request) -> Value {
     if req.namespace.is_empty() || req.is_namespace() {
         return Value::Null;
     }
     let Some(ns) = cluster
-        .store
+        .store()
         .get(&GroupResource::new("", "namespaces"), "", &req.namespace)
     else {
         return Value::Null;

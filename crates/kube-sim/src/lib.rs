@@ -11,7 +11,6 @@
 //!
 //! kube-sim is test and demo infrastructure: product code must never depend on it.
 
-mod admin;
 pub(crate) mod admission;
 pub(crate) mod admission_policy;
 pub mod api;
@@ -23,6 +22,7 @@ pub(crate) mod defaults;
 mod discovery;
 pub(crate) mod errors;
 pub(crate) mod field_error;
+pub(crate) mod json;
 pub(crate) mod json_path;
 pub mod kubeconfig;
 pub(crate) mod list_types;

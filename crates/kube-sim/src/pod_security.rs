@@ -16,6 +16,7 @@
 //! templates in workload objects (PSA only warns about those). Pure functions: the caller
 //! reads the namespace.
 
+use crate::json::strings;
 use serde_json::Value;
 
 /// The enforce label of a namespace.
@@ -137,17 +138,6 @@ fn named(what: &str, names: &[String]) -> String {
     }
 }
 
-fn strs(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The failed checks of `level` for `pod`, each as `<check> (<detail>)`, in PSA's order.
 pub fn check(level: Level, pod: &Value) -> Vec<String> {
     if level == Level::Privileged {
@@ -184,7 +174,7 @@ pub fn check(level: Level, pod: &Value) -> Vec<String> {
         let mut bad_caps: Vec<String> = Vec::new();
         let mut who: Vec<String> = Vec::new();
         for (n, c) in &cs {
-            let adds = strs(c.pointer("/securityContext/capabilities/add"));
+            let adds = strings(c.pointer("/securityContext/capabilities/add"));
             let bad: Vec<String> = adds
                 .into_iter()
                 .filter(|a| !BASELINE_CAPABILITIES.contains(&a.as_str()))
@@ -390,11 +380,11 @@ pub fn check(level: Level, pod: &Value) -> Vec<String> {
     let mut bad_add: Vec<String> = Vec::new();
     let mut bad_caps: Vec<String> = Vec::new();
     for (n, c) in &cs {
-        let drops = strs(c.pointer("/securityContext/capabilities/drop"));
+        let drops = strings(c.pointer("/securityContext/capabilities/drop"));
         if !drops.iter().any(|d| d == "ALL") {
             no_drop.push(n.to_string());
         }
-        let adds: Vec<String> = strs(c.pointer("/securityContext/capabilities/add"))
+        let adds: Vec<String> = strings(c.pointer("/securityContext/capabilities/add"))
             .into_iter()
             .filter(|a| a != "NET_BIND_SERVICE")
             .collect();

@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::{Value, json};
+
 use crate::crd::Schema;
 
 /// Identifies a stored collection independently of version: objects of all served versions of a
@@ -96,7 +98,7 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
-        if !self.is_custom() && crate::reviews::is_review(&self.group, &self.plural) {
+        if !self.is_custom() && is_review(&self.group, &self.plural) {
             // Reviews are answered, never stored.
             return vec!["create"];
         }
@@ -498,9 +500,62 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
     }
 }
 
+/// The Scale view of a workload.
+pub fn scale_of(obj: &Value) -> Value {
+    let meta = obj.get("metadata").cloned().unwrap_or_default();
+    let pick = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
+    let selector = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {"name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"), "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp")},
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
+        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector},
+    })
+}
+
+/// The review resources: answered, never stored.
+pub fn is_review(group: &str, plural: &str) -> bool {
+    matches!(
+        (group, plural),
+        (
+            "authentication.k8s.io",
+            "tokenreviews" | "selfsubjectreviews"
+        ) | (
+            "authorization.k8s.io",
+            "subjectaccessreviews" | "selfsubjectaccessreviews"
+        )
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_four_reviews_are_handled_here() {
+        assert!(is_review("authentication.k8s.io", "tokenreviews"));
+        assert!(is_review("authorization.k8s.io", "subjectaccessreviews"));
+        assert!(is_review("authentication.k8s.io", "selfsubjectreviews"));
+        assert!(is_review(
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews"
+        ));
+        assert!(!is_review(
+            "authorization.k8s.io",
+            "selfsubjectrulesreviews"
+        ));
+        assert!(!is_review("", "tokenreviews"));
+    }
 
     #[test]
     fn builtins_are_served_with_their_shape() {

@@ -32,17 +32,6 @@ pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
 
 /// Whether `group/plural` is one of the review resources this module answers.
-pub fn is_review(group: &str, plural: &str) -> bool {
-    matches!(
-        (group, plural),
-        (AUTHENTICATION_GROUP, "tokenreviews" | "selfsubjectreviews")
-            | (
-                AUTHORIZATION_GROUP,
-                "subjectaccessreviews" | "selfsubjectaccessreviews"
-            )
-    )
-}
-
 /// Answers a request of `requester` (the authenticated user) to a review resource: only
 /// `POST` to the collection.
 pub fn handle(
@@ -268,25 +257,4 @@ fn subject_access_review(
         "spec": spec,
         "status": status,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_four_reviews_are_handled_here() {
-        assert!(is_review("authentication.k8s.io", "tokenreviews"));
-        assert!(is_review("authorization.k8s.io", "subjectaccessreviews"));
-        assert!(is_review("authentication.k8s.io", "selfsubjectreviews"));
-        assert!(is_review(
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews"
-        ));
-        assert!(!is_review(
-            "authorization.k8s.io",
-            "selfsubjectrulesreviews"
-        ));
-        assert!(!is_review("", "tokenreviews"));
-    }
 }

@@ -22,6 +22,7 @@
 //! admission of pod updates, Windows pods. The store, RBAC and the namespace lookups are the
 //! caller's (`pod_admission.rs`); this module never touches the simulator's state.
 
+use crate::json::strings;
 use std::cmp::Ordering;
 
 use serde_json::{Map, Value, json};
@@ -103,18 +104,6 @@ pub struct Scc {
     pub groups: Vec<String>,
 }
 
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn flag(v: &Value, key: &str) -> bool {
     v.get(key).and_then(Value::as_bool).unwrap_or(false)
 }
@@ -193,18 +182,18 @@ impl Scc {
             default_allow_privilege_escalation: v
                 .get("defaultAllowPrivilegeEscalation")
                 .and_then(Value::as_bool),
-            allowed_capabilities: strings(v, "allowedCapabilities"),
-            default_add_capabilities: strings(v, "defaultAddCapabilities"),
-            required_drop_capabilities: strings(v, "requiredDropCapabilities"),
+            allowed_capabilities: strings(v.get("allowedCapabilities")),
+            default_add_capabilities: strings(v.get("defaultAddCapabilities")),
+            required_drop_capabilities: strings(v.get("requiredDropCapabilities")),
             read_only_root_filesystem: flag(v, "readOnlyRootFilesystem"),
             run_as_user,
             se_linux,
             fs_group: groups("fsGroup")?,
             supplemental_groups: groups("supplementalGroups")?,
-            volumes: strings(v, "volumes"),
-            seccomp_profiles: strings(v, "seccompProfiles"),
-            users: strings(v, "users"),
-            groups: strings(v, "groups"),
+            volumes: strings(v.get("volumes")),
+            seccomp_profiles: strings(v.get("seccompProfiles")),
+            users: strings(v.get("users")),
+            groups: strings(v.get("groups")),
         })
     }
 
@@ -763,7 +752,7 @@ impl Provider<'_> {
         // Capabilities: every add must be allowed (or a default add), every required drop
         // dropped.
         let caps = sc.get("capabilities").cloned().unwrap_or(Value::Null);
-        let listed = |k: &str| strings(&caps, k);
+        let listed = |k: &str| strings(caps.get(k));
         let any_allowed = s.allowed_capabilities.iter().any(|c| c == "*");
         for add in listed("add") {
             let n = cap_name(&add);
@@ -952,8 +941,8 @@ pub fn aggregate(errors: &[String]) -> String {
 mod allocation;
 mod defaults;
 
-pub use allocation::*;
-pub use defaults::*;
+pub use allocation::{Allocation, Block, mcs_level, parse_block};
+pub use defaults::{default_objects, default_sccs, scc_crd};
 
 #[cfg(test)]
 mod tests;

@@ -40,9 +40,57 @@ impl LabelSelector {
         self.requirements.is_empty()
     }
 
+    /// `metav1.LabelSelectorAsSelector` over a `metav1.LabelSelector` object: `Ok(None)` for a
+    /// nil selector (it matches nothing), an error for one Go refuses.
+    pub fn from_object(v: Option<&Value>) -> Result<Option<Self>, String> {
+        let sel = match v {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(m)) => m,
+            Some(other) => return Err(format!("a label selector must be an object, not {other}")),
+        };
+        let mut requirements = Vec::new();
+        let labels = sel.get("matchLabels").and_then(Value::as_object);
+        for (k, v) in labels.into_iter().flatten() {
+            let v = v
+                .as_str()
+                .ok_or_else(|| format!("label {k:?} must be a string"))?;
+            check_key(k)?;
+            check_value(v)?;
+            requirements.push(Requirement::Equals(k.clone(), v.to_string()));
+        }
+        let exprs = sel.get("matchExpressions").and_then(Value::as_array);
+        for e in exprs.into_iter().flatten() {
+            let text = |f: &str| e.get(f).and_then(Value::as_str);
+            let key = text("key").ok_or("a requirement needs a key")?.to_string();
+            check_key(&key)?;
+            let values = match e.get("values") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(vs)) => vs
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("values must be strings")?,
+                Some(_) => return Err("values must be a list".into()),
+            };
+            values.iter().try_for_each(|v| check_value(v))?;
+            requirements.push(match (text("operator"), values.is_empty()) {
+                (Some("In"), false) => Requirement::In(key, values),
+                (Some("NotIn"), false) => Requirement::NotIn(key, values),
+                (Some("Exists"), true) => Requirement::Exists(key),
+                (Some("DoesNotExist"), true) => Requirement::NotExists(key),
+                (op, _) => return Err(format!("invalid requirement {op:?} on {key:?}")),
+            });
+        }
+        Ok(Some(Self { requirements }))
+    }
+
     /// Matches an object's `metadata.labels`.
     pub fn matches(&self, obj: &Value) -> bool {
-        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+        self.matches_labels(obj.pointer("/metadata/labels"))
+    }
+
+    /// Matches a labels map.
+    pub fn matches_labels(&self, labels: Option<&Value>) -> bool {
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.requirements.iter().all(|r| match r {
             Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
@@ -53,6 +101,21 @@ impl LabelSelector {
             Requirement::NotExists(k) => get(k).is_none(),
         })
     }
+}
+
+/// A `metav1.LabelSelector` object against labels; one Go refuses, or a nil one, matches nothing.
+pub fn object_matches(sel: &Value, labels: Option<&Value>) -> bool {
+    LabelSelector::from_object(Some(sel)).is_ok_and(|s| s.is_some_and(|s| s.matches_labels(labels)))
+}
+
+/// A `metav1.LabelSelector` object with no requirement (it matches everything).
+pub fn object_is_empty(v: Option<&Value>) -> bool {
+    let n = |k: &str| match v.and_then(|s| s.get(k)) {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    };
+    v.is_some_and(Value::is_object) && n("matchLabels") + n("matchExpressions") == 0
 }
 
 /// Splits on commas that are not inside `( … )`.
@@ -274,6 +337,48 @@ pub fn extra_fields(group: &str, kind: &str) -> &'static [&'static str] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_selector_objects_match_as_go_reads_them() {
+        let labels = serde_json::json!({"a": "1", "b": "2"});
+        let m = |sel: Value| object_matches(&sel, Some(&labels));
+        assert!(m(serde_json::json!({})));
+        assert!(m(
+            serde_json::json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "3"]}]})
+        ));
+        assert!(!m(
+            serde_json::json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]})
+        ));
+        assert!(m(
+            serde_json::json!({"matchExpressions": [{"key": "c", "operator": "DoesNotExist"}]})
+        ));
+        assert!(!m(
+            serde_json::json!({"matchExpressions": [{"key": "c", "operator": "Exists"}]})
+        ));
+        assert!(!m(serde_json::json!({"matchLabels": {"b": "3"}})));
+        assert!(m(serde_json::json!({"matchLabels": {"b": "2"}})));
+        // What LabelSelectorAsSelector refuses matches nothing, and says why.
+        assert!(!m(
+            serde_json::json!({"matchExpressions": [{"key": "c", "operator": "DoesNotExist", "values": ["x"]}]})
+        ));
+        assert!(!m(
+            serde_json::json!({"matchExpressions": [{"key": "a", "operator": "In"}]})
+        ));
+        assert!(!m(
+            serde_json::json!({"matchExpressions": [{"key": "a", "operator": "Near", "values": ["1"]}]})
+        ));
+        assert!(!m(serde_json::json!({"matchLabels": {"a": 1}})));
+        let err =
+            LabelSelector::from_object(Some(&serde_json::json!({"matchLabels": {"-a": "1"}})));
+        assert!(err.unwrap_err().contains("invalid label key"));
+        assert_eq!(LabelSelector::from_object(None), Ok(None));
+        assert!(object_is_empty(Some(
+            &serde_json::json!({"matchLabels": {}})
+        )));
+        assert!(!object_is_empty(Some(
+            &serde_json::json!({"matchLabels": {"a": "1"}})
+        )));
+    }
     use serde_json::json;
 
     fn obj(labels: Value) -> Value {

@@ -15,9 +15,9 @@
 
 use serde_json::{Value, json};
 
-use crate::api::Cluster;
 use crate::errors::ApiError;
 use crate::resources::{GroupResource, ResourceType};
+use crate::store::ClusterView;
 
 pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
@@ -30,7 +30,7 @@ fn is_pvc(rt: &ResourceType) -> bool {
 }
 
 /// Mutations of the two create-time plugins, run after defaulting and before validation.
-pub fn on_create(cluster: &Cluster, rt: &ResourceType, obj: &mut Value) {
+pub fn on_create(cluster: &dyn ClusterView, rt: &ResourceType, obj: &mut Value) {
     if is_pvc(rt) {
         let has_class = obj
             .pointer("/spec/storageClassName")
@@ -52,10 +52,10 @@ pub fn on_create(cluster: &Cluster, rt: &ResourceType, obj: &mut Value) {
 }
 
 /// The default StorageClass's name, as `GetDefaultClass` picks it.
-pub fn default_class(cluster: &Cluster) -> Option<String> {
+pub fn default_class(cluster: &dyn ClusterView) -> Option<String> {
     let gr = GroupResource::new("storage.k8s.io", "storageclasses");
     let mut defaults: Vec<(String, String)> = cluster
-        .store
+        .store()
         .iter(&gr, None, None)
         .filter(|(_, sc)| {
             let a = |k: &str| {
@@ -105,7 +105,7 @@ fn storage_request(obj: &Value) -> Option<i128> {
 
 /// PersistentVolumeClaimResize, on a write of the claim itself (not its status).
 pub fn on_update(
-    cluster: &Cluster,
+    cluster: &dyn ClusterView,
     rt: &ResourceType,
     old: &Value,
     new: &Value,
@@ -137,7 +137,7 @@ pub fn on_update(
         .unwrap_or_default();
     let allows = !class.is_empty()
         && cluster
-            .store
+            .store()
             .get(
                 &GroupResource::new("storage.k8s.io", "storageclasses"),
                 "",
@@ -158,7 +158,7 @@ pub fn on_update(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::WriteOptions;
+    use crate::api::{Cluster, WriteOptions};
 
     fn create(c: &mut Cluster, plural: &str, group: &str, ns: &str, body: Value) -> Value {
         let rt = c.resource(group, "v1", plural).expect("served");

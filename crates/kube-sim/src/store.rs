@@ -11,7 +11,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::resources::GroupResource;
+use crate::resources::{Catalogue, GroupResource};
+
+/// What admission reads of the cluster it admits to: the stored objects and the served types.
+/// `api::Cluster` implements it; admission never sees the verbs.
+pub trait ClusterView {
+    fn store(&self) -> &Store;
+    fn catalogue(&self) -> &Catalogue;
+}
 
 /// `ADDED`, `MODIFIED` or `DELETED`, as in a watch stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

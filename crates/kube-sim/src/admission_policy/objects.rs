@@ -3,10 +3,11 @@
 //! validation (`ValidateValidatingAdmissionPolicy`, `...Binding`), expressions compiled with
 //! the checks cel-go makes, so that a policy that cannot work is refused when written.
 
+use crate::json::strings;
 use serde_json::{Value, json};
 
 use super::cel_eval::{self, Declarations};
-use super::{GROUP, expression_of, items, meta_str, strings};
+use super::{GROUP, expression_of, items, meta_str};
 use crate::field_error::{FieldError, child, index};
 use crate::resources::ResourceType;
 

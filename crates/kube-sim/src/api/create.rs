@@ -1,6 +1,15 @@
 //! Create: body checks, namespace placement, generateName, and the create path of a write.
 
-use super::*;
+use super::support::{
+    crd_status, daemonset_template_generation, now, obj_meta_mut, record_creator,
+    reset_status_on_create,
+};
+use super::{Cluster, Outcome, WriteOptions};
+use crate::errors::ApiError;
+use crate::field_error::FieldError;
+use crate::resources::{GroupResource, Origin, ResourceType};
+use crate::{admission, admission_policy};
+use serde_json::{Value, json};
 
 impl Cluster {
     pub fn create(

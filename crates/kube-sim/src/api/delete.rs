@@ -1,6 +1,15 @@
 //! Delete and deletecollection: finalizers, propagation, and the body a delete returns.
 
-use super::*;
+use super::support::{finalizers, is_namespace, meta_finalizers_changed, now, obj_meta_mut};
+use super::{
+    CRD_CLEANUP_FINALIZER, Cluster, DeleteOptions, FOREGROUND_FINALIZER, ListOptions,
+    ORPHAN_FINALIZER, Outcome, Propagation,
+};
+use crate::errors::ApiError;
+use crate::resources::ResourceType;
+use crate::{admission_policy, errors, store};
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 impl Cluster {
     pub fn delete(

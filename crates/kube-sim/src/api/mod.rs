@@ -17,22 +17,13 @@ mod side_effects;
 mod support;
 mod update;
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use serde_json::Value;
 
-use serde_json::{Map, Value, json};
-
-use crate::admission::{self, FieldValidation};
-use crate::admission_policy::{self, Requester};
-use crate::builtin_lists::BuiltinLists;
-use crate::crd;
-use crate::errors::{self, ApiError};
-use crate::field_error::FieldError;
-use crate::patch;
-use crate::resources::{Catalogue, GroupResource, Origin, ResourceType};
+use crate::admission::FieldValidation;
+use crate::admission_policy::Requester;
+use crate::resources::Catalogue;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::ssa;
-use crate::store::{self, Store};
+use crate::store::{ClusterView, Store};
 
 /// Who is asking and how: the parts of a request that shape a write.
 #[derive(Debug, Clone, Default)]
@@ -136,21 +127,13 @@ pub struct Cluster {
     random: u64,
 }
 
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use create::*;
-#[allow(unused_imports)]
-use delete::*;
-#[allow(unused_imports)]
-use reads::*;
-#[allow(unused_imports)]
-use side_effects::*;
-#[allow(unused_imports)]
-use support::*;
-#[allow(unused_imports)]
-use update::*;
+pub use support::{finalizers, now, parse_delete_body, parse_propagation, present, storage_type};
 
-pub use support::{
-    finalizers, now, parse_delete_body, parse_propagation, present, scale_of, storage_type,
-};
+impl ClusterView for Cluster {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+    fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+}

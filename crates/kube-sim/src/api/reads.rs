@@ -1,7 +1,14 @@
 //! Construction of a [`Cluster`], get and list (with resourceVersion semantics and continue
 //! tokens).
 
-use super::*;
+use super::support::{decode_continue, encode_continue, last_key, present};
+use super::{Cluster, ListOptions};
+use crate::errors::ApiError;
+use crate::resources::{Catalogue, ResourceType};
+use crate::store;
+use crate::store::Store;
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 impl Cluster {
     pub fn new(history_limit: usize, watch_buffer: usize) -> Self {

@@ -1,7 +1,12 @@
 //! What a write changes besides the object (the catalogue of served CRDs), and the hooks the
 //! in-process controllers write through.
 
-use super::*;
+use super::Cluster;
+use super::support::{finalizers, same_ignoring_managed_fields};
+use crate::resources::{Origin, ResourceType};
+use crate::{crd, store};
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 impl Cluster {
     /// Keeps the catalogue in step with stored CRDs.

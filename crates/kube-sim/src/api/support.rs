@@ -1,7 +1,15 @@
 //! Free helpers of the verbs: managedFields bookkeeping, presentation, change detection,
 //! continue tokens, delete options.
 
-use super::*;
+use super::{Cluster, DeleteOptions, Propagation};
+use crate::errors::ApiError;
+use crate::field_error::FieldError;
+use crate::json::strings;
+use crate::resources::{GroupResource, Origin, ResourceType};
+use crate::{admission, crd, patch, ssa, store};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Records the creator in managedFields. On a type with a status subresource the status is
 /// the server's (reset on create, filled by controllers), so it is left out of the creator's
@@ -139,29 +147,6 @@ impl ApiError {
     }
 }
 
-/// The Scale view of a workload.
-pub fn scale_of(obj: &Value) -> Value {
-    let meta = obj.get("metadata").cloned().unwrap_or_default();
-    let pick = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
-    let selector = obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default();
-    json!({
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {"name": pick("name"), "namespace": pick("namespace"), "uid": pick("uid"), "resourceVersion": pick("resourceVersion"), "creationTimestamp": pick("creationTimestamp")},
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(1))},
-        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector},
-    })
-}
-
 pub(super) fn is_namespace(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.kind == "Namespace"
 }
@@ -181,15 +166,9 @@ pub(super) fn copy_field(from: &Value, to: &mut Value, field: &str) {
 }
 
 pub fn finalizers(obj: &Value) -> BTreeSet<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    strings(obj.pointer("/metadata/finalizers"))
+        .into_iter()
+        .collect()
 }
 
 pub(super) fn meta_finalizers_changed(a: &Value, b: &Value) -> bool {

@@ -1,7 +1,19 @@
 //! Update, patch and server-side apply, and the scale subresource: every write that replaces
 //! an existing object.
 
-use super::*;
+use super::support::{
+    apply_error, copy_field, crd_status, daemonset_template_generation, finalizers, is_namespace,
+    now, obj_meta_mut, same_ignoring_managed_fields, same_ignoring_resource_version, spec_changed,
+    unreachable_apply,
+};
+use super::{Cluster, Outcome, PatchType, WriteOptions};
+use crate::builtin_lists::BuiltinLists;
+use crate::errors::ApiError;
+use crate::field_error::FieldError;
+use crate::resources::{ResourceType, scale_of};
+use crate::{admission, admission_policy, patch, ssa, store};
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 impl Cluster {
     /// PUT, on the main resource or a subresource (`status`).

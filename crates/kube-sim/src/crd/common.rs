@@ -1,32 +1,9 @@
 //! What the CRD modules share: Go's quoting and number formatting (messages must read as the
-//! server's), JSON access helpers, field-error constructors and the DNS name rules.
+//! server's), JSON access helpers and field-error constructors.
 
-use super::*;
-
-/// Go's `strconv.Quote`, which is how the server quotes values inside messages.
-pub(super) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+use crate::field_error::{FieldError, FieldErrorKind};
+use crate::json::go_quote;
+use serde_json::{Map, Value};
 
 /// Go's `%v` for a float64: shortest representation, exponent form outside [1e-4, 1e21).
 pub(super) fn go_float(f: f64) -> String {
@@ -175,42 +152,28 @@ pub(super) fn immutable(field: impl Into<String>, value: Value) -> FieldError {
     FieldError::invalid(field, value, "field is immutable")
 }
 
-// ---------------------------------------------------------------------------------------------
-// DNS name rules (k8s.io/apimachinery/pkg/util/validation).
-// ---------------------------------------------------------------------------------------------
-
-pub(super) const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-pub(super) const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-pub(super) fn is_dns1123_label_shape(s: &str) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(&f), Some(&l)) => alnum(f) && alnum(l) && b.iter().all(|&c| alnum(c) || c == b'-'),
-        _ => false,
-    }
+pub(super) fn sub_map<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
+    m.get(k).and_then(Value::as_object)
 }
 
-pub(super) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
-    }
-    if !s.split('.').all(is_dns1123_label_shape) {
-        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
-    }
-    errs
+pub(super) fn m_str<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
+    m.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
-pub(super) fn dns1035_label_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let shape =
-        is_dns1123_label_shape(s) && s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
-    if !shape {
-        errs.push(DNS1035_LABEL_MSG.to_string());
-    }
-    errs
+pub(super) fn m_bool(m: &Map<String, Value>, k: &str) -> bool {
+    m.get(k).and_then(Value::as_bool).unwrap_or(false)
+}
+
+pub(super) fn props_of(m: &Map<String, Value>) -> Vec<(&String, &Map<String, Value>)> {
+    sub_map(m, "properties")
+        .map(|p| {
+            p.iter()
+                .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(super) fn prop_path(path: &str, k: &str) -> String {
+    format!("{path}.properties[{k}]")
 }

@@ -1,7 +1,8 @@
 //! Defaulting of custom resources from schema `default`s (the apiserver's
 //! `pkg/apiserver/schema/defaulting`), applied on writes and on every read.
 
-use super::*;
+use super::schema::{Additional, Schema};
+use serde_json::Value;
 
 /// Applies `default:` values, as the server does after pruning on create and update and again
 /// whenever it reads an object from storage. A missing field, or a `null` in a non-nullable

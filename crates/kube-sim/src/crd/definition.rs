@@ -1,7 +1,14 @@
 //! The CustomResourceDefinition object itself: its v1 defaults, `status.storedVersions`
 //! bookkeeping, the 422 causes of `validate_crd`, and `crd_info`, what serving it needs.
 
-use super::*;
+use super::common::{arr_at, bool_at, immutable, json_eq, not_supported, str_at, strings_at};
+use super::schema::Schema;
+use super::schema_rules::validate_schema_block;
+use crate::field_error::{FieldError, child, index};
+use crate::json::go_quote;
+use crate::validation::{dns1035_label_errors, dns1123_subdomain_errors};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// What kube-sim needs to serve one CRD version.
 #[derive(Debug, Clone)]

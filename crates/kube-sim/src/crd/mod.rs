@@ -42,34 +42,6 @@ mod schema_rules;
 mod tests;
 mod validation;
 
-use crate::field_error::{FieldError, FieldErrorKind, child, index, key};
-use crate::list_types::{ListKind, ListTypes};
-use pattern::{Regex, RegexError};
-use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write as _;
-
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use common::*;
-#[allow(unused_imports)]
-use defaulting::*;
-#[allow(unused_imports)]
-use definition::*;
-#[allow(unused_imports)]
-use formats::*;
-#[allow(unused_imports)]
-use node_rules::*;
-#[allow(unused_imports)]
-use pruning::*;
-#[allow(unused_imports)]
-use schema::*;
-#[allow(unused_imports)]
-use schema_rules::*;
-#[allow(unused_imports)]
-use validation::*;
-
 pub use defaulting::apply_defaults;
 pub use definition::{crd_info, prepare_crd, validate_crd};
 pub use pruning::prune;

@@ -2,7 +2,12 @@
 //! (`ValidateCustomResourceDefinitionOpenAPISchema`): types, formats, list and map markers,
 //! and the static shape of `x-kubernetes-validations`.
 
-use super::*;
+use super::common::{m_bool, m_str, prop_path, props_of, sub_map};
+use super::common::{not_supported, str_at};
+use super::pruning::META_FIELDS;
+use crate::field_error::FieldError;
+use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 pub(super) const OPENAPI_TYPES: &[&str] =
     &["array", "boolean", "integer", "number", "object", "string"];
@@ -423,6 +428,24 @@ pub(super) fn validations_checks(m: &Map<String, Value>, path: &str, errs: &mut 
                 Value::String(fp.into()),
                 "fieldPath must not contain line breaks",
             ));
+        }
+    }
+}
+
+/// The part of `specStandardValidator` state that matters without CEL.
+#[derive(Clone)]
+pub(super) struct Ssv {
+    pub(super) allow_defaults: bool,
+    pub(super) reason: String,
+    pub(super) inside_meta: bool,
+}
+
+impl Ssv {
+    pub(super) fn forbid_defaults(&self, reason: &str) -> Ssv {
+        Ssv {
+            allow_defaults: false,
+            reason: reason.to_string(),
+            ..self.clone()
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Pruning of custom-resource fields the schema does not declare (the apiserver's
 //! `pkg/apiserver/schema/pruning`), and dropping of nulls in non-nullable fields.
 
-use super::*;
+use super::schema::{FieldSchema, Schema};
+use serde_json::{Map, Value};
 
 pub(super) const META_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
 

@@ -1,7 +1,11 @@
 //! The parsed `openAPIV3Schema`: [`Schema`], read once per CRD so that every write to a custom
 //! resource walks a typed tree instead of re-reading JSON.
 
-use super::*;
+use super::common::json_type_name;
+use super::pattern::Regex;
+use crate::list_types::{ListKind, ListTypes};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 /// `additionalProperties`: a bare boolean or a schema.
 #[derive(Debug, Clone)]

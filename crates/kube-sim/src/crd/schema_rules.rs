@@ -1,7 +1,15 @@
 //! The rules a CRD's `openAPIV3Schema` must follow as a whole: root restrictions, structural
 //! rules, and defaults that must validate and be pruned (the per-node rules: `node_rules`).
 
-use super::*;
+use super::common::bool_at;
+use super::common::{m_bool, m_str, prop_path, props_of, sub_map};
+use super::node_rules::{Ssv, openapi_checks};
+use super::pattern::{Regex, RegexError};
+use super::pruning::{META_FIELDS, prune_node};
+use super::schema::Schema;
+use super::validation::{Ctx, check};
+use crate::field_error::{FieldError, child};
+use serde_json::{Map, Value};
 
 /// The JSONSchemaProps fields in Go struct order, as (JSON key, Go field name); the root check
 /// with a status subresource walks them in this order and stops at the first offender.
@@ -181,28 +189,6 @@ pub(super) enum Level {
     Field,
 }
 
-pub(super) fn sub_map<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a Map<String, Value>> {
-    m.get(k).and_then(Value::as_object)
-}
-
-pub(super) fn m_str<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
-    m.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-pub(super) fn m_bool(m: &Map<String, Value>, k: &str) -> bool {
-    m.get(k).and_then(Value::as_bool).unwrap_or(false)
-}
-
-pub(super) fn props_of(m: &Map<String, Value>) -> Vec<(&String, &Map<String, Value>)> {
-    sub_map(m, "properties")
-        .map(|p| {
-            p.iter()
-                .filter_map(|(k, v)| v.as_object().map(|o| (k, o)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// `anyOf: [{type: integer}, {type: string}]` exactly: the int-or-string exception.
 pub(super) fn is_int_or_string_any_of(m: &Map<String, Value>) -> bool {
     let Some(a) = m.get("anyOf").and_then(Value::as_array) else {
@@ -213,10 +199,6 @@ pub(super) fn is_int_or_string_any_of(m: &Map<String, Value>) -> bool {
             .is_some_and(|o| o.len() == 1 && o.get("type").and_then(Value::as_str) == Some(t))
     };
     a.len() == 2 && only_type(a.first(), "integer") && only_type(a.get(1), "string")
-}
-
-pub(super) fn prop_path(path: &str, k: &str) -> String {
-    format!("{path}.properties[{k}]")
 }
 
 /// `validateStructuralInvariants`.
@@ -615,23 +597,5 @@ pub(super) fn defaults_check(
     for (k, p) in props_of(m) {
         let meta = inside_meta || (embedded && META_FIELDS.contains(&k.as_str()));
         defaults_check(p, &prop_path(path, k), false, meta, errs);
-    }
-}
-
-/// The part of `specStandardValidator` state that matters without CEL.
-#[derive(Clone)]
-pub(super) struct Ssv {
-    pub(super) allow_defaults: bool,
-    pub(super) reason: String,
-    pub(super) inside_meta: bool,
-}
-
-impl Ssv {
-    pub(super) fn forbid_defaults(&self, reason: &str) -> Ssv {
-        Ssv {
-            allow_defaults: false,
-            reason: reason.to_string(),
-            ..self.clone()
-        }
     }
 }

@@ -1,7 +1,18 @@
 //! Tests of CRDs and custom resources, with the server's exact messages (the ClusterCSIDriver
 //! CRD of openshift/api is the main fixture).
 
-use super::*;
+use super::common::go_float;
+use super::defaulting::apply_defaults;
+use super::definition::{crd_info, prepare_crd, validate_crd};
+use super::formats::format_ok;
+use super::pruning::prune;
+use super::schema::Schema;
+use super::validation::{validate, validate_status};
+use crate::field_error::FieldError;
+use crate::json::go_quote;
+use crate::list_types::{ListKind, ListTypes};
+use crate::validation::{dns1035_label_errors, dns1123_subdomain_errors};
+use serde_json::Value;
 use serde_json::json;
 
 /// OpenShift's ClusterCSIDriver CRD (openshift/api, operator/v1,
@@ -399,6 +410,9 @@ fn go_formatting() {
 
 #[test]
 fn dns_rules() {
+    // apimachinery's messages, word for word.
+    const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
     assert!(dns1123_subdomain_errors("operator.openshift.io").is_empty());
     assert_eq!(
         dns1123_subdomain_errors("Bad_Group"),

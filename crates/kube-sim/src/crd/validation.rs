@@ -1,7 +1,14 @@
 //! Validation of custom resources against their schema, with kube-openapi's messages, then
 //! the embedded-resource and list-type checks the apiserver adds.
 
-use super::*;
+use super::common::{Num, go_float, json_eq, json_type_name, not_supported, num_of};
+use super::formats::format_ok;
+use super::pruning::join_key;
+use super::schema::{Additional, FieldSchema, Schema};
+use crate::field_error::{FieldError, child, index, key};
+use crate::json::go_quote;
+use crate::validation::dns1035_label_errors;
+use serde_json::{Map, Value};
 
 /// Where errors are reported: kube-openapi names a value by its path from the validated root
 /// (`spec.replicas`), and the server prefixes that with the validator's field path, which is

@@ -1,6 +1,12 @@
 //! Defaults of the `apps` group: Deployments, DaemonSets, StatefulSets, ReplicaSets.
 
-use super::*;
+use super::core_group::persistent_volume_claim;
+use super::helpers::{
+    ensure_obj, for_each_obj, obj_at, set_if_unset, set_if_unset_null, set_str_if_empty,
+    zero_fields,
+};
+use super::pods::pod_template;
+use serde_json::{Map, Value, json};
 
 pub(super) fn deployment(root: &mut Map<String, Value>) {
     if let Some(spec) = ensure_obj(root, "spec") {
@@ -95,12 +101,5 @@ pub(super) fn replica_set(root: &mut Map<String, Value>) {
     }
     if let Some(status) = ensure_obj(root, "status") {
         zero_fields(status, &["replicas"]);
-    }
-}
-
-/// `metadata.creationTimestamp` of an embedded ObjectMeta serialises as `null` in v1.33.
-pub(super) fn set_if_unset_null(m: &mut Map<String, Value>, key: &str) {
-    if !m.contains_key(key) {
-        m.insert(key.to_string(), Value::Null);
     }
 }

@@ -1,7 +1,12 @@
 //! Defaults of the core group's kinds other than pods: Services, Namespaces, Secrets, Nodes,
 //! PersistentVolumes and their claims, Endpoints.
 
-use super::*;
+use super::helpers::{
+    ensure_obj, for_each_obj, is_absent, obj_at, set_if_unset, set_str_if_empty, str_at,
+};
+use super::quantity::canonicalize_quantities;
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
 
 pub(super) fn service(root: &mut Map<String, Value>) {
     if let Some(spec) = ensure_obj(root, "spec") {

@@ -1,7 +1,17 @@
 //! The entry points: which defaults a kind gets on every write, and the create- and
 //! update-only preparations (cluster IPs, carried-over fields).
 
-use super::*;
+use super::apps::{daemon_set, deployment, replica_set, stateful_set};
+use super::core_group::{
+    endpoints, namespace, node, persistent_volume, persistent_volume_claim, secret, service,
+    service_carry_over, service_ip_families,
+};
+use super::helpers::{ensure_obj, set_str_if_empty};
+use super::other_groups::{
+    crd, csi_driver, lease, network_policy, pod_disruption_budget, role_binding, storage_class,
+};
+use super::pods::{pod, pod_admission, pod_template};
+use serde_json::{Value, json};
 
 /// Fills in the server-side defaults for a built-in kind, in place. Unknown kinds: no-op.
 ///

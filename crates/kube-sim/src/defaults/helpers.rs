@@ -1,7 +1,14 @@
 //! Small helpers over JSON maps. "Unset" follows Go: a nil pointer is an absent or null field;
 //! a zero-valued string or number field is also unset when the Go field is not a pointer.
 
-use super::*;
+use serde_json::{Map, Value, json};
+
+/// `metadata.creationTimestamp` of an embedded ObjectMeta serialises as `null` in v1.33.
+pub(super) fn set_if_unset_null(m: &mut Map<String, Value>, key: &str) {
+    if !m.contains_key(key) {
+        m.insert(key.to_string(), Value::Null);
+    }
+}
 
 pub(super) fn is_absent(v: Option<&Value>) -> bool {
     matches!(v, None | Some(Value::Null))

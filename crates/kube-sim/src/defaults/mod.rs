@@ -36,26 +36,6 @@ mod quantity;
 #[cfg(test)]
 mod tests;
 
-use base64::Engine as _;
-use serde_json::{Map, Value, json};
-
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use apps::*;
-#[allow(unused_imports)]
-use core_group::*;
-#[allow(unused_imports)]
-use dispatch::*;
-#[allow(unused_imports)]
-use helpers::*;
-#[allow(unused_imports)]
-use other_groups::*;
-#[allow(unused_imports)]
-use pods::*;
-#[allow(unused_imports)]
-use quantity::*;
-
 pub use dispatch::{allocate_cluster_ip, apply_defaults, prepare_for_create, prepare_for_update};
 pub(crate) use pods::VOLUME_SOURCES;
 pub(crate) use quantity::quantity_milli;

@@ -1,7 +1,10 @@
 //! Defaults of the other built-in groups: storage, policy, RBAC, networking, coordination and
 //! CustomResourceDefinitions.
 
-use super::*;
+use super::helpers::{
+    ensure_obj, for_each_obj, obj_at, set_if_unset, set_str_if_empty, str_at, zero_fields,
+};
+use serde_json::{Map, Value, json};
 
 pub(super) fn storage_class(root: &mut Map<String, Value>) {
     set_if_unset(root, "reclaimPolicy", json!("Delete"));

@@ -1,7 +1,13 @@
 //! Defaults of pods and pod templates: containers, volumes, probes, the image pull policy and
 //! the QoS class.
 
-use super::*;
+use super::core_group::pvc_spec;
+use super::helpers::{
+    ensure_obj, for_each_obj, is_absent, obj_at, set_if_unset, set_if_unset_null, set_int_if_zero,
+    set_str_if_empty, str_at,
+};
+use super::quantity::{canonicalize_quantities, canonicalize_quantity, quantity_value};
+use serde_json::{Map, Value, json};
 
 /// A PodTemplateSpec at `parent[key]`, created when absent (the Go field is a struct).
 pub(super) fn pod_template(parent: &mut Map<String, Value>, key: &str) {

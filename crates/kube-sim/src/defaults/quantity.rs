@@ -1,7 +1,7 @@
 //! Resource quantities: the server re-serialises every Quantity in canonical form, and
 //! `SetDefaults_ResourceList` rounds resource lists up to milli precision first.
 
-use super::*;
+use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum QuantityFormat {

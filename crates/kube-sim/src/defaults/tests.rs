@@ -1,6 +1,10 @@
 //! Tests of the built-in kinds' defaults, compared with what kube-apiserver returns.
 
-use super::*;
+use super::dispatch::{
+    allocate_cluster_ip, apply_defaults, prepare_for_create, prepare_for_update,
+};
+use super::quantity::{format_quantity, parse_quantity};
+use serde_json::{Value, json};
 
 fn defaulted(group: &str, kind: &str, obj: Value) -> Value {
     let mut obj = obj;

@@ -1,6 +1,7 @@
 //! Why a patch could not be applied, worded and classified (400, 422, 500) as the server does.
 
-use super::*;
+use serde_json::Value;
+use std::fmt;
 
 /// Why a patch could not be applied, with the HTTP status the real server answers with.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! JSON patch (`application/json-patch+json`, RFC 6902), with the server's operation limits
 //! and its error texts.
 
-use super::*;
+use super::error::{INVALID_MESSAGE, PatchError, json_kind};
+use serde_json::{Map, Value};
 
 /// The most operations the server accepts in one JSON patch.
 pub(super) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;

@@ -1,6 +1,7 @@
 //! JSON merge patch (`application/merge-patch+json`, RFC 7386).
 
-use super::*;
+use super::error::{PatchError, json_kind};
+use serde_json::{Map, Value};
 
 /// Applies a JSON merge patch (`application/merge-patch+json`) as the server does.
 ///

@@ -20,22 +20,6 @@ mod strategic;
 #[cfg(test)]
 mod tests;
 
-use crate::builtin_lists::BuiltinLists;
-use crate::list_types::ListKind;
-use serde_json::{Map, Value};
-use std::fmt;
-
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use error::*;
-#[allow(unused_imports)]
-use json_patch::*;
-#[allow(unused_imports)]
-use merge::*;
-#[allow(unused_imports)]
-use strategic::*;
-
 pub use error::PatchError;
 pub use json_patch::json_patch;
 pub use merge::merge_patch;

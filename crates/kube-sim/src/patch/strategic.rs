@@ -2,7 +2,10 @@
 //! `strategicpatch`: merge keys, `$patch` directives, `$setElementOrder`, `$retainKeys` and
 //! `$deleteFromPrimitiveList`, with Go's error texts.
 
-use super::*;
+use super::error::{INVALID_MESSAGE, PatchError, json_kind};
+use crate::builtin_lists::BuiltinLists;
+use crate::list_types::ListKind;
+use serde_json::{Map, Value};
 
 pub(super) const DIRECTIVE: &str = "$patch";
 pub(super) const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList";

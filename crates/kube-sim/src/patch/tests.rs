@@ -1,6 +1,11 @@
 //! Tests of the three patch formats, with the server's results and error texts.
 
-use super::*;
+use super::error::{INVALID_MESSAGE, PatchError};
+use super::json_patch::{MAX_JSON_PATCH_OPERATIONS, OpError, apply_op, json_patch};
+use super::merge::merge_patch;
+use super::strategic::{go_float, go_percent_s, go_type, go_v, strategic_merge_patch};
+use crate::builtin_lists::BuiltinLists;
+use serde_json::Value;
 use serde_json::json;
 
 fn deployment() -> Value {

@@ -1,21 +1,23 @@
 //! Enforcement: the 403 errors as the server words them, the log of denials, and the hooks
 //! the HTTP front calls before reads and writes.
 
-use super::*;
-
-pub(super) fn status_details(group: &str, resource: &str, name: &str) -> Value {
-    let mut d = json!({});
-    if !name.is_empty() {
-        d["name"] = json!(name);
-    }
-    if !group.is_empty() {
-        d["group"] = json!(group);
-    }
-    if !resource.is_empty() {
-        d["kind"] = json!(resource);
-    }
-    d
-}
+use super::policy::{
+    Decision, aggregation_selectors, authorize, confirm_no_escalation, gr, meta_str,
+    role_ref_rules, status_details,
+};
+use super::rules::{PolicyRule, rules_of};
+use super::subjects::{Attributes, UserInfo};
+use super::{DENIAL_CAPACITY, RBAC_GROUP, RbacConfig};
+use crate::Shared;
+use crate::api::{Cluster, Outcome};
+use crate::errors::ApiError;
+use crate::json::go_quote;
+use crate::observe::RequestRecord;
+use crate::resources::{GroupResource, ResourceType};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex};
 
 /// `apierrors.NewForbidden`.
 pub(super) fn new_forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {

@@ -40,18 +40,6 @@ mod subjects;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::fmt;
-use std::sync::{Arc, Mutex};
-
-use serde_json::{Value, json};
-
-use crate::Shared;
-use crate::api::{Cluster, Outcome};
-use crate::errors::ApiError;
-use crate::observe::RequestRecord;
-use crate::resources::{GroupResource, ResourceType};
-
 /// The API group of the RBAC kinds.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 /// Members may do anything, and skip escalation checks, as on a real server.
@@ -81,22 +69,8 @@ impl Default for RbacConfig {
     }
 }
 
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use enforce::*;
-#[allow(unused_imports)]
-use policy::*;
-#[allow(unused_imports)]
-use rules::*;
-#[allow(unused_imports)]
-use subjects::*;
-
-pub use enforce::{Denial, forbidden_error, forbidden_message};
+pub use enforce::{Denial, forbidden_error};
 pub(crate) use enforce::{RbacState, WriteGuard, authorize_request};
-pub use policy::{
-    Decision, PolicySource, RoleRefError, StaticPolicy, authorize, confirm_no_escalation,
-    role_ref_rules, rules_for, visit_rules_for,
-};
-pub use rules::{PolicyRule, breakdown_rule, compact_rules, covers, rule_allows, rules_of};
-pub use subjects::{Attributes, UserInfo, pinned_name, service_account_of};
+pub use policy::{Decision, PolicySource, StaticPolicy, authorize, confirm_no_escalation};
+pub use rules::{PolicyRule, rules_of};
+pub use subjects::{Attributes, UserInfo, service_account_of};

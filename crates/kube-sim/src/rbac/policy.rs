@@ -1,7 +1,33 @@
 //! Where rules come from (the live store or a [`StaticPolicy`]), the bootstrap roles,
 //! resolution of bindings and aggregated roles, and the authorization decision.
 
-use super::*;
+use super::rules::{PolicyRule, compact_rules, covers, go_quote_list, rule_allows, rules_of};
+use super::subjects::{Attributes, UserInfo, has};
+use super::{
+    AUTHENTICATED_GROUP, RBAC_GROUP, SERVICE_ACCOUNT_PREFIX, SERVICE_ACCOUNTS_GROUP,
+    UNAUTHENTICATED_GROUP,
+};
+use crate::api::Cluster;
+use crate::errors::ApiError;
+use crate::json::go_quote;
+use crate::resources::GroupResource;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+pub(super) fn status_details(group: &str, resource: &str, name: &str) -> Value {
+    let mut d = json!({});
+    if !name.is_empty() {
+        d["name"] = json!(name);
+    }
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    if !resource.is_empty() {
+        d["kind"] = json!(resource);
+    }
+    d
+}
 
 /// Where RBAC objects are read from.
 pub trait PolicySource {
@@ -223,34 +249,6 @@ impl RoleRefError {
     }
 }
 
-pub(super) fn labels_match_selector(
-    labels: Option<&serde_json::Map<String, Value>>,
-    sel: &Value,
-) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let expressions = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .is_none_or(|exprs| {
-            exprs.iter().all(|e| {
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-                let values = strings(e.get("values"));
-                match e.get("operator").and_then(Value::as_str) {
-                    Some("In") => get(key).is_some_and(|v| has(&values, v)),
-                    Some("NotIn") => get(key).is_none_or(|v| !has(&values, v)),
-                    Some("Exists") => get(key).is_some(),
-                    Some("DoesNotExist") => get(key).is_none(),
-                    _ => false,
-                }
-            })
-        });
-    match_labels && expressions
-}
-
 pub(super) fn aggregation_selectors(role: &Value) -> Option<&Vec<Value>> {
     role.get("aggregationRule")
         .and_then(|a| a.get("clusterRoleSelectors"))
@@ -277,11 +275,7 @@ pub(super) fn cluster_role_rules(
             if meta_str(other, "name") == own_name {
                 continue;
             }
-            let labels = other
-                .get("metadata")
-                .and_then(|m| m.get("labels"))
-                .and_then(Value::as_object);
-            if !labels_match_selector(labels, sel) {
+            if !crate::selector::object_matches(sel, other.pointer("/metadata/labels")) {
                 continue;
             }
             // Nested aggregation resolves through the other role's own aggregation; the depth

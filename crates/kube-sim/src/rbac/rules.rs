@@ -1,7 +1,11 @@
 //! PolicyRules: reading them, matching a request, and coverage (whether one set of rules
 //! grants everything another does, for the escalation checks).
 
-use super::*;
+use super::subjects::{Attributes, has, to_strings};
+use crate::json::go_quote;
+use crate::json::strings;
+use serde_json::{Value, json};
+use std::fmt;
 
 /// One rule of a Role or ClusterRole.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -11,21 +15,6 @@ pub struct PolicyRule {
     pub resources: Vec<String>,
     pub resource_names: Vec<String>,
     pub non_resource_urls: Vec<String>,
-}
-
-pub(super) fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub(super) fn to_strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
 }
 
 impl PolicyRule {
@@ -113,33 +102,10 @@ pub fn rules_of(obj: &Value) -> Vec<PolicyRule> {
         .unwrap_or_default()
 }
 
-/// Go's `%q` for a string, as the server's messages print names.
-pub(super) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// Go's `%q` for a `[]string`: `["a" "b"]`.
 pub(super) fn go_quote_list(items: &[String]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
     format!("[{}]", quoted.join(" "))
-}
-
-pub(super) fn has(set: &[String], item: &str) -> bool {
-    set.iter().any(|s| s == item)
 }
 
 /// `VerbMatches`.

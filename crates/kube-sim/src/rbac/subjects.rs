@@ -1,6 +1,11 @@
 //! Users and request attributes, as the apiserver's user.Info and RequestInfo carry them.
 
-use super::*;
+use super::{
+    ANONYMOUS_USER, AUTHENTICATED_GROUP, PRIVILEGED_GROUP, RbacConfig, SERVICE_ACCOUNT_PREFIX,
+    SERVICE_ACCOUNTS_GROUP, UNAUTHENTICATED_GROUP,
+};
+use crate::observe::RequestRecord;
+use std::collections::HashMap;
 
 /// An authenticated identity: a name and the groups the authenticator gives it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -171,4 +176,12 @@ pub fn pinned_name(selector: &str) -> Option<String> {
             && !value.contains('%');
         (field.trim() == "metadata.name" && valid).then(|| value.to_string())
     })
+}
+
+pub(super) fn to_strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+pub(super) fn has(set: &[String], item: &str) -> bool {
+    set.iter().any(|s| s == item)
 }

@@ -1,6 +1,13 @@
 //! Tests of RBAC authorization and escalation checks, as kube-apiserver decides them.
 
+use super::enforce::{Denial, forbidden_error, only_gc_fields_changed};
+use super::policy::{Decision, StaticPolicy, authorize, confirm_no_escalation};
+use super::rules::{PolicyRule, breakdown_rule, compact_rules, covers, rule_allows};
+use super::subjects::{Attributes, UserInfo, pinned_name};
 use super::*;
+use crate::observe::RequestRecord;
+use serde_json::{Value, json};
+use std::collections::HashMap;
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo::new(name, groups)
@@ -388,33 +395,6 @@ fn aggregated_cluster_roles_collect_matching_roles() {
     let alice = user("alice", &[]);
     assert!(authorize(&p, &ns_attrs(alice.clone(), "get", "secrets", "x")).allowed());
     assert!(!authorize(&p, &ns_attrs(alice, "get", "nodes", "")).allowed());
-}
-
-#[test]
-fn selectors_support_expressions() {
-    let labels = json!({"a": "1", "b": "2"});
-    let l = labels.as_object();
-    assert!(labels_match_selector(l, &json!({})));
-    assert!(labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "3"]}]})
-    ));
-    assert!(!labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]})
-    ));
-    assert!(labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "c", "operator": "DoesNotExist"}]})
-    ));
-    assert!(!labels_match_selector(
-        l,
-        &json!({"matchExpressions": [{"key": "c", "operator": "Exists"}]})
-    ));
-    assert!(!labels_match_selector(
-        l,
-        &json!({"matchLabels": {"b": "3"}})
-    ));
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! A namespace's allocations (UID range, supplemental groups, MCS level) as OpenShift's
 //! cluster-policy-controller writes them in namespace annotations, and their parsing.
 
-use super::*;
+use super::{MCS_ANNOTATION, SUPPLEMENTAL_GROUPS_ANNOTATION, UID_RANGE_ANNOTATION};
+use serde_json::Value;
 
 /// A block of IDs, first and last inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

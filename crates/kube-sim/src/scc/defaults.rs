@@ -1,7 +1,8 @@
 //! The SecurityContextConstraints a new OpenShift cluster starts with, the ClusterRoles that
 //! grant their use, and the CRD that serves the kind: what the OpenShift mode seeds.
 
-use super::*;
+use super::{SAFE_VOLUMES, SCC_GROUP, SCC_RESOURCE};
+use serde_json::{Value, json};
 
 #[allow(clippy::too_many_arguments)]
 fn scc(

@@ -1,6 +1,8 @@
 //! Unit tests of SCC admission: each strategy, the order, the pin, the namespace allocations
 //! and the messages, against the default SCCs.
 
+use super::allocation::{Block, mcs_level, parse_block};
+use super::defaults::default_sccs;
 use super::*;
 
 fn namespace(uid_range: Option<&str>) -> Value {

@@ -1,7 +1,12 @@
 //! The accept loop: serving until shutdown, and the emulated restart that drops every
 //! connection and binds again after the downtime.
 
-use super::*;
+use super::handle::handle;
+use crate::Shared;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
 
 /// Serves until `shutdown` fires; a restart drops the listener and every connection, waits
 /// the requested downtime, and binds the same address again.

@@ -1,7 +1,29 @@
 //! One request: admin paths, faults, authentication and authorization, reviews, non-resource
 //! paths, then the resource verbs with their options and bodies.
 
-use super::*;
+use super::responses::{
+    Body, aggregated_response, error_response, identity, json_response, plain_not_found, verb_of,
+    with_warnings,
+};
+use super::routing::{ResourcePath, Route, query_map, route};
+use super::watch::{Render, partial_metadata, partial_metadata_list, watch};
+use super::{MAX_BODY, admin};
+use crate::admission::FieldValidation;
+use crate::admission_policy::Requester;
+use crate::api::{DeleteOptions, ListOptions, PatchType, WriteOptions};
+use crate::errors::ApiError;
+use crate::observe::RequestRecord;
+use crate::resources::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::{Shared, api, discovery, selector, ssa, table};
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
 
 /// Entry point for every HTTP request.
 pub async fn handle(
@@ -131,7 +153,7 @@ pub async fn handle(
         .to_string();
     let resp = match route {
         Route::Admin(rest) => admin::handle(&shared, &parts.method, &rest, &q, &body).await,
-        Route::Resource(p) if crate::reviews::is_review(&p.group, &p.plural) => review(
+        Route::Resource(p) if crate::resources::is_review(&p.group, &p.plural) => review(
             &shared,
             &parts.method,
             &p,
@@ -139,20 +161,19 @@ pub async fn handle(
             &body,
             &record.user,
         ),
-        Route::Resource(p) => {
-            resource(
-                &shared,
-                &parts.method,
-                &p,
-                &q,
-                &accept,
-                &content_type,
-                &body,
-                &record.user_agent,
-                &record.user,
-            )
-            .await
-        }
+        Route::Resource(p) => resource(
+            &shared,
+            &parts.method,
+            &p,
+            &q,
+            &accept,
+            &content_type,
+            &body,
+            &record.user_agent,
+            &record.user,
+        )
+        .await
+        .unwrap_or_else(|e| error_response(&e)),
         other => non_resource(&shared, other, &accept, &parts.headers),
     };
     if !is_admin {
@@ -380,36 +401,6 @@ pub(super) fn requester(shared: &Shared, user: &str, p: &ResourcePath) -> Reques
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn resource(
-    shared: &Arc<Shared>,
-    method: &Method,
-    p: &ResourcePath,
-    q: &HashMap<String, String>,
-    accept: &str,
-    content_type: &str,
-    body: &Bytes,
-    user_agent: &str,
-    user: &str,
-) -> Response<Body> {
-    match resource_inner(
-        shared,
-        method,
-        p,
-        q,
-        accept,
-        content_type,
-        body,
-        user_agent,
-        user,
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(e) => error_response(&e),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn resource_inner(
     shared: &Arc<Shared>,
     method: &Method,
     p: &ResourcePath,

@@ -1,6 +1,17 @@
 //! The shapes of answers (JSON bodies, Status errors, warnings) and who is asking.
 
-use super::*;
+use super::routing::ResourcePath;
+use crate::errors::ApiError;
+use crate::{Shared, discovery};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::convert::Infallible;
+
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();

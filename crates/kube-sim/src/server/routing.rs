@@ -1,6 +1,6 @@
 //! Paths and query strings: which resource, subresource or document a request is for.
 
-use super::*;
+use std::collections::HashMap;
 
 /// A parsed resource path.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,6 +1,6 @@
 //! Tests of the HTTP front's routing and query-string decoding.
 
-use super::*;
+use super::routing::{ResourcePath, Route, percent_decode, query_map, route};
 
 fn rp(path: &str) -> ResourcePath {
     match route(path) {

@@ -1,7 +1,23 @@
 //! Watch streams: rendering (full, partial metadata, tables), bookmarks, and the end of a
 //! stream when history is gone.
 
-use super::*;
+use super::responses::Body;
+use crate::api::ListOptions;
+use crate::errors::ApiError;
+use crate::resources::ResourceType;
+use crate::store::{Event, EventType, WatchStartError};
+use crate::{Shared, api, table};
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{Response, header};
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
 
 /// How objects are rendered for the client, from its Accept header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

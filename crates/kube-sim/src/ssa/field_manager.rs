@@ -1,7 +1,22 @@
 //! The apiserver's field manager chain: what a create, update, patch or apply does to
 //! `managedFields`, in the order apimachinery's managers run.
 
-use super::*;
+use super::fieldpath::{FieldSet, path_display};
+use super::managers::{
+    Entry, Managers, Operation, decode_managed_fields, identifier, new_entry, print_manager,
+    remove_managed_fields, set_managed_fields, strip_fields,
+};
+use super::text::{go_json, is_go_printable, json_type_name, rfc3339_seconds};
+use super::updater::{UpdaterError, smd_apply, smd_record};
+use super::walk::{compare_values, join_validation_errors, strip_nulls, validate};
+use super::{
+    ANCIENT_CHANGES, BEFORE_FIRST_APPLY, CURRENT_OPERATION, FIELD_MANAGER_MAX_LENGTH,
+    LAST_APPLIED_ANNOTATION, MAX_UPDATE_MANAGERS, TOTAL_ANNOTATION_SIZE_LIMIT,
+};
+use crate::list_types::ListTypes;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
 
 /// `capManagersManager`: folds the oldest update managers into `ancient-changes` buckets.
 pub(super) fn cap_update_managers(managers: &mut Managers) {

@@ -1,7 +1,9 @@
 //! Path elements and field sets (structured-merge-diff's `fieldpath`), with the ordering and
 //! FieldsV1 keys the server writes.
 
-use super::*;
+use super::text::{go_json, go_json_string, json_type_name, value_to_string_json};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One step of a field path. The variant order is structured-merge-diff's ordering
 /// (field names, then keys, then values, then indices), which fixes the FieldsV1 key order.
@@ -105,14 +107,6 @@ pub struct FieldSet {
 }
 
 impl FieldSet {
-    /// The fields an applied configuration `obj` sets: every scalar, every atomic list, every
-    /// associative-list item (`k:{..}` / `v:..`), and empty or null objects.
-    pub fn from_object(obj: &Value, lists: &dyn ListTypes) -> FieldSet {
-        let mut set = FieldSet::default();
-        to_field_set(obj, lists, &mut Vec::new(), &mut Vec::new(), &mut set);
-        set
-    }
-
     /// Encodes as the `fieldsV1` JSON of a managedFields entry.
     pub fn to_fields_v1(&self) -> Value {
         Value::Object(self.emit_v1(false))

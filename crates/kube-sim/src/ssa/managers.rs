@@ -1,6 +1,9 @@
 //! Managers (`fieldpath.ManagedFields` plus times) and their `metadata.managedFields` encoding.
 
-use super::*;
+use super::fieldpath::{FieldSet, PathElement};
+use super::text::{go_json_string, go_quote, json_type_name, rfc3339_seconds};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Operation {

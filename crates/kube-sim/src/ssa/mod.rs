@@ -33,13 +33,6 @@ mod text;
 mod updater;
 mod walk;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
-
-use serde_json::{Map, Value};
-
-use crate::list_types::{ListKind, ListTypes};
-
 /// The annotation `kubectl apply` (client-side) keeps; the server maintains it for the
 /// `kubectl` applier so that client-side and server-side apply can be mixed.
 const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -56,20 +49,4 @@ const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 /// Temporary manager name the server uses while computing what a write changed.
 const CURRENT_OPERATION: &str = "current-operation";
 
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use field_manager::*;
-#[allow(unused_imports)]
-use fieldpath::*;
-#[allow(unused_imports)]
-use managers::*;
-#[allow(unused_imports)]
-use text::*;
-#[allow(unused_imports)]
-use updater::*;
-#[allow(unused_imports)]
-use walk::*;
-
 pub use field_manager::{ApplyError, apply, default_manager, record_update};
-pub use fieldpath::FieldSet;

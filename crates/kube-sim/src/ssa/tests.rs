@@ -1,6 +1,11 @@
 //! Tests of server-side apply and managedFields tracking against what kube-apiserver writes.
 
+use super::field_manager::{ApplyError, apply, default_manager, record_update};
+use super::fieldpath::FieldSet;
+use super::text::rfc3339_seconds;
 use super::*;
+use crate::list_types::{ListKind, ListTypes};
+use serde_json::Value;
 use serde_json::json;
 
 /// Containers, env and ports keyed like the built-in types, finalizers a set, the rest

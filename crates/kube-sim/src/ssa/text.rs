@@ -1,6 +1,6 @@
 //! Go-compatible text: conflict messages and value rendering as the server prints them.
 
-use super::*;
+use serde_json::Value;
 
 /// Approximates Go's `unicode.IsPrint`: graphic characters and the ASCII space.
 pub(super) fn is_go_printable(c: char) -> bool {

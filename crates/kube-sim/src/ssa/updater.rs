@@ -1,7 +1,13 @@
 //! The updater (structured-merge-diff's `merge.Updater`): ownership on update and apply, and
 //! conflicts.
 
-use super::*;
+use super::CURRENT_OPERATION;
+use super::fieldpath::FieldSet;
+use super::managers::{Entry, Managers};
+use super::walk::{Comparison, compare_values, join_validation_errors, merge, remove_items};
+use crate::list_types::ListTypes;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 pub(super) enum UpdaterError {
     Conflicts(BTreeMap<String, FieldSet>),

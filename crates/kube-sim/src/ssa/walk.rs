@@ -1,7 +1,11 @@
 //! Walks over values without a Go schema (structured-merge-diff's typed package): the field
 //! set of an object, merging an applied configuration, removing fields an applier dropped.
 
-use super::*;
+use super::fieldpath::{FieldSet, PathElement, path_display};
+use super::text::{go_json, go_quote};
+use crate::list_types::{ListKind, ListTypes};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn list_kind(lists: &dyn ListTypes, names: &[String]) -> ListKind {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -648,5 +652,15 @@ pub(super) fn strip_nulls(v: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strip_nulls),
         _ => {}
+    }
+}
+
+impl FieldSet {
+    /// The fields an applied configuration `obj` sets: every scalar, every atomic list, every
+    /// associative-list item (`k:{..}` / `v:..`), and empty or null objects.
+    pub fn from_object(obj: &Value, lists: &dyn ListTypes) -> FieldSet {
+        let mut set = FieldSet::default();
+        to_field_set(obj, lists, &mut Vec::new(), &mut Vec::new(), &mut set);
+        set
     }
 }

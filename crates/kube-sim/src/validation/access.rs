@@ -1,7 +1,12 @@
 //! Typed reads of JSON fields that report a wrong type as the server's `field.Error` would,
 //! so that the per-kind rules read like the Go validation they follow.
 
-use super::*;
+use super::Errs;
+use crate::field_error::{FieldError, index};
+use serde_json::{Map, Value, json};
+
+pub(super) const IMMUTABLE: &str = "field is immutable";
+pub(super) const NEGATIVE: &str = "must be greater than or equal to 0";
 
 pub(super) fn type_name(v: &Value) -> &'static str {
     match v {

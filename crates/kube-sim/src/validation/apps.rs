@@ -1,6 +1,16 @@
 //! The `apps` group: Deployments, DaemonSets, StatefulSets, ReplicaSets.
 
-use super::*;
+use super::Errs;
+use super::access::NEGATIVE;
+use super::access::{
+    absent, as_obj, enum_str, nonnegative, opt_int, opt_obj, opt_str, spec_of, wrong_type,
+};
+use super::names::regex_error;
+use super::pods::pod_template_spec;
+use super::selectors::validate_label_selector;
+use crate::field_error::{FieldError, child};
+use crate::selector::{LabelSelector, object_is_empty};
+use serde_json::{Map, Value, json};
 
 pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
     let empty = Map::new();
@@ -8,26 +18,10 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
         return;
     };
     nonnegative(Some(spec), "replicas", "spec.replicas", errs);
-    let selector = spec.get("selector");
-    if absent(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        validate_label_selector(selector, "spec.selector", errs);
-        if selector_is_empty(selector) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                selector.cloned().unwrap_or(Value::Null),
-                "empty selector is invalid for deployment",
-            ));
-        }
-    }
-    match parse_selector(selector) {
-        Selector::Invalid => errs.push(FieldError::invalid(
-            "spec.selector",
-            selector.cloned().unwrap_or(Value::Null),
-            "invalid label selector",
-        )),
-        sel => replica_set_template(spec, &sel, errs),
+    let selector = required_selector(spec, "deployment", errs);
+    match parsed_selector(selector, errs) {
+        None => {}
+        Some(sel) => replica_set_template(spec, sel.as_ref(), errs),
     }
     let strategy_path = "spec.strategy";
     let strategy = opt_obj(Some(spec), "strategy", strategy_path, errs);
@@ -106,8 +100,50 @@ pub(super) fn deployment(root: &Map<String, Value>, errs: &mut Errs) {
     }
 }
 
+/// The selector a Deployment, ReplicaSet or StatefulSet must have (Go names a ReplicaSet's
+/// empty selector a deployment's).
+fn required_selector<'a>(
+    spec: &'a Map<String, Value>,
+    kind: &str,
+    errs: &mut Errs,
+) -> Option<&'a Value> {
+    let selector = spec.get("selector");
+    if absent(selector) {
+        errs.push(FieldError::required("spec.selector", ""));
+    } else {
+        validate_label_selector(selector, "spec.selector", errs);
+        if object_is_empty(selector) {
+            let message = format!("empty selector is invalid for {kind}");
+            errs.push(FieldError::invalid(
+                "spec.selector",
+                selector.cloned().unwrap_or(Value::Null),
+                message,
+            ));
+        }
+    }
+    selector
+}
+
+/// `LabelSelectorAsSelector`, reporting a selector it refuses; `Some(None)` for a nil one.
+fn parsed_selector(selector: Option<&Value>, errs: &mut Errs) -> Option<Option<LabelSelector>> {
+    let parsed = LabelSelector::from_object(selector).ok();
+    if parsed.is_none() {
+        let value = selector.cloned().unwrap_or(Value::Null);
+        errs.push(FieldError::invalid(
+            "spec.selector",
+            value,
+            "invalid label selector",
+        ));
+    }
+    parsed
+}
+
 /// `ValidatePodTemplateSpecForReplicaSet`, shared by Deployments and ReplicaSets.
-pub(super) fn replica_set_template(spec: &Map<String, Value>, sel: &Selector, errs: &mut Errs) {
+pub(super) fn replica_set_template(
+    spec: &Map<String, Value>,
+    sel: Option<&LabelSelector>,
+    errs: &mut Errs,
+) {
     let empty = Map::new();
     let Some(template) = template_of(spec, &empty, errs) else {
         return;
@@ -151,14 +187,14 @@ pub(super) fn template_of<'a>(
 
 pub(super) fn check_selector_matches(
     template: &Map<String, Value>,
-    sel: &Selector,
+    sel: Option<&LabelSelector>,
     errs: &mut Errs,
 ) {
-    if matches!(sel, Selector::Everything | Selector::Invalid) {
+    if sel.is_some_and(LabelSelector::is_empty) {
         return;
     }
     let labels = template.get("metadata").and_then(|m| m.get("labels"));
-    if !selector_matches(sel, labels.and_then(Value::as_object)) {
+    if !sel.is_some_and(|s| s.matches_labels(labels)) {
         errs.push(FieldError::invalid(
             "spec.template.metadata.labels",
             labels.cloned().unwrap_or(Value::Null),
@@ -178,10 +214,9 @@ pub(super) fn daemon_set(root: &Map<String, Value>, errs: &mut Errs) {
     let Some(template) = template_of(spec, &empty_template, errs) else {
         return;
     };
-    let sel = parse_selector(selector);
-    if !matches!(sel, Selector::Invalid) {
+    if let Ok(sel) = LabelSelector::from_object(selector) {
         let labels = template.get("metadata").and_then(|m| m.get("labels"));
-        if !selector_matches(&sel, labels.and_then(Value::as_object)) {
+        if !sel.is_some_and(|s| s.matches_labels(labels)) {
             errs.push(FieldError::invalid(
                 "spec.template.metadata.labels",
                 labels.cloned().unwrap_or(Value::Null),
@@ -189,7 +224,7 @@ pub(super) fn daemon_set(root: &Map<String, Value>, errs: &mut Errs) {
             ));
         }
     }
-    if selector_is_empty(selector) {
+    if object_is_empty(selector) {
         errs.push(FieldError::invalid(
             "spec.selector",
             selector.cloned().unwrap_or(Value::Null),
@@ -299,30 +334,14 @@ pub(super) fn stateful_set(root: &Map<String, Value>, errs: &mut Errs) {
     }
     nonnegative(Some(spec), "replicas", "spec.replicas", errs);
     nonnegative(Some(spec), "minReadySeconds", "spec.minReadySeconds", errs);
-    let selector = spec.get("selector");
-    if absent(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        validate_label_selector(selector, "spec.selector", errs);
-        if selector_is_empty(selector) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                selector.cloned().unwrap_or(Value::Null),
-                "empty selector is invalid for statefulset",
-            ));
-        }
-    }
+    let selector = required_selector(spec, "statefulset", errs);
     let empty_template = Map::new();
     let Some(template) = template_of(spec, &empty_template, errs) else {
         return;
     };
-    match parse_selector(selector) {
-        Selector::Invalid => errs.push(FieldError::invalid(
-            "spec.selector",
-            selector.cloned().unwrap_or(Value::Null),
-            "invalid label selector",
-        )),
-        sel => check_selector_matches(template, &sel, errs),
+    match parsed_selector(selector, errs) {
+        None => {}
+        Some(sel) => check_selector_matches(template, sel.as_ref(), errs),
     }
     pod_template_spec(template, "spec.template", errs);
     let restart = template
@@ -346,26 +365,10 @@ pub(super) fn replica_set(root: &Map<String, Value>, errs: &mut Errs) {
     };
     nonnegative(Some(spec), "replicas", "spec.replicas", errs);
     nonnegative(Some(spec), "minReadySeconds", "spec.minReadySeconds", errs);
-    let selector = spec.get("selector");
-    if absent(selector) {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        validate_label_selector(selector, "spec.selector", errs);
-        if selector_is_empty(selector) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                selector.cloned().unwrap_or(Value::Null),
-                "empty selector is invalid for deployment",
-            ));
-        }
-    }
-    match parse_selector(selector) {
-        Selector::Invalid => errs.push(FieldError::invalid(
-            "spec.selector",
-            selector.cloned().unwrap_or(Value::Null),
-            "invalid label selector",
-        )),
-        sel => replica_set_template(spec, &sel, errs),
+    let selector = required_selector(spec, "deployment", errs);
+    match parsed_selector(selector, errs) {
+        None => {}
+        Some(sel) => replica_set_template(spec, sel.as_ref(), errs),
     }
 }
 

@@ -1,7 +1,20 @@
 //! The core group's kinds other than pods: ConfigMaps, Secrets, Services, Namespaces,
 //! ServiceAccounts and the like.
 
-use super::*;
+use super::Errs;
+use super::access::{
+    absent, enum_str, obj_items, opt_arr, opt_bool, opt_int, opt_obj, opt_str, spec_of, str_items,
+    wrong_type,
+};
+use super::names::{
+    MAX_SECRET_SIZE, config_key_errors, dns1123_label_errors, dns1123_subdomain_errors,
+    port_range_error, qualified_name_errors, validate_labels,
+};
+use super::pods::port_num_or_name;
+use crate::field_error::{FieldError, child, index, key};
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 pub(super) fn service(root: &Map<String, Value>, errs: &mut Errs) {
     let empty = Map::new();

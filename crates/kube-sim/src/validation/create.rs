@@ -1,6 +1,18 @@
 //! [`validate_create`]: which rules a kind's body is checked against on create.
 
-use super::*;
+use super::access::{as_obj, opt_arr, opt_obj, spec_of, wrong_type};
+use super::apps::{daemon_set, deployment, replica_set, stateful_set};
+use super::core_group::{config_map, event, secret, service};
+use super::names::finalizer_names;
+use super::other_groups::{
+    csi_driver, lease, network_policy, pod_disruption_budget, policy_rules, role_binding,
+    storage_class,
+};
+use super::pods::{pod_spec, pod_template_spec};
+use super::selectors::validate_label_selector;
+use super::volumes::{persistent_volume, persistent_volume_claim, volume_attachment};
+use crate::field_error::{FieldError, index};
+use serde_json::{Map, Value};
 
 /// Create-time validation of the built-in kinds' bodies (after defaulting): required fields,
 /// enums, references within the object, sizes. Top-level metadata is checked by

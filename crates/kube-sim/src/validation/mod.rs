@@ -36,43 +36,13 @@ mod update;
 mod volume_tests;
 mod volumes;
 
-use crate::defaults::VOLUME_SOURCES;
-use std::collections::BTreeSet;
-
-use base64::Engine as _;
-use serde_json::{Map, Value, json};
-
-use crate::field_error::{FieldError, child, index, key};
+use crate::field_error::FieldError;
 
 type Errs = Vec<FieldError>;
 
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use access::*;
-#[allow(unused_imports)]
-use apps::*;
-#[allow(unused_imports)]
-use core_group::*;
-#[allow(unused_imports)]
-use create::*;
-#[allow(unused_imports)]
-use names::*;
-#[allow(unused_imports)]
-use other_groups::*;
-#[allow(unused_imports)]
-use pods::*;
-#[allow(unused_imports)]
-use selectors::*;
-#[allow(unused_imports)]
-use update::*;
-#[allow(unused_imports)]
-use volumes::*;
-
 pub use create::validate_create;
 pub use names::{
-    config_key_errors, dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors,
-    is_dns1123_label, is_dns1123_subdomain, label_value_errors, path_segment_errors,
+    dns1035_label_errors, dns1123_subdomain_errors, label_value_errors, path_segment_errors,
     qualified_name_errors, validate_finalizers, validate_labels_and_annotations, validate_name,
 };
 pub use update::validate_update;

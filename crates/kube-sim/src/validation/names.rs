@@ -1,7 +1,10 @@
 //! apimachinery's string rules (`k8s.io/apimachinery/pkg/util/validation`: DNS names, qualified
 //! names, label values, config keys) and the checks of `metadata` every kind gets.
 
-use super::*;
+use super::Errs;
+use super::access::{as_obj, opt_arr, wrong_type};
+use crate::field_error::{FieldError, index, key};
+use serde_json::{Value, json};
 
 pub(super) const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 pub(super) const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
@@ -17,8 +20,6 @@ pub(super) const LABEL_VALUE_MSG: &str = "a valid label must be an empty string 
 pub(super) const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
 pub(super) const CONFIG_KEY_MSG: &str =
     "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
-pub(super) const IMMUTABLE: &str = "field is immutable";
-pub(super) const NEGATIVE: &str = "must be greater than or equal to 0";
 /// `core.MaxSecretSize`, also the ConfigMap limit.
 pub(super) const MAX_SECRET_SIZE: usize = 1024 * 1024;
 pub(super) const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
@@ -120,26 +121,6 @@ pub fn dns1035_label_errors(s: &str) -> Vec<String> {
         ));
     }
     errs
-}
-
-/// Tests a DNS-1123 subdomain; the error joins apimachinery's messages with "; ".
-pub fn is_dns1123_subdomain(s: &str) -> Result<(), String> {
-    let errs = dns1123_subdomain_errors(s);
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
-    }
-}
-
-/// Tests a DNS-1123 label; the error joins apimachinery's messages with "; ".
-pub fn is_dns1123_label(s: &str) -> Result<(), String> {
-    let errs = dns1123_label_errors(s);
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
-    }
 }
 
 /// `IsQualifiedName`: label keys, annotation keys, finalizers, provisioners.

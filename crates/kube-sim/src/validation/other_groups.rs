@@ -1,7 +1,19 @@
 //! Kinds of the other built-in groups kube-sim serves: storage, RBAC, admission, policy,
 //! scheduling and the rest.
 
-use super::*;
+use super::Errs;
+use super::access::NEGATIVE;
+use super::access::{
+    absent, enum_str, obj_items, opt_arr, opt_bool, opt_int, opt_obj, opt_str, spec_of, str_items,
+    wrong_type,
+};
+use super::apps::{not_more_than_100_percent, positive_int_or_percent};
+use super::names::{dns1123_subdomain_errors, path_segment_errors, qualified_name_errors};
+use super::pods::port_num_or_name;
+use super::selectors::validate_label_selector;
+use crate::field_error::{FieldError, child, index, key};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 pub(super) fn storage_class(root: &Map<String, Value>, errs: &mut Errs) {
     let provisioner = opt_str(Some(root), "provisioner", "provisioner", errs);

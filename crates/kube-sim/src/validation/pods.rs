@@ -1,6 +1,18 @@
 //! Pod specs and templates: containers, volumes, security contexts, probes, affinity.
 
-use super::*;
+use super::Errs;
+use super::access::NEGATIVE;
+use super::access::{
+    absent, enum_str, nonnegative, obj_items, opt_arr, opt_int, opt_obj, opt_str, wrong_type,
+};
+use super::names::{
+    config_key_errors, dns1123_label_errors, dns1123_subdomain_errors, port_name_errors,
+    port_range_error, qualified_name_errors, validate_annotations, validate_labels,
+};
+use crate::defaults::VOLUME_SOURCES;
+use crate::field_error::{FieldError, child, index, key};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 /// `ValidatePodTemplateSpec`; note the real server reports template labels at `<path>.labels`.
 pub(super) fn pod_template_spec(template: &Map<String, Value>, path: &str, errs: &mut Errs) {

@@ -1,95 +1,10 @@
 //! Label selectors (`metav1.LabelSelector`) and their validation.
 
-use super::*;
-
-pub(super) enum Selector {
-    /// A nil selector: matches nothing.
-    Nothing,
-    /// An empty selector: matches everything.
-    Everything,
-    Requirements(Vec<(String, String, Vec<String>)>),
-    /// `LabelSelectorAsSelector` failed.
-    Invalid,
-}
-
-pub(super) fn parse_selector(v: Option<&Value>) -> Selector {
-    let sel = match v {
-        None | Some(Value::Null) => return Selector::Nothing,
-        Some(Value::Object(m)) => m,
-        Some(_) => return Selector::Invalid,
-    };
-    let mut reqs = Vec::new();
-    match sel.get("matchLabels") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(labels)) => {
-            for (k, v) in labels {
-                let Some(v) = v.as_str() else {
-                    return Selector::Invalid;
-                };
-                if !qualified_name_errors(k).is_empty() || !label_value_errors(v).is_empty() {
-                    return Selector::Invalid;
-                }
-                reqs.push((k.clone(), "In".to_string(), vec![v.to_string()]));
-            }
-        }
-        Some(_) => return Selector::Invalid,
-    }
-    match sel.get("matchExpressions") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(exprs)) => {
-            for e in exprs {
-                let (Some(k), Some(op)) = (
-                    e.get("key").and_then(Value::as_str),
-                    e.get("operator").and_then(Value::as_str),
-                ) else {
-                    return Selector::Invalid;
-                };
-                let values: Vec<String> = match e.get("values") {
-                    None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(vs)) => {
-                        let strs: Option<Vec<String>> =
-                            vs.iter().map(|v| v.as_str().map(str::to_string)).collect();
-                        let Some(strs) = strs else {
-                            return Selector::Invalid;
-                        };
-                        strs
-                    }
-                    Some(_) => return Selector::Invalid,
-                };
-                let ok = match op {
-                    "In" | "NotIn" => !values.is_empty(),
-                    "Exists" | "DoesNotExist" => values.is_empty(),
-                    _ => false,
-                };
-                if !ok || !qualified_name_errors(k).is_empty() {
-                    return Selector::Invalid;
-                }
-                reqs.push((k.to_string(), op.to_string(), values));
-            }
-        }
-        Some(_) => return Selector::Invalid,
-    }
-    if reqs.is_empty() {
-        Selector::Everything
-    } else {
-        Selector::Requirements(reqs)
-    }
-}
-
-pub(super) fn selector_matches(sel: &Selector, labels: Option<&Map<String, Value>>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    match sel {
-        Selector::Nothing | Selector::Invalid => false,
-        Selector::Everything => true,
-        Selector::Requirements(reqs) => reqs.iter().all(|(k, op, values)| match op.as_str() {
-            "In" => get(k).is_some_and(|v| values.iter().any(|x| x == v)),
-            "NotIn" => get(k).is_none_or(|v| !values.iter().any(|x| x == v)),
-            "Exists" => get(k).is_some(),
-            "DoesNotExist" => get(k).is_none(),
-            _ => false,
-        }),
-    }
-}
+use super::Errs;
+use super::access::{as_obj, obj_items, opt_arr, opt_str, str_items};
+use super::names::{label_value_errors, qualified_name_errors, validate_labels};
+use crate::field_error::{FieldError, child, index};
+use serde_json::{Value, json};
 
 /// `ValidateLabelSelector`.
 pub(super) fn validate_label_selector(v: Option<&Value>, path: &str, errs: &mut Errs) {
@@ -138,16 +53,4 @@ pub(super) fn validate_label_selector(v: Option<&Value>, path: &str, errs: &mut 
             }
         }
     }
-}
-
-pub(super) fn selector_is_empty(v: Option<&Value>) -> bool {
-    let Some(Value::Object(sel)) = v else {
-        return false;
-    };
-    let n = |k: &str| match sel.get(k) {
-        Some(Value::Object(m)) => m.len(),
-        Some(Value::Array(a)) => a.len(),
-        _ => 0,
-    };
-    n("matchLabels") + n("matchExpressions") == 0
 }

@@ -1,7 +1,15 @@
 //! Tests of the built-in kinds' validation, with the server's exact field paths and messages.
 
-use super::*;
+use super::create::validate_create;
+use super::names::{
+    MAX_SECRET_SIZE, TOTAL_ANNOTATION_SIZE, dns1123_label_errors, dns1123_subdomain_errors,
+    validate_finalizers, validate_labels_and_annotations, validate_name,
+};
+use super::update::validate_update;
 use crate::defaults::apply_defaults;
+use crate::field_error::FieldError;
+use base64::Engine as _;
+use serde_json::{Value, json};
 
 fn messages(errs: &[FieldError]) -> Vec<String> {
     errs.iter().map(ToString::to_string).collect()
@@ -109,10 +117,10 @@ fn name_rules() {
         messages(&validate_name("", "Pod", "")),
         vec!["metadata.name: Required value: name or generateName is required".to_string()]
     );
-    assert!(is_dns1123_label("ok-1").is_ok());
-    assert!(is_dns1123_label("no_").is_err());
-    assert!(is_dns1123_subdomain("a.b").is_ok());
-    assert!(is_dns1123_subdomain("").is_err());
+    assert!(dns1123_label_errors("ok-1").is_empty());
+    assert!(!dns1123_label_errors("no_").is_empty());
+    assert!(dns1123_subdomain_errors("a.b").is_empty());
+    assert!(!dns1123_subdomain_errors("").is_empty());
 }
 
 #[test]

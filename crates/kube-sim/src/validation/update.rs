@@ -1,6 +1,13 @@
 //! [`validate_update`]: the immutability rules a real server adds on update.
 
-use super::*;
+use super::Errs;
+use super::access::{at, immutable, semantic_eq};
+use super::create::validate_create;
+use super::volumes::{
+    persistent_volume_claim_update, persistent_volume_update, volume_attachment_update,
+};
+use crate::field_error::{FieldError, index};
+use serde_json::{Value, json};
 
 /// Update-time validation: everything of [`validate_create`] on `new` plus the kind's
 /// immutable fields, compared with `old` (both after defaulting).

@@ -1,8 +1,11 @@
 //! Tests of the PersistentVolume, PersistentVolumeClaim and VolumeAttachment rules, each with
 //! malformed input and the server's exact paths and messages.
 
-use super::*;
+use super::create::validate_create;
+use super::update::validate_update;
 use crate::defaults::apply_defaults;
+use crate::field_error::FieldError;
+use serde_json::{Value, json};
 
 fn texts(errs: &[FieldError]) -> Vec<String> {
     errs.iter().map(ToString::to_string).collect()

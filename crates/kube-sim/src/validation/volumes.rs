@@ -6,7 +6,15 @@
 //! Only the volume sources kube-sim's users create are checked in depth (`csi`, `hostPath`,
 //! `nfs`, `local`); any other source counts towards "exactly one" and is otherwise accepted.
 
-use super::*;
+use super::Errs;
+use super::access::IMMUTABLE;
+use super::access::{
+    absent, at, enum_str, immutable, opt_arr, opt_obj, opt_str, semantic_eq, spec_of, str_items,
+};
+use super::names::dns1123_subdomain_errors;
+use super::selectors::validate_label_selector;
+use crate::field_error::{FieldError, child, key};
+use serde_json::{Map, Value, json};
 
 /// The access modes a claim or volume may ask for, as the server lists them (sorted).
 const ACCESS_MODES: &[&str] = &[

@@ -1,6 +1,12 @@
 //! A container's command line and environment (pure), resolved as the kubelet would.
 
-use super::*;
+use super::POD_IP;
+use super::state::{LocalProgram, text};
+use crate::api::Cluster;
+use crate::json::strings;
+use base64::Engine;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Why a container cannot be configured, with the kubelet's messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -253,18 +259,7 @@ pub fn command_line(
     program: &LocalProgram,
     env: &BTreeMap<String, String>,
 ) -> Vec<String> {
-    let list = |field: &str| -> Vec<String> {
-        container
-            .get(field)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let list = |field: &str| strings(container.get(field));
     list("command")
         .into_iter()
         .skip(program.drop_leading)

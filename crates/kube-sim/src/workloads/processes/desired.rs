@@ -1,6 +1,11 @@
 //! What the Deployments ask for (pure): which pods should run, from which program.
 
-use super::*;
+use super::state::{LocalProgram, containers, replicas, text};
+use super::{BACKOFF_INITIAL, BACKOFF_MAX, BACKOFF_RESET, MAX_GRACE};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, Hasher};
+use std::time::Duration;
 
 /// What one process-backed Deployment asks of the runner.
 #[derive(Debug, Clone)]
@@ -17,24 +22,6 @@ pub(super) struct Want {
     pub(super) program: LocalProgram,
     /// Whether admission admits the pods of `template` (see `pod_admission.rs`).
     pub(super) admitted: bool,
-}
-
-pub(super) fn containers(template: &Value) -> Vec<Value> {
-    template
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// The replicas that run as processes.
-pub(super) fn replicas(dep: &Value) -> usize {
-    let n = dep
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1)
-        .max(0);
-    usize::try_from(n).unwrap_or(MAX_REPLICAS).min(MAX_REPLICAS)
 }
 
 /// The Deployment's wish, when a container's image is mapped and it is not being deleted.

@@ -43,23 +43,7 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasher, Hasher};
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
-
-use base64::Engine;
-use serde::Serialize;
-use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
-use tokio::sync::watch;
-
-use crate::Shared;
-use crate::api::Cluster;
+use std::time::Duration;
 
 /// At most this many processes per Deployment, whatever its replica count.
 pub const MAX_REPLICAS: usize = 3;
@@ -78,17 +62,6 @@ pub const POD_IP: &str = "127.0.0.1";
 pub const NODE_NAME: &str = "kube-sim";
 /// Environment variables passed from kube-sim's own environment when set.
 const PASSED_THROUGH: [&str; 4] = ["PATH", "HOME", "RUST_LOG", "RUST_BACKTRACE"];
-
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use command::*;
-#[allow(unused_imports)]
-use desired::*;
-#[allow(unused_imports)]
-use runner::*;
-#[allow(unused_imports)]
-use state::*;
 
 pub use command::{ConfigError, Lookup, PodFacts, Source, command_line, expand, resolve_env};
 pub use desired::next_backoff;

@@ -1,7 +1,24 @@
 //! The loop that starts and stops processes, and the life of one pod: start, restart with
 //! back-off, logs, termination.
 
-use super::*;
+use super::command::{
+    ConfigError, PodFacts, Source, command_line, lookup_in, resolve_env, service_account,
+};
+use super::desired::{
+    PodView, Want, decide, grace_period, next_backoff, pod_name, random_uid, want,
+};
+use super::state::{LocalProgram, Pod, ProcessState, containers, lock, text};
+use super::{NODE_NAME, PASSED_THROUGH, TAIL_BYTES};
+use crate::Shared;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
 
 /// Runs until shutdown: reconciles the pods after every write (a Deployment changed, a
 /// ConfigMap appeared, a pod's process started or ended).
@@ -480,10 +497,4 @@ pub(super) fn write_atomically(path: &Path, content: &str, unique: &str) -> std:
     std::io::Write::write_all(&mut file, content.as_bytes())?;
     drop(file);
     std::fs::rename(&tmp, path)
-}
-
-pub(super) fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }

@@ -1,7 +1,16 @@
 //! The runner's configuration, what it lets callers observe ([`ProcessInfo`]), its shared
 //! state, and the readiness the status simulation reads.
 
-use super::*;
+use super::{MAX_REPLICAS, TAIL_BYTES};
+use crate::Shared;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::watch;
 
 /// The local program an image reference runs as.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -295,4 +304,28 @@ impl Readiness {
                 .unwrap_or_default(),
         )
     }
+}
+
+pub(super) fn containers(template: &Value) -> Vec<Value> {
+    template
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The replicas that run as processes.
+pub(super) fn replicas(dep: &Value) -> usize {
+    let n = dep
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+        .max(0);
+    usize::try_from(n).unwrap_or(MAX_REPLICAS).min(MAX_REPLICAS)
+}
+
+pub(super) fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }

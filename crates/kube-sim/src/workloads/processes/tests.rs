@@ -1,7 +1,15 @@
 //! Tests of the process runner: desired pods, command lines, environments and the loop.
 
+use super::command::{PodFacts, Source, command_line, expand, resolve_env};
+use super::desired::{
+    Decision, Launch, PodView, Want, decide, grace_period, next_backoff, pod_name, random_uid, want,
+};
+use super::state::{LocalProgram, Readiness};
 use super::*;
+use serde_json::Value;
 use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
 
 fn deployment(image: &str, replicas: i64) -> Value {
     json!({

@@ -1,6 +1,11 @@
 //! The workload simulator's settings ([`WorkloadConfig`]) and the per-workload holds on them.
 
-use super::*;
+use super::helpers::text;
+use crate::api::Cluster;
+use jiff::SignedDuration;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
 
 /// Settings of the workload simulator.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,13 @@
 //! DaemonSets: one pod per fitting Node, and the status the DaemonSet controller writes.
 
-use super::*;
+use super::config::{WorkloadConfig, WorkloadKind};
+use super::helpers::{int, pod_template_hash, put_nonzero, scaled, text};
+use super::pods::{PodCreation, Start, earliest};
+use super::scheduling::{DaemonPodFit, node_ready};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// What the simulator remembers of one DaemonSet: its virtual pods, by node name.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,6 +1,13 @@
 //! Deployments: the status the Deployment controller and the kubelets would produce.
 
-use super::*;
+use super::config::{WorkloadConfig, WorkloadKind};
+use super::helpers::{
+    condition, find, int, later, pod_template_hash, put_nonzero, scaled, stamp, text,
+};
+use super::pods::{PodCreation, Start, earliest};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 /// What the simulator remembers of one Deployment's pods.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,7 @@
 //! Small readers and writers of object fields the other parts share.
 
-use super::*;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Map, Value, json};
 
 /// The controllers' ComputeHash: FNV-1a over the pod template (here its canonical JSON, with
 /// sorted keys so the same template always hashes the same) and the collision count, written

@@ -42,38 +42,12 @@ mod sim_loop;
 #[cfg(test)]
 mod tests;
 
-use crate::Shared;
-use crate::api::{Cluster, WriteOptions};
-use crate::pod_admission::{self, AdmissionConfig, Verdict};
-use jiff::{SignedDuration, Timestamp};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
-use std::time::Duration;
-
-// The parts are one namespace split into files: each part does `use super::*` and sees
-// its siblings through these globs (a glob no sibling needs goes unused).
-#[allow(unused_imports)]
-use config::*;
-#[allow(unused_imports)]
-use daemonsets::*;
-#[allow(unused_imports)]
-use deployments::*;
-#[allow(unused_imports)]
-use helpers::*;
-#[allow(unused_imports)]
-use pods::*;
-#[allow(unused_imports)]
-use scheduling::*;
-#[allow(unused_imports)]
-use sim_loop::*;
-
 pub use config::{WorkloadConfig, WorkloadKind, WorkloadRef, missing_volume_sources};
 pub use daemonsets::{DaemonSetTrack, daemonset_status, daemonset_status_admitted};
 pub use deployments::{
     DeploymentTrack, deployment_status, deployment_status_admitted, deployment_status_with,
 };
 pub use helpers::pod_template_hash;
+pub use pods::PodCreation;
 pub use scheduling::{node_should_run, tolerates};
-pub use sim_loop::{PodCreation, run};
+pub use sim_loop::run;

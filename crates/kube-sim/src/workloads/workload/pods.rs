@@ -1,6 +1,8 @@
 //! Pods as the simulator imagines them: admission of a template, with no Pod objects stored.
 
-use super::*;
+use super::helpers::later;
+use crate::pod_admission::Verdict;
+use jiff::{SignedDuration, Timestamp};
 
 /// When a group of pods started and, once they passed their readiness checks, since when they
 /// have been ready. Readiness is kept once reached, so raising the delay later does not take
@@ -61,5 +63,38 @@ impl Start {
             Some(r) => later(r, min_ready),
         };
         (at > now).then_some(at)
+    }
+}
+
+/// Whether the controller can create a workload's pods now.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PodCreation {
+    /// Admitted (or no admission applies).
+    #[default]
+    Admitted,
+    /// Admission cannot decide yet (the namespace has no UID range): no pod, no failure.
+    Pending,
+    /// Refused, with the API server's message.
+    Refused(String),
+}
+
+impl PodCreation {
+    pub(super) fn of(verdict: Verdict) -> Self {
+        match verdict {
+            Verdict::Admitted(_) => Self::Admitted,
+            Verdict::Pending(_) => Self::Pending,
+            Verdict::Refused(m) => Self::Refused(m),
+        }
+    }
+
+    pub(super) fn blocked(&self) -> bool {
+        *self != Self::Admitted
+    }
+}
+
+pub(super) fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }

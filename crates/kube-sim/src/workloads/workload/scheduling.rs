@@ -1,6 +1,7 @@
 //! Scheduling: which Nodes a pod fits (selectors, affinity, taints and tolerations).
 
-use super::*;
+use super::helpers::text;
+use serde_json::{Value, json};
 
 /// The tolerations the DaemonSet controller adds to every daemon pod, so node problems and
 /// cordoning do not keep or drive daemons off their nodes.

@@ -1,6 +1,18 @@
 //! The loop: what wakes the simulator, and one pass over every Deployment and DaemonSet.
 
-use super::*;
+use super::config::{WorkloadConfig, WorkloadKind, with_volume_wait};
+use super::daemonsets::{DaemonSetTrack, daemonset_status_admitted};
+use super::deployments::{DeploymentTrack, deployment_status_admitted};
+use super::helpers::{int, pod_template_hash, stamp, text};
+use super::pods::{PodCreation, earliest};
+use crate::api::{Cluster, WriteOptions};
+use crate::pod_admission::AdmissionConfig;
+use crate::{Shared, pod_admission};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// What the simulator remembers between passes, by object uid.
 #[derive(Default)]
@@ -9,32 +21,6 @@ pub(super) struct Memory {
     pub(super) daemonsets: HashMap<String, DaemonSetTrack>,
     /// The admission refusal last reported (as an Event) per workload uid.
     pub(super) refusals: HashMap<String, String>,
-}
-
-/// Whether the controller can create a workload's pods now.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum PodCreation {
-    /// Admitted (or no admission applies).
-    #[default]
-    Admitted,
-    /// Admission cannot decide yet (the namespace has no UID range): no pod, no failure.
-    Pending,
-    /// Refused, with the API server's message.
-    Refused(String),
-}
-
-impl PodCreation {
-    pub(super) fn of(verdict: Verdict) -> Self {
-        match verdict {
-            Verdict::Admitted(_) => Self::Admitted,
-            Verdict::Pending(_) => Self::Pending,
-            Verdict::Refused(m) => Self::Refused(m),
-        }
-    }
-
-    pub(super) fn blocked(&self) -> bool {
-        *self != Self::Admitted
-    }
 }
 
 /// Runs until shutdown: one pass after every write, and one whenever a pod's readiness, its
@@ -303,12 +289,5 @@ pub(super) fn identity(obj: &Value) -> String {
             text(obj, "/metadata/namespace"),
             text(obj, "/metadata/name")
         ),
-    }
-}
-
-pub(super) fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }

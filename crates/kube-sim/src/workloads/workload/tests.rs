@@ -1,6 +1,13 @@
 //! Tests of the workload simulator: status of Deployments and DaemonSets, scheduling.
 
-use super::*;
+use super::config::{WorkloadConfig, WorkloadKind, WorkloadRef};
+use super::daemonsets::{DaemonSetTrack, daemonset_status};
+use super::deployments::{DeploymentTrack, deployment_status};
+use super::helpers::{pod_template_hash, stamp};
+use super::scheduling::{node_should_run, tolerates};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use std::sync::Arc;
 
 fn at(seconds: i64) -> Timestamp {
     Timestamp::from_second(1_700_000_000 + seconds).expect("a valid time")

@@ -29,8 +29,9 @@ use serde_json::json;
 use crate::Shared;
 use crate::errors::ApiError;
 use crate::observe::Fault;
-use crate::server::Body;
 use crate::workload::WorkloadConfig;
+
+use super::responses::{Body, json_response};
 
 pub async fn handle(
     shared: &Arc<Shared>,
@@ -40,8 +41,8 @@ pub async fn handle(
     body: &Bytes,
 ) -> Response<Body> {
     match answer(shared, method, path, q, body) {
-        Ok(v) => crate::server::json_response(200, &v),
-        Err(e) => crate::server::json_response(e.code, &e.to_status()),
+        Ok(v) => json_response(200, &v),
+        Err(e) => json_response(e.code, &e.to_status()),
     }
 }
 
