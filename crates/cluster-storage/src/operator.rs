@@ -33,10 +33,11 @@ use openshift_api::common::ManagementState;
 use openshift_api::config::Infrastructure;
 use openshift_api::operator::{ClusterCSIDriver, Storage};
 use operator_kit::apply::Applier;
+use operator_kit::board::{StepBoard, StepError};
 use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::clusters::Clients;
-use operator_kit::conditions::{self, OperatorCondition, reasons, types};
-use operator_kit::config_observer;
+use operator_kit::conditions::{self, OperatorCondition};
+use operator_kit::config_observer::{self, CONFIG_OBSERVATION_PREFIX};
 use operator_kit::events::{EventRecorder, EventType};
 use operator_kit::hooks::TopologyMode;
 
@@ -381,7 +382,7 @@ impl Operator {
         self.operator_log_level.sync(&self.log, &operator_level);
 
         let management = storage.spec.operator.management_state();
-        let mut board = StatusBoard::new();
+        let mut board = StepBoard::new();
         for retired in RETIRED_STORAGE_CONDITIONS {
             board.remove_condition(retired);
         }
@@ -403,7 +404,6 @@ impl Operator {
             }
         }
 
-        let mut failed = false;
         let mut storage_obj = storage_obj;
         let infra: Option<Infrastructure> = self.cache.get::<Infrastructure>(None, "cluster");
         let mut inputs = Inputs {
@@ -415,15 +415,15 @@ impl Operator {
                 .unwrap_or(TopologyMode::HighlyAvailable),
             ..Inputs::default()
         };
-        match config_observer::observe_with(
+        let observed = config_observer::observe_with(
             &self.client,
             &self.cache,
             &storage_obj,
             observed_config::cso_observed_config,
         )
-        .await
-        {
-            Ok(observed) => {
+        .await;
+        match board.post(CONFIG_OBSERVATION_PREFIX, observed.map_err(StepError::from)) {
+            Some(observed) => {
                 inputs.proxy = observed.proxy;
                 inputs.serving = observed.serving;
                 if let Some(written) = observed.written {
@@ -431,23 +431,12 @@ impl Operator {
                     storage_obj = Arc::new(written);
                     self.storage_status.remember(storage_obj.clone());
                 }
-                board.set_condition(conditions::degraded("ConfigObservation", None));
             }
-            Err(message) => {
-                failed = true;
-                inputs.serving = ServingInfo::intermediate();
-                board.set_condition(OperatorCondition::new(
-                    types::CONFIG_OBSERVATION_DEGRADED,
-                    conditions::TRUE,
-                    reasons::ERROR,
-                    message,
-                ));
-            }
+            None => inputs.serving = ServingInfo::intermediate(),
         }
 
-        failed |= self.starter_step(&mut board, infra.as_ref()).await;
-        let (hosted, unreadable) = self.hosted_control_plane(&mut board);
-        failed |= unreadable;
+        self.starter_step(&mut board, infra.as_ref()).await;
+        let hosted = self.hosted_control_plane(&mut board);
         let mut requeue: Option<Duration> = None;
         for driver in self.started.clone() {
             // A driver once installed through OLM is removed from OLM before its operator is
@@ -461,29 +450,30 @@ impl Operator {
                         .await;
                 storage_obj = out.storage;
                 deploy = out.complete;
-                failed |= out.failed;
+                if out.failed {
+                    board.fail();
+                }
                 requeue = earliest(requeue, out.requeue_after);
             }
-            failed |= self
-                .driver_steps(
-                    &mut board,
-                    driver,
-                    &inputs,
-                    &storage_obj,
-                    deploy,
-                    hosted.as_ref(),
-                )
-                .await;
+            self.driver_steps(
+                &mut board,
+                driver,
+                &inputs,
+                &storage_obj,
+                deploy,
+                hosted.as_ref(),
+            )
+            .await;
         }
         if self.opts.hosted.is_some() {
-            failed |= self.version_step(&mut board).await;
+            self.version_step(&mut board).await;
         }
         for c in default_storage_class_conditions() {
             board.set_condition(c);
         }
 
         let after = self.flush_storage(&board, &storage_obj).await;
-        failed |= after.is_none();
+        let failed = board.failed() || after.is_none();
         let after = after.unwrap_or(storage_obj);
         self.cluster_operator_step(&after, &management, failed, requeue)
             .await
@@ -491,12 +481,8 @@ impl Operator {
 
     /// Picks the drivers for the platform and starts those whose CSIDriver is not someone
     /// else's. Posts `CSIDriverStarterDegraded` (foreign CSIDrivers), the no-driver condition
-    /// and `StorageOperatorUpgradeable`. Returns whether the step failed.
-    async fn starter_step(
-        &mut self,
-        board: &mut StatusBoard,
-        infra: Option<&Infrastructure>,
-    ) -> bool {
+    /// and `StorageOperatorUpgradeable`.
+    async fn starter_step(&mut self, board: &mut StepBoard, infra: Option<&Infrastructure>) {
         let platform = infra
             .and_then(Infrastructure::platform_type)
             .map(|p| p.as_str().to_owned());
@@ -546,15 +532,15 @@ impl Operator {
         for t in remove {
             board.remove_condition(t);
         }
-        if blocked.is_empty() {
-            board.set_condition(conditions::degraded(STARTER_PREFIX, None));
-            false
+        let result = if blocked.is_empty() {
+            Ok(())
         } else {
-            let mut c = conditions::degraded(STARTER_PREFIX, Some(&blocked.join("\n")));
-            c.reason = "ForeignCSIDriver".to_owned();
-            board.set_condition(c);
-            true
-        }
+            Err(StepError::Reasoned {
+                reason: ownership::FOREIGN_CSI_DRIVER_REASON,
+                message: blocked.join("\n"),
+            })
+        };
+        board.post(STARTER_PREFIX, result);
     }
 
     fn csi_driver_owner(&self, driver: &Driver) -> Owner {
@@ -572,16 +558,16 @@ impl Operator {
         }
     }
 
-    /// Every step of one started driver. Returns whether one failed.
+    /// Every step of one started driver.
     async fn driver_steps(
         &mut self,
-        board: &mut StatusBoard,
+        board: &mut StepBoard,
         driver: &'static Driver,
         inputs: &Inputs,
         storage: &DynamicObject,
         deploy: bool,
         hosted: Option<&operator_kit::hosted::Hosted>,
-    ) -> bool {
+    ) {
         let prefix = driver.condition_prefix;
         let static_prefix = format!("{prefix}CSIDriverOperatorStaticController");
         let deployment_prefix = format!("{prefix}{}", roll_up::DEPLOYMENT_CONTROLLER_INFIX);
@@ -600,16 +586,13 @@ impl Operator {
             Ok(b) => b,
             Err(e) => {
                 // A missing image blocks the static objects and the Deployment alike.
-                let message = e.to_string();
-                board.set_condition(conditions::degraded(&static_prefix, Some(&message)));
-                board.set_condition(conditions::degraded(&deployment_prefix, Some(&message)));
+                board.post_error(&[&static_prefix, &deployment_prefix], &StepError::other(e));
                 self.cr_step(board, driver, inputs).await;
-                return true;
+                return;
             }
         };
-        let mut failed = false;
         if let Some(management) = management {
-            failed |= steps::apply_group(
+            steps::apply_group(
                 &self.applier,
                 &self.metrics,
                 board,
@@ -618,40 +601,37 @@ impl Operator {
             )
             .await;
         }
-        failed |=
-            steps::apply_group(&self.applier, &self.metrics, board, &static_prefix, statics).await;
-        failed |= self.cr_step(board, driver, inputs).await;
+        steps::apply_group(&self.applier, &self.metrics, board, &static_prefix, statics).await;
+        self.cr_step(board, driver, inputs).await;
         // Not before the OLM-installed operator is gone (Go `olmRemovalComplete`).
         if deploy {
-            failed |= self
-                .deployment_step(board, driver, deployment, storage)
+            self.deployment_step(board, driver, deployment, storage)
                 .await;
         }
         // Hosted, HyperShift gives the control-plane namespace its CA (`openstack-cloud-config`)
         // and the CSO runs no CA syncer (anchors §5.5).
         if driver.syncs_cloud_ca && self.opts.hosted.is_none() {
-            failed |= self.ca_sync_step(board).await;
+            self.ca_sync_step(board).await;
         }
-        failed
     }
 
     /// Creates the driver's `ClusterCSIDriver` when missing (never updates it: admin edits
     /// persist) and copies its conditions as `<P>CSIDriverOperatorCR*`; posts
     /// `<P>CSIDriverOperatorDegraded`.
-    async fn cr_step(&self, board: &mut StatusBoard, driver: &Driver, inputs: &Inputs) -> bool {
+    async fn cr_step(&self, board: &mut StepBoard, driver: &Driver, inputs: &Inputs) {
         let prefix = format!("{}CSIDriverOperator", driver.condition_prefix);
         let live = self
             .cache
             .get_object::<ClusterCSIDriver>(None, driver.cluster_csi_driver);
         let live = match live {
             Some(obj) => Some(obj),
-            None => match self.create_cluster_csi_driver(driver, inputs).await {
-                Ok(obj) => obj,
-                Err(message) => {
-                    board.set_condition(conditions::degraded(&prefix, Some(&message)));
-                    return true;
+            None => {
+                let created = self.create_cluster_csi_driver(driver, inputs).await;
+                match board.post(&prefix, created.map_err(StepError::other)) {
+                    Some(obj) => obj,
+                    None => return,
                 }
-            },
+            }
         };
         let cr_conditions = live
             .as_deref()
@@ -670,15 +650,14 @@ impl Operator {
                 hash: String::new(),
             });
         }
-        board.set_condition(conditions::degraded(&prefix, None));
-        false
+        board.post(&prefix, Ok(()));
     }
 
     async fn create_cluster_csi_driver(
         &self,
         driver: &Driver,
         inputs: &Inputs,
-    ) -> Result<Option<Arc<DynamicObject>>, String> {
+    ) -> Result<Option<Arc<DynamicObject>>, CreateError> {
         let cr = build::cluster_csi_driver(driver, &inputs.log_level);
         let api: Api<openshift_api::operator::ClusterCSIDriver> = Api::all(self.client.clone());
         match api.create(&PostParams::default(), &cr).await {
@@ -703,12 +682,12 @@ impl Operator {
             }
             // Our cache lagged behind; the watch brings it.
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
-            Err(e) => {
+            Err(source) => {
                 self.metrics.error("kube_api");
-                Err(format!(
-                    "cannot create ClusterCSIDriver {}: {e}",
-                    driver.cluster_csi_driver
-                ))
+                Err(CreateError {
+                    name: driver.cluster_csi_driver,
+                    source,
+                })
             }
         }
     }
@@ -717,97 +696,87 @@ impl Operator {
     /// and posts `<P>Progressing` and `<P>CSIDriverOperatorDeploymentDegraded`.
     async fn deployment_step(
         &self,
-        board: &mut StatusBoard,
+        board: &mut StepBoard,
         driver: &Driver,
         desired: Result<operator_kit::desired::Desired, operator_kit::desired::BuildError>,
         storage: &DynamicObject,
-    ) -> bool {
+    ) {
         let prefix = format!(
             "{}{}",
             driver.condition_prefix,
             roll_up::DEPLOYMENT_CONTROLLER_INFIX
         );
+        let applied = self
+            .apply_operator_deployment(driver, desired, storage)
+            .await;
+        let Some((generation, live)) = board.post(&prefix, applied) else {
+            return;
+        };
+        board.record_generation(generation);
+        roll_up::post_operator_deployment(board, driver, &prefix, &live);
+    }
+
+    /// Applies the operator Deployment; its generation and the Deployment as the server
+    /// returned it.
+    async fn apply_operator_deployment(
+        &self,
+        driver: &Driver,
+        desired: Result<operator_kit::desired::Desired, operator_kit::desired::BuildError>,
+        storage: &DynamicObject,
+    ) -> Result<(GenerationStatus, Deployment), StepError> {
         let ns = self.opts.driver_operator_namespace();
         let name = driver.operator_deployment;
-        let desired = match desired {
-            Ok(d) => d,
-            Err(e) => {
-                board.set_condition(conditions::degraded(&prefix, Some(&e.to_string())));
-                return true;
-            }
-        };
+        let desired = desired?;
         let expected = status::last_generation(storage, "apps", "deployments", ns, name);
-        let applied = match self
+        let applied = self
             .applier
             .apply(&desired.resource, &desired.object, expected)
             .await
-        {
-            Ok(applied) => applied,
-            Err(e) => {
-                self.metrics.error("apply");
-                board.set_condition(conditions::degraded(&prefix, Some(&e.to_string())));
-                return true;
-            }
-        };
+            .inspect_err(|_| self.metrics.error("apply"))?;
         self.metrics.applied("Deployment", applied.action);
-        board.record_generation(GenerationStatus {
+        let generation = GenerationStatus {
             group: "apps".into(),
             resource: "deployments".into(),
             namespace: ns.into(),
             name: name.into(),
             last_generation: applied.generation.unwrap_or_default(),
             hash: String::new(),
-        });
+        };
         let live: Deployment = serde_json::to_value(&*applied.object)
             .ok()
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
-        let conds = roll_up::operator_deployment_conditions(driver, &live);
-        let unhealthy = conds
-            .iter()
-            .any(|c| c.type_.ends_with(types::DEGRADED) && c.status == conditions::TRUE);
-        for c in conds {
-            board.set_condition(c);
-        }
-        unhealthy
+        Ok((generation, live))
     }
 
     /// Hosted: the HostedControlPlane of the control-plane namespace with the hosted
     /// environment, posting `HostedControlPlaneDegraded` (absent or malformed: the operator
     /// Deployments are placed without its node selector, labels and tolerations until it is
-    /// corrected), and whether it could not be read. `None` when standalone.
-    fn hosted_control_plane(
-        &self,
-        board: &mut StatusBoard,
-    ) -> (Option<operator_kit::hosted::Hosted>, bool) {
-        let Some(env) = self.opts.hosted.as_ref() else {
-            return (None, false);
-        };
+    /// corrected). `None` when standalone.
+    fn hosted_control_plane(&self, board: &mut StepBoard) -> Option<operator_kit::hosted::Hosted> {
+        let env = self.opts.hosted.as_ref()?;
         let mut hosted = env.clone();
         let read = operator_kit::hosted::read_control_plane(&self.cache, &self.opts.namespace);
-        let message = match read {
+        let result = match read {
             Ok(plane) => {
                 hosted.control_plane = plane;
-                None
+                Ok(())
             }
             Err(message) => {
                 hosted.control_plane.namespace = self.opts.namespace.clone();
-                Some(message)
+                Err(StepError::Message(message))
             }
         };
-        board.set_condition(conditions::degraded(
-            operator_kit::hosted::CONDITION_PREFIX,
-            message.as_deref(),
-        ));
-        (Some(hosted), message.is_some())
+        board.post(operator_kit::hosted::CONDITION_PREFIX, result);
+        Some(hosted)
     }
 
     /// Hosted: library-go's DeploymentVersionController on each driver operator Deployment
     /// (one `DeploymentVersionControllerDegraded` for all, as the Go CSO names each of its
     /// controllers alike); see [`operator_kit::hosted::version_to_record`].
-    async fn version_step(&self, board: &mut StatusBoard) -> bool {
+    async fn version_step(&self, board: &mut StepBoard) {
         let Some(version) = self.opts.env.get(OPERATOR_IMAGE_VERSION_ENV) else {
-            return false;
+            return;
         };
         let ns = self.opts.driver_operator_namespace();
         let mut errors = Vec::new();
@@ -826,56 +795,47 @@ impl Operator {
                 Err(e) => errors.push(e),
             }
         }
-        let message = (!errors.is_empty()).then(|| errors.join("\n"));
-        board.set_condition(conditions::degraded(
-            hosted::DEPLOYMENT_VERSION_CONTROLLER,
-            message.as_deref(),
-        ));
-        !errors.is_empty()
+        let result = if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(StepError::Objects(errors))
+        };
+        board.post(hosted::DEPLOYMENT_VERSION_CONTROLLER, result);
     }
 
     /// The CA syncer (anchors §3.6): `openshift-config/cloud-provider-config` copied whole into
     /// the driver operators' namespace; the copy goes when the source goes.
-    async fn ca_sync_step(&self, board: &mut StatusBoard) -> bool {
+    async fn ca_sync_step(&self, board: &mut StepBoard) {
+        let result = self.sync_cloud_ca().await;
+        if result.is_err() {
+            self.metrics.error("apply");
+        }
+        board.post(RESOURCE_SYNC_PREFIX, result);
+    }
+
+    async fn sync_cloud_ca(&self) -> Result<(), StepError> {
         let source = self
             .cache
             .config_map(build::CONFIG_NAMESPACE, build::CLOUD_PROVIDER_CONFIG);
-        let result = match source {
+        match source {
             Some(source) => {
                 let copy = build::cloud_ca_copy(&source, CSI_OPERATOR_NAMESPACE);
-                match operator_kit::desired::from_typed("cloud-provider-config (copy)", None, &copy)
-                {
-                    Ok(d) => self
-                        .applier
-                        .apply(&d.resource, &d.object, None)
-                        .await
-                        .map(|a| self.metrics.applied("ConfigMap", a.action))
-                        .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                }
+                let d =
+                    operator_kit::desired::from_typed("cloud-provider-config (copy)", None, &copy)?;
+                let applied = self.applier.apply(&d.resource, &d.object, None).await?;
+                self.metrics.applied("ConfigMap", applied.action);
             }
-            None => self
-                .applier
-                .delete(
-                    &ar("v1", "ConfigMap"),
-                    Some(CSI_OPERATOR_NAMESPACE),
-                    build::CLOUD_PROVIDER_CONFIG,
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-        };
-        match result {
-            Ok(()) => {
-                board.set_condition(conditions::degraded(RESOURCE_SYNC_PREFIX, None));
-                false
-            }
-            Err(e) => {
-                self.metrics.error("apply");
-                board.set_condition(conditions::degraded(RESOURCE_SYNC_PREFIX, Some(&e)));
-                true
+            None => {
+                self.applier
+                    .delete(
+                        &ar("v1", "ConfigMap"),
+                        Some(CSI_OPERATOR_NAMESPACE),
+                        build::CLOUD_PROVIDER_CONFIG,
+                    )
+                    .await?;
             }
         }
+        Ok(())
     }
 
     /// Writes the `Storage/cluster` status; the object after the write (or as it was when
@@ -1014,6 +974,14 @@ impl Operator {
     }
 }
 
+/// The ClusterCSIDriver of a started driver could not be created.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create ClusterCSIDriver {name}: {source}")]
+struct CreateError {
+    name: &'static str,
+    source: kube::Error,
+}
+
 fn earliest(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -1030,6 +998,7 @@ impl operator_kit::process::Reconciler for Operator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use operator_kit::conditions::types;
 
     /// Go's DefaultStorageClassController sets no reason on OpenStack (anchors §3.4).
     #[test]

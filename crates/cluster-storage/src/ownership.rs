@@ -22,6 +22,10 @@ pub const MANAGED_ANNOTATION: &str = "csi.openshift.io/managed";
 /// taken over by the driver operator (overwritten with OpenShift's settings).
 pub const TAKE_OVER_ANNOTATION: &str = "csi.openshift.io/take-over";
 
+/// The reason of `CSIDriverStarterDegraded` while a foreign CSIDriver keeps a driver from
+/// starting.
+pub const FOREIGN_CSI_DRIVER_REASON: &str = "ForeignCSIDriver";
+
 /// The state of the driver's CSIDriver.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Owner {

@@ -19,6 +19,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use openshift_api::common::{Condition, ManagementState};
 use openshift_api::config::{ObjectReference, OperandVersion};
+use operator_kit::board::{StepBoard, StepError};
 use operator_kit::conditions::{self, FALSE, OperatorCondition, TRUE, UNKNOWN, reasons, types};
 use operator_kit::progressing::deployment_progressing;
 
@@ -238,23 +239,37 @@ pub fn operator_deployment_conditions(
     driver: &Driver,
     deployment: &Deployment,
 ) -> Vec<OperatorCondition> {
+    let mut board = StepBoard::new();
+    let prefix = format!("{}{DEPLOYMENT_CONTROLLER_INFIX}", driver.condition_prefix);
+    post_operator_deployment(&mut board, driver, &prefix, deployment);
+    [
+        conditions::progressing_type(driver.condition_prefix),
+        conditions::degraded_type(&prefix),
+    ]
+    .iter()
+    .filter_map(|t| board.condition(t).cloned())
+    .collect()
+}
+
+/// Posts [`operator_deployment_conditions`] on `board`: the Deployment's health is the result
+/// of the step `prefix`.
+pub fn post_operator_deployment(
+    board: &mut StepBoard,
+    driver: &Driver,
+    prefix: &str,
+    deployment: &Deployment,
+) {
     let progressing_type = conditions::progressing_type(driver.condition_prefix);
-    let progressing = match deployment_progressing(deployment) {
+    board.set_condition(match deployment_progressing(deployment) {
         Some(message) => {
             OperatorCondition::new(progressing_type, TRUE, reasons::DEPLOYING, message)
         }
         None => OperatorCondition::new(progressing_type, FALSE, "", ""),
-    };
-    let health = check_deployment_health(deployment)
-        .err()
-        .map(|e| e.to_string());
-    vec![
-        progressing,
-        conditions::degraded(
-            &format!("{}{DEPLOYMENT_CONTROLLER_INFIX}", driver.condition_prefix),
-            health.as_deref(),
-        ),
-    ]
+    });
+    board.post(
+        prefix,
+        check_deployment_health(deployment).map_err(StepError::other),
+    );
 }
 
 /// The starter's conditions for a [`Selection`]: `(to set, types to remove)`.

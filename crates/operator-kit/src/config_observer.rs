@@ -15,6 +15,9 @@ use crate::cache::Cache;
 use crate::kinds;
 use crate::observed_config::{self, ServingInfo};
 
+/// The prefix of `ConfigObservationDegraded`.
+pub const CONFIG_OBSERVATION_PREFIX: &str = "ConfigObservation";
+
 /// What the observer found, and the CR if it had to write it.
 #[derive(Debug)]
 pub struct Observed {
@@ -31,13 +34,29 @@ fn cached(cache: &Cache, kind: &str) -> Option<Value> {
         .and_then(|o| serde_json::to_value(&*o).ok())
 }
 
+/// Why the observed config could not be kept in step: the message of
+/// `ConfigObservationDegraded` (reason `Error`).
+#[derive(Debug, thiserror::Error)]
+pub enum ObservationError {
+    /// The cluster's Proxy or APIServer holds a value that cannot be used.
+    #[error(transparent)]
+    Config(#[from] observed_config::ObserveError),
+    #[error("the operator's custom resource has no spec; it must be recreated")]
+    NoSpec,
+    /// The CR is of a kind the operator does not know.
+    #[error(transparent)]
+    Kind(#[from] kinds::KindError),
+    #[error("failed to write spec.observedConfig: {0}")]
+    Write(#[source] kube::Error),
+}
+
 /// Observes Proxy and APIServer `cluster` and keeps the CR's `spec.observedConfig` in step.
 /// Errors are condition messages (`ConfigObservationDegraded`).
 pub async fn observe(
     client: &Client,
     cache: &Cache,
     cr: &DynamicObject,
-) -> Result<Observed, String> {
+) -> Result<Observed, ObservationError> {
     observe_with(client, cache, cr, observed_config::observed_config).await
 }
 
@@ -48,11 +67,9 @@ pub async fn observe_with(
     cache: &Cache,
     cr: &DynamicObject,
     shape: fn(&BTreeMap<String, String>, &ServingInfo) -> Value,
-) -> Result<Observed, String> {
-    let proxy = observed_config::observe_proxy(cached(cache, "Proxy").as_ref())
-        .map_err(|e| e.to_string())?;
-    let serving = observed_config::observe_serving_info(cached(cache, "APIServer").as_ref())
-        .map_err(|e| e.to_string())?;
+) -> Result<Observed, ObservationError> {
+    let proxy = observed_config::observe_proxy(cached(cache, "Proxy").as_ref())?;
+    let serving = observed_config::observe_serving_info(cached(cache, "APIServer").as_ref())?;
     let wanted = shape(&proxy, &serving);
     let current = cr
         .data
@@ -74,9 +91,7 @@ pub async fn observe_with(
             spec.insert("observedConfig".into(), wanted);
         }
         None => {
-            return Err(
-                "the operator's custom resource has no spec; it must be recreated".to_string(),
-            );
+            return Err(ObservationError::NoSpec);
         }
     }
     let api_version = cr
@@ -89,7 +104,7 @@ pub async fn observe_with(
         .as_ref()
         .map(|t| t.kind.clone())
         .unwrap_or_else(|| "ClusterCSIDriver".into());
-    let ar = kinds::api_resource(&api_version, &kind).map_err(|e| e.to_string())?;
+    let ar = kinds::api_resource(&api_version, &kind)?;
     obj.types = Some(kube::core::TypeMeta {
         api_version: ar.api_version.clone(),
         kind: ar.kind.clone(),
@@ -99,7 +114,7 @@ pub async fn observe_with(
     let written = api
         .replace(&name, &PostParams::default(), &obj)
         .await
-        .map_err(|e| format!("failed to write spec.observedConfig: {e}"))?;
+        .map_err(ObservationError::Write)?;
     Ok(Observed {
         proxy,
         serving,

@@ -8,6 +8,7 @@
 
 pub mod apply;
 pub mod assets;
+pub mod board;
 pub mod cache;
 pub mod cert_manager;
 pub mod class_names;

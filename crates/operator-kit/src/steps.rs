@@ -7,6 +7,7 @@ use kube::api::DynamicObject;
 use tracing::{debug, info, warn};
 
 use crate::apply::{Applier, ApplyError};
+use crate::board::{StepBoard, StepError};
 use crate::conditions::{self, OperatorCondition};
 use crate::desired::{BuildError, Desired};
 use crate::logging::LogControl;
@@ -33,23 +34,30 @@ fn wave(d: &Desired) -> u8 {
 /// A static-resources step: applies every object of the group and posts `<prefix>Degraded`,
 /// listing `"<asset>" (<Kind>): <error>` per failed object (in group order) as library-go
 /// does. An object whose CRD is not installed (ServiceMonitor without monitoring) is skipped,
-/// not a failure (anchors §8.6 fixed). Returns whether the step failed.
+/// not a failure (anchors §8.6 fixed). A failure fails the reconcile.
 pub async fn apply_group(
     applier: &Applier,
     metrics: &Metrics,
-    board: &mut StatusBoard,
+    board: &mut StepBoard,
     prefix: &str,
     objects: Result<Vec<Desired>, BuildError>,
-) -> bool {
+) {
+    let result = apply_objects(applier, metrics, objects).await;
+    // A group that cannot be built applied nothing: not an apply error.
+    if matches!(result, Err(StepError::Objects(_))) {
+        metrics.error("apply");
+    }
+    board.post(prefix, result);
+}
+
+async fn apply_objects(
+    applier: &Applier,
+    metrics: &Metrics,
+    objects: Result<Vec<Desired>, BuildError>,
+) -> Result<(), StepError> {
     use futures::StreamExt;
 
-    let objects = match objects {
-        Ok(o) => o,
-        Err(e) => {
-            board.set_condition(conditions::degraded(prefix, Some(&e.to_string())));
-            return true;
-        }
-    };
+    let objects = objects?;
     let mut outcomes: Vec<(usize, Result<(), String>)> = Vec::with_capacity(objects.len());
     for w in 0..=2 {
         let mut batch = Vec::new();
@@ -68,12 +76,9 @@ pub async fn apply_group(
     outcomes.sort_by_key(|(i, _)| *i);
     let errors: Vec<String> = outcomes.into_iter().filter_map(|(_, r)| r.err()).collect();
     if errors.is_empty() {
-        board.set_condition(conditions::degraded(prefix, None));
-        false
+        Ok(())
     } else {
-        metrics.error("apply");
-        board.set_condition(conditions::degraded(prefix, Some(&errors.join("\n"))));
-        true
+        Err(StepError::Objects(errors))
     }
 }
 

@@ -29,7 +29,7 @@ use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
 pub use operator::{CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
-pub use step::{Hold, Pass, StepError};
+pub use step::{Hold, Pass, StepBoard, StepError};
 
 /// The CRD that must be served before a VolumeSnapshotClass can be applied.
 pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";

@@ -9,7 +9,7 @@ use kube::Client;
 use openshift_api::config::Infrastructure;
 use tracing::{info, warn};
 
-use super::{BaseFacts, Driver, Flow, Pass, StepError, log_level_condition};
+use super::{BaseFacts, Driver, Flow, Pass, StepBoard, StepError, log_level_condition};
 
 /// Condition prefix of the metrics serving certificate step (plain Kubernetes only).
 pub const METRICS_CERT_PREFIX: &str = "MetricsServingCertController";
@@ -20,6 +20,7 @@ use crate::cache::Cache;
 use crate::clusters::Clients;
 use crate::conditions::{self, OperatorCondition};
 use crate::config_observer;
+use crate::config_observer::CONFIG_OBSERVATION_PREFIX;
 use crate::desired::Desired;
 use crate::events::EventRecorder;
 use crate::hooks::TopologyMode;
@@ -29,7 +30,7 @@ use crate::loglevel::LogLevel;
 use crate::metrics::{Metrics, WriteVerb};
 use crate::runtime::Outcome;
 use crate::settings::{self, DriverSettings};
-use crate::status::{StatusBoard, StatusWriter};
+use crate::status::StatusWriter;
 use crate::steps::{self, Management};
 
 /// What a driver's steps work with: the client, the watch cache, the apply engine (whose
@@ -238,8 +239,7 @@ impl<D: Driver> CsiOperator<D> {
         let mut pass = Pass {
             cr,
             cr_obj,
-            board: StatusBoard::new(),
-            failed: false,
+            board: StepBoard::new(),
             requeue_after: None,
             hold_workloads: None,
         };
@@ -290,7 +290,7 @@ impl<D: Driver> CsiOperator<D> {
             self.metrics_certs(&mut pass, &services).await;
         }
         for group in groups {
-            pass.failed |= steps::apply_group(
+            steps::apply_group(
                 &self.kit.applier,
                 &self.kit.metrics,
                 &mut pass.board,
@@ -842,19 +842,10 @@ impl<D: Driver> CsiOperator<D> {
                     pass.cr_obj = Arc::new(written);
                     self.status.remember(pass.cr_obj.clone());
                 }
-                pass.board.set_condition(conditions::degraded(
-                    conditions::types::CONFIG_OBSERVATION_DEGRADED.trim_end_matches("Degraded"),
-                    None,
-                ));
+                pass.post(CONFIG_OBSERVATION_PREFIX, Ok(()));
             }
-            Err(message) => {
-                pass.failed = true;
-                pass.board.set_condition(OperatorCondition::new(
-                    conditions::types::CONFIG_OBSERVATION_DEGRADED,
-                    conditions::TRUE,
-                    conditions::reasons::ERROR,
-                    message,
-                ));
+            Err(e) => {
+                pass.post::<()>(CONFIG_OBSERVATION_PREFIX, Err(e.into()));
             }
         }
     }
@@ -863,7 +854,7 @@ impl<D: Driver> CsiOperator<D> {
     async fn flush(&self, pass: &Pass) -> Outcome {
         let requeue_after = pass.requeue_after;
         match self.status.flush(&pass.board, &pass.cr_obj).await {
-            Ok(_) if !pass.failed => Outcome::Done { requeue_after },
+            Ok(_) if !pass.board.failed() => Outcome::Done { requeue_after },
             Ok(_) => Outcome::Failed { requeue_after },
             Err(e) => {
                 self.kit.metrics.error("kube_api");
@@ -907,7 +898,7 @@ fn held(pass: &mut Pass, prefix: &str, hold: &super::Hold) {
             hold.message.as_str(),
         ));
     }
-    pass.board.set_condition(conditions::degraded(prefix, None));
+    pass.post(prefix, Ok(()));
 }
 
 impl<D: Driver> crate::process::Reconciler for CsiOperator<D> {
