@@ -139,7 +139,12 @@ pub fn available_type(prefix: &str) -> String {
 /// `<prefix>CSIDriverOperatorDegraded`, the condition the CR controller also writes, so the two
 /// controllers overwrote each other's errors; this is the type the Go doc comment promised.
 pub fn degraded_type(prefix: &str) -> String {
-    format!("{prefix}{CONDITION_INFIX}Degraded")
+    conditions::degraded_type(&condition_prefix(prefix))
+}
+
+/// The prefix of the OLM removal's conditions, e.g. `ManilaOLMOperatorRemoval`.
+pub fn condition_prefix(prefix: &str) -> String {
+    format!("{prefix}{CONDITION_INFIX}")
 }
 
 /// The annotation key saving the operator namespace, e.g.

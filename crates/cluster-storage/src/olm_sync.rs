@@ -13,14 +13,47 @@ use std::time::Duration;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use operator_kit::conditions::{self, OperatorCondition, TRUE};
-use operator_kit::status::StatusBoard;
+use operator_kit::board::{StepBoard, StepError};
+use operator_kit::conditions;
 use operator_kit::steps;
 use serde_json::{Value, json};
 use tracing::info;
 
-use crate::olm::{self, Action, ObjectFacts, ObjectKey, Observed, OlmOptions, Saved};
+use crate::olm::{self, Action, ObjectFacts, ObjectKey, Observed, OlmError, OlmOptions, Saved};
 use crate::registry::Driver;
+
+/// Why a run of the flow failed: the message of `<P>OLMOperatorRemovalDegraded` (reason
+/// `Error`).
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// Saved progress or an object the flow cannot use.
+    #[error(transparent)]
+    Input(#[from] OlmError),
+    #[error(transparent)]
+    Serialize(#[from] serde_json::Error),
+    #[error(transparent)]
+    Kind(#[from] operator_kit::kinds::KindError),
+    #[error("cannot list OLM Subscriptions: {0}")]
+    ListSubscriptions(#[source] kube::Error),
+    #[error("cannot read {what} {name}: {source}")]
+    Read {
+        what: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("cannot delete OLM {what} {key}: {source}")]
+    Delete {
+        what: &'static str,
+        key: ObjectKey,
+        source: kube::Error,
+    },
+    #[error("cannot remove the finalizers of the old operator CR {name}: {source}")]
+    StripFinalizers { name: String, source: kube::Error },
+    #[error("cannot delete the old operator CR {name}: {source}")]
+    DeleteOldCr { name: String, source: kube::Error },
+    #[error("cannot save the OLM removal progress on Storage/{name}: {source}")]
+    SaveProgress { name: String, source: kube::Error },
+}
 
 /// What one run of the flow left for the rest of the reconcile.
 #[derive(Debug)]
@@ -31,8 +64,6 @@ pub struct OlmOutcome {
     pub complete: bool,
     /// When to look again.
     pub requeue_after: Option<Duration>,
-    /// Whether a request failed (posted as `<P>OLMOperatorRemovalDegraded`).
-    pub failed: bool,
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -107,43 +138,27 @@ pub async fn sync(
     driver: &Driver,
     opts: &OlmOptions,
     storage: Arc<DynamicObject>,
-    board: &mut StatusBoard,
+    board: &mut StepBoard,
 ) -> OlmOutcome {
     let prefix = driver.condition_prefix;
-    let degraded = olm::degraded_type(prefix);
-    match step(client, driver, opts, &storage, board).await {
-        Ok((storage, complete, requeue_after)) => {
-            board.set_condition(OperatorCondition::new(
-                degraded,
-                conditions::FALSE,
-                conditions::reasons::AS_EXPECTED,
-                "",
-            ));
-            OlmOutcome {
-                storage,
-                complete,
-                requeue_after,
-                failed: false,
-            }
-        }
-        Err(message) => {
-            board.set_condition(OperatorCondition::new(
-                degraded,
-                TRUE,
-                conditions::reasons::ERROR,
-                message,
-            ));
-            OlmOutcome {
-                complete: olm::removal_complete(
-                    prefix,
-                    Some(opts),
-                    &steps::previous_conditions(&storage),
-                ),
-                storage,
-                requeue_after: Some(olm::WAIT_INTERVAL),
-                failed: true,
-            }
-        }
+    let result = step(client, driver, opts, &storage, board)
+        .await
+        .map_err(|e| StepError::with_reason(conditions::reasons::ERROR, e));
+    match board.post(&olm::condition_prefix(prefix), result) {
+        Some((storage, complete, requeue_after)) => OlmOutcome {
+            storage,
+            complete,
+            requeue_after,
+        },
+        None => OlmOutcome {
+            complete: olm::removal_complete(
+                prefix,
+                Some(opts),
+                &steps::previous_conditions(&storage),
+            ),
+            storage,
+            requeue_after: Some(olm::WAIT_INTERVAL),
+        },
     }
 }
 
@@ -152,11 +167,11 @@ async fn step(
     driver: &Driver,
     opts: &OlmOptions,
     storage: &Arc<DynamicObject>,
-    board: &mut StatusBoard,
-) -> Result<(Arc<DynamicObject>, bool, Option<Duration>), String> {
+    board: &mut StepBoard,
+) -> Result<(Arc<DynamicObject>, bool, Option<Duration>), SyncError> {
     let prefix = driver.condition_prefix;
     let observed = observe(client, prefix, opts, storage).await?;
-    let step = olm::next_step(prefix, opts, &observed).map_err(|e| e.to_string())?;
+    let step = olm::next_step(prefix, opts, &observed)?;
     let [progressing, available] = step.conditions.clone();
     let already_finished = olm::removal_complete(prefix, Some(opts), &observed.storage_conditions);
     board.set_condition(progressing);
@@ -189,14 +204,20 @@ async fn step(
                         Err(e)
                     }
                 })
-                .map_err(|e| {
-                    format!("cannot remove the finalizers of the old operator CR {name}: {e}")
+                .map_err(|source| SyncError::StripFinalizers {
+                    name: name.clone(),
+                    source,
                 })?;
             }
             match api.delete(name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(e) if not_found(&e) => {}
-                Err(e) => return Err(format!("cannot delete the old operator CR {name}: {e}")),
+                Err(source) => {
+                    return Err(SyncError::DeleteOldCr {
+                        name: name.clone(),
+                        source,
+                    });
+                }
             }
         }
         Action::Finished | Action::NotInstalled => {
@@ -235,20 +256,20 @@ async fn observe(
     prefix: &str,
     opts: &OlmOptions,
     storage: &DynamicObject,
-) -> Result<Observed, String> {
+) -> Result<Observed, SyncError> {
     let annotations = storage.metadata.annotations.clone().unwrap_or_default();
-    let saved = Saved::from_annotations(prefix, &annotations).map_err(|e| e.to_string())?;
+    let saved = Saved::from_annotations(prefix, &annotations)?;
     let subs_api: Api<DynamicObject> = Api::all_with(client.clone(), &subscriptions());
     let list = match subs_api.list(&ListParams::default()).await {
         Ok(list) => list.items,
         // No OLM on this cluster: nothing can have been installed through it.
         Err(e) if not_found(&e) => Vec::new(),
-        Err(e) => return Err(format!("cannot list OLM Subscriptions: {e}")),
+        Err(e) => return Err(SyncError::ListSubscriptions(e)),
     };
     let mut subscriptions = Vec::new();
     for obj in &list {
-        let value = serde_json::to_value(obj).map_err(|e| e.to_string())?;
-        subscriptions.push(olm::SubscriptionFacts::from_object(&value).map_err(|e| e.to_string())?);
+        let value = serde_json::to_value(obj)?;
+        subscriptions.push(olm::SubscriptionFacts::from_object(&value)?);
     }
     let targets = olm::targets(opts, saved.as_ref());
     let mut csv_facts = Vec::new();
@@ -309,7 +330,7 @@ async fn get(
     namespace: Option<&str>,
     name: &str,
     what: &str,
-) -> Result<Option<DynamicObject>, String> {
+) -> Result<Option<DynamicObject>, SyncError> {
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
         None => Api::all_with(client.clone(), ar),
@@ -317,7 +338,11 @@ async fn get(
     match api.get_opt(name).await {
         Ok(found) => Ok(found),
         Err(e) if not_found(&e) => Ok(None),
-        Err(e) => Err(format!("cannot read {what} {name}: {e}")),
+        Err(source) => Err(SyncError::Read {
+            what: what.to_owned(),
+            name: name.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -325,8 +350,8 @@ async fn delete(
     client: &Client,
     ar: &ApiResource,
     key: &ObjectKey,
-    what: &str,
-) -> Result<(), String> {
+    what: &'static str,
+) -> Result<(), SyncError> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &key.namespace, ar);
     match api.delete(&key.name, &DeleteParams::default()).await {
         Ok(_) => {
@@ -334,7 +359,11 @@ async fn delete(
             Ok(())
         }
         Err(e) if not_found(&e) => Ok(()),
-        Err(e) => Err(format!("cannot delete OLM {what} {key}: {e}")),
+        Err(source) => Err(SyncError::Delete {
+            what,
+            key: key.clone(),
+            source,
+        }),
     }
 }
 
@@ -343,9 +372,8 @@ async fn annotate(
     client: &Client,
     storage: &DynamicObject,
     annotations: &BTreeMap<String, String>,
-) -> Result<Arc<DynamicObject>, String> {
-    let ar = operator_kit::kinds::api_resource("operator.openshift.io/v1", "Storage")
-        .map_err(|e| e.to_string())?;
+) -> Result<Arc<DynamicObject>, SyncError> {
+    let ar = operator_kit::kinds::api_resource("operator.openshift.io/v1", "Storage")?;
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
     let name = storage.metadata.name.clone().unwrap_or_default();
     let patch: Value = json!({"metadata": {"annotations": annotations}});
@@ -355,5 +383,5 @@ async fn annotate(
             o.metadata.managed_fields = None;
             Arc::new(o)
         })
-        .map_err(|e| format!("cannot save the OLM removal progress on Storage/{name}: {e}"))
+        .map_err(|source| SyncError::SaveProgress { name, source })
 }

@@ -450,9 +450,6 @@ impl Operator {
                         .await;
                 storage_obj = out.storage;
                 deploy = out.complete;
-                if out.failed {
-                    board.fail();
-                }
                 requeue = earliest(requeue, out.requeue_after);
             }
             self.driver_steps(

@@ -33,9 +33,14 @@ pub enum StepError {
     /// Several objects of a static-resources group failed: one line each, in group order.
     #[error("{}", .0.join("\n"))]
     Objects(Vec<String>),
-    /// An error of the operator's own kind (e.g. the Cluster Storage Operator's build errors).
-    #[error(transparent)]
-    Other(Box<dyn std::error::Error + Send + Sync>),
+    /// An error of the operator's own kind (e.g. the Cluster Storage Operator's build errors),
+    /// with the reason of its condition.
+    #[error("{source}")]
+    Other {
+        reason: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A failure whose condition has a reason of its own (e.g. `ForeignCSIDriver`).
     #[error("{message}")]
     Reasoned {
@@ -48,16 +53,27 @@ pub enum StepError {
 }
 
 impl StepError {
-    /// An error of the operator's own type, posted with its text.
+    /// An error of the operator's own type, posted with its text (reason `SyncError`).
     pub fn other(e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Self::Other(Box::new(e))
+        Self::with_reason(reasons::SYNC_ERROR, e)
+    }
+
+    /// An error of the operator's own type whose condition has the reason `reason`.
+    pub fn with_reason(
+        reason: &'static str,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Other {
+            reason,
+            source: Box::new(e),
+        }
     }
 
     /// The reason of the `<Prefix>Degraded=True` this error posts.
     pub fn reason(&self) -> &'static str {
         match self {
             Self::ConfigObservation(_) => reasons::ERROR,
-            Self::Reasoned { reason, .. } => reason,
+            Self::Reasoned { reason, .. } | Self::Other { reason, .. } => reason,
             _ => reasons::SYNC_ERROR,
         }
     }
