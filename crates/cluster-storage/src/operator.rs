@@ -46,7 +46,7 @@ use operator_kit::logging::LogControl;
 use operator_kit::metrics::{Metrics, WriteVerb};
 use operator_kit::observed_config::{self, ServingInfo};
 use operator_kit::runtime::Outcome;
-use operator_kit::status::{self, Flushed, GenerationStatus, StatusBoard, StatusWriter};
+use operator_kit::status::{Flushed, GenerationStatus, StatusBoard, StatusWriter};
 use operator_kit::steps;
 use serde_json::Value;
 use tracing::{debug, info, warn};
@@ -656,10 +656,8 @@ impl Operator {
         inputs: &Inputs,
     ) -> Result<Option<Arc<DynamicObject>>, CreateError> {
         let cr = build::cluster_csi_driver(driver, &inputs.log_level);
-        let api: Api<openshift_api::operator::ClusterCSIDriver> = Api::all(self.client.clone());
-        match api.create(&PostParams::default(), &cr).await {
-            Ok(created) => {
-                self.metrics.write("ClusterCSIDriver", WriteVerb::Create);
+        match steps::create_cluster_csi_driver(&self.client, &self.metrics, &cr).await {
+            Ok(Some(created)) => {
                 info!(
                     name = driver.cluster_csi_driver,
                     "created the ClusterCSIDriver"
@@ -678,7 +676,7 @@ impl Operator {
                 Ok(obj)
             }
             // Our cache lagged behind; the watch brings it.
-            Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
+            Ok(None) => Ok(None),
             Err(source) => {
                 self.metrics.error("kube_api");
                 Err(CreateError {
@@ -703,47 +701,24 @@ impl Operator {
             driver.condition_prefix,
             roll_up::DEPLOYMENT_CONTROLLER_INFIX
         );
-        let applied = self
-            .apply_operator_deployment(driver, desired, storage)
-            .await;
-        let Some((generation, live)) = board.post(&prefix, applied) else {
-            return;
-        };
-        board.record_generation(generation);
-        roll_up::post_operator_deployment(board, driver, &prefix, &live);
-    }
-
-    /// Applies the operator Deployment; its generation and the Deployment as the server
-    /// returned it.
-    async fn apply_operator_deployment(
-        &self,
-        driver: &Driver,
-        desired: Result<operator_kit::desired::Desired, operator_kit::desired::BuildError>,
-        storage: &DynamicObject,
-    ) -> Result<(GenerationStatus, Deployment), StepError> {
         let ns = self.opts.driver_operator_namespace();
         let name = driver.operator_deployment;
-        let desired = desired?;
-        let expected = status::last_generation(storage, "apps", "deployments", ns, name);
-        let applied = self
-            .applier
-            .apply(&desired.resource, &desired.object, expected)
-            .await
-            .inspect_err(|_| self.metrics.error("apply"))?;
-        self.metrics.applied("Deployment", applied.action);
-        let generation = GenerationStatus {
-            group: "apps".into(),
-            resource: "deployments".into(),
-            namespace: ns.into(),
-            name: name.into(),
-            last_generation: applied.generation.unwrap_or_default(),
-            hash: String::new(),
+        let applied = match desired {
+            Ok(d) => {
+                steps::apply_workload(&self.applier, &self.metrics, board, storage, &d, ns, name)
+                    .await
+                    .map_err(StepError::from)
+            }
+            Err(e) => Err(e.into()),
+        };
+        let Some(applied) = board.post(&prefix, applied) else {
+            return;
         };
         let live: Deployment = serde_json::to_value(&*applied.object)
             .ok()
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
-        Ok((generation, live))
+        roll_up::post_operator_deployment(board, driver, &prefix, &live);
     }
 
     /// Hosted: the HostedControlPlane of the control-plane namespace with the hosted

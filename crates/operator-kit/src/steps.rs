@@ -103,6 +103,43 @@ async fn apply_one(
     (index, result)
 }
 
+/// Applies a workload (a Deployment or DaemonSet) `d`, named `name` in `ns`, expecting the
+/// generation last recorded in `cr`'s `status.generations` (so a change someone else made
+/// since is put back), and records the generation it now has on `board`. Counts what the
+/// engine did, or the error (a kind whose CRD is not served is not counted).
+#[allow(clippy::too_many_arguments)]
+pub async fn apply_workload(
+    applier: &Applier,
+    metrics: &Metrics,
+    board: &mut StatusBoard,
+    cr: &DynamicObject,
+    d: &Desired,
+    ns: &str,
+    name: &str,
+) -> Result<crate::apply::Applied, ApplyError> {
+    let (group, resource) = (d.resource.group.as_str(), d.resource.plural.as_str());
+    let expected = crate::status::last_generation(cr, group, resource, ns, name);
+    let applied = match applier.apply(&d.resource, &d.object, expected).await {
+        Ok(applied) => applied,
+        Err(e) => {
+            if !matches!(e, ApplyError::KindNotServed { .. }) {
+                metrics.error("apply");
+            }
+            return Err(e);
+        }
+    };
+    metrics.applied(&d.resource.kind, applied.action);
+    board.record_generation(crate::status::GenerationStatus {
+        group: group.into(),
+        resource: resource.into(),
+        namespace: ns.into(),
+        name: name.into(),
+        last_generation: applied.generation.unwrap_or_default(),
+        hash: String::new(),
+    });
+    Ok(applied)
+}
+
 /// Follows the CR's `spec.operatorLogLevel` at runtime (library-go's LoggingSyncer).
 #[derive(Default)]
 pub struct OperatorLogLevel {
@@ -206,6 +243,26 @@ pub fn read_cluster_csi_driver(
     let value = serde_json::to_value(&*obj).map_err(|e| e.to_string())?;
     let cr = openshift_api::decode::from_value(value).map_err(|e| e.to_string())?;
     Ok(Some((obj, cr)))
+}
+
+/// Creates the ClusterCSIDriver `cr`: the Cluster Storage Operator does it for each driver it
+/// starts, a driver operator for itself on plain Kubernetes. `Ok(None)` when it exists
+/// already (the cache lagged behind; the watch brings it), else the object as created. Counts
+/// the write; the caller counts an error as it classifies it.
+pub async fn create_cluster_csi_driver(
+    client: &kube::Client,
+    metrics: &Metrics,
+    cr: &openshift_api::operator::ClusterCSIDriver,
+) -> Result<Option<openshift_api::operator::ClusterCSIDriver>, kube::Error> {
+    let api: kube::Api<openshift_api::operator::ClusterCSIDriver> = kube::Api::all(client.clone());
+    match api.create(&kube::api::PostParams::default(), cr).await {
+        Ok(created) => {
+            metrics.write("ClusterCSIDriver", crate::metrics::WriteVerb::Create);
+            Ok(Some(created))
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// `spec.operatorLogLevel` as written (`""` when absent).

@@ -593,25 +593,20 @@ impl<D: Driver> CsiOperator<D> {
                 openshift_api::common::LogLevel::Normal,
             ),
         );
-        let api: kube::Api<openshift_api::operator::ClusterCSIDriver> =
-            kube::Api::all(self.kit.client.clone());
-        match api.create(&kube::api::PostParams::default(), &cr).await {
-            Ok(_) => {
+        match steps::create_cluster_csi_driver(&self.kit.client, &self.kit.metrics, &cr).await {
+            Ok(Some(_)) => {
                 info!(
                     name = D::CR_NAME,
                     "created the ClusterCSIDriver (--create-cluster-csi-driver); edit its spec \
                      to change what is installed"
                 );
-                self.kit
-                    .metrics
-                    .write("ClusterCSIDriver", WriteVerb::Create);
                 // The watch brings the new object and wakes the next reconcile.
                 Outcome::Done {
                     requeue_after: None,
                 }
             }
             // Someone else created it between our cache and now: the watch brings it.
-            Err(kube::Error::Api(e)) if e.code == 409 => Outcome::Done {
+            Ok(None) => Outcome::Done {
                 requeue_after: None,
             },
             Err(e) => {

@@ -12,7 +12,6 @@ use crate::cache::Lookup;
 use crate::desired::{BuildError, Desired};
 use crate::kinds::known as ar;
 use crate::progressing;
-use crate::status::{self, GenerationStatus};
 use crate::steps;
 
 /// Each node DaemonSet's last generation that finished rolling out, by name: what OpenShift
@@ -61,10 +60,16 @@ impl Kit {
             .clone()
             .unwrap_or_else(|| self.namespace.clone());
         let ns = ns.as_str();
-        let expected = status::last_generation(&pass.cr_obj, "apps", "deployments", ns, name);
-        let applied = self.apply(&desired, expected).await?;
-        pass.board
-            .record_generation(generation("deployments", ns, name, applied.generation));
+        steps::apply_workload(
+            &self.applier,
+            &self.metrics,
+            &mut pass.board,
+            &pass.cr_obj,
+            &desired,
+            ns,
+            name,
+        )
+        .await?;
         let live: Option<Deployment> = self.cache.get(Some(ns), name);
         if let Some(live) = live {
             let previous = steps::previous_conditions(&pass.cr_obj);
@@ -101,10 +106,16 @@ impl Kit {
             .clone()
             .unwrap_or_else(|| self.namespace.clone());
         let ns = ns.as_str();
-        let expected = status::last_generation(&pass.cr_obj, "apps", "daemonsets", ns, name);
-        let applied = self.apply(&desired, expected).await?;
-        pass.board
-            .record_generation(generation("daemonsets", ns, name, applied.generation));
+        steps::apply_workload(
+            &self.applier,
+            &self.metrics,
+            &mut pass.board,
+            &pass.cr_obj,
+            &desired,
+            ns,
+            name,
+        )
+        .await?;
         if let Some(ds) = self.cache.get::<DaemonSet>(Some(ns), name) {
             let stable = self
                 .stable_generations
@@ -143,16 +154,5 @@ impl Kit {
             Err(ApplyError::KindNotServed { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
-    }
-}
-
-fn generation(resource: &str, ns: &str, name: &str, generation: Option<i64>) -> GenerationStatus {
-    GenerationStatus {
-        group: "apps".into(),
-        resource: resource.into(),
-        namespace: ns.into(),
-        name: name.into(),
-        last_generation: generation.unwrap_or_default(),
-        hash: String::new(),
     }
 }
