@@ -23,6 +23,58 @@ use crate::{
 /// Condition prefix, as the Go operator's controller is named (anchors §4.1).
 pub const CONFIG_SYNC_PREFIX: &str = "ConfigSync";
 
+/// What [`ConfigSync::cloud_conf`] generated, and when the availability zones are due again.
+struct CloudConf {
+    config_map: ConfigMap,
+    requeue: Option<Duration>,
+    /// Set when the latest availability-zone listing failed and an earlier result is
+    /// published: `cloud-conf` is still applied, but the failure is reported.
+    stale: Option<StaleTopology>,
+}
+
+/// The latest availability-zone listing failed; `cloud-conf` keeps the last good value.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}; {CLOUD_CONF_CONFIGMAP} keeps {key}={value} from the last successful listing", key = config::ENABLE_TOPOLOGY_KEY)]
+struct StaleTopology {
+    error: TopologyError,
+    value: String,
+}
+
+/// Why `cloud-conf` could not be generated (the message of `ConfigSyncDegraded`), and when
+/// the availability zones are due again.
+#[derive(Debug, thiserror::Error)]
+#[error("{cause}")]
+struct CloudConfError {
+    #[source]
+    cause: CloudConfCause,
+    requeue: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum CloudConfCause {
+    /// The cloud config, the CA or the user's ConfigMap.
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    /// No `enable_topology` value can be published.
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+impl CloudConfCause {
+    fn requeue(self, requeue: Option<Duration>) -> CloudConfError {
+        CloudConfError {
+            cause: self,
+            requeue,
+        }
+    }
+}
+
+impl From<config::ConfigError> for CloudConfError {
+    fn from(e: config::ConfigError) -> Self {
+        CloudConfCause::from(e).requeue(None)
+    }
+}
+
 /// What the config sync keeps between reconciles.
 pub struct ConfigSync {
     topology: TopologyState,
@@ -59,7 +111,11 @@ impl ConfigSync {
             |b| openstack::insecure_settings_in(b, openstack::DEFAULT_CLOUD),
         ));
         match self.cloud_conf(kit, &ns, facts.hosted.is_some()).await {
-            Ok((cm, requeue, stale)) => {
+            Ok(CloudConf {
+                config_map: cm,
+                requeue,
+                stale,
+            }) => {
                 pass.requeue_after = requeue;
                 let result = match build::cloud_conf_copies(facts, &cm) {
                     Ok(copies) => {
@@ -75,29 +131,27 @@ impl ConfigSync {
                 };
                 pass.post(
                     CONFIG_SYNC_PREFIX,
-                    result.and_then(|()| stale.map_or(Ok(()), |s| Err(s.into()))),
+                    result.and_then(|()| stale.map_or(Ok(()), |s| Err(StepError::other(s)))),
                 );
                 Some(cm)
             }
-            Err((message, requeue)) => {
-                pass.requeue_after = requeue;
+            Err(e) => {
+                pass.requeue_after = e.requeue;
                 kit.metrics.error("config");
-                pass.post::<()>(CONFIG_SYNC_PREFIX, Err(message.into()));
+                pass.post::<()>(CONFIG_SYNC_PREFIX, Err(StepError::other(e)));
                 // Keep rolling out what exists: the live cloud-conf still describes the cloud.
                 kit.cache.config_map(&ns, CLOUD_CONF_CONFIGMAP)
             }
         }
     }
 
-    /// The third value is set when the latest availability-zone listing failed and an earlier
-    /// result is published: `cloud-conf` is still applied, but the failure is reported.
-    #[allow(clippy::type_complexity)]
+    /// Generates `cloud-conf`, listing the availability zones when they are due.
     async fn cloud_conf(
         &mut self,
         kit: &Kit,
         ns: &str,
         hosted: bool,
-    ) -> Result<(ConfigMap, Option<Duration>, Option<String>), (String, Option<Duration>)> {
+    ) -> Result<CloudConf, CloudConfError> {
         let (source, ca_config_map) = if hosted {
             (
                 config::SourceConfig::default(),
@@ -108,8 +162,7 @@ impl ConfigSync {
         };
         let credentials = kit.cache.secret(ns, CREDENTIALS_SECRET);
         let synced = kit.cache.config_map(ns, ca_config_map);
-        let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
-            .map_err(|e| (e.to_string(), None))?;
+        let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)?;
         let origin = source
             .origin
             .as_ref()
@@ -169,25 +222,27 @@ impl ConfigSync {
         let value = self
             .topology
             .decide(user_override)
-            .map_err(|e| (e.to_string(), requeue))?;
+            .map_err(|e| CloudConfCause::from(e).requeue(requeue))?;
         let data = config::cloud_conf_data(&source, ca.as_ref(), &value.value)
-            .map_err(|e| (e.to_string(), requeue))?;
+            .map_err(|e| CloudConfCause::from(e).requeue(requeue))?;
         // A rotation to bad credentials must not look healthy just because an earlier listing
         // succeeded (the driver will fail with them too).
         let stale = match (&value.source, self.topology.last_error()) {
-            (TopologySource::PreviousResult, Some(e)) => Some(format!(
-                "{e}; {} keeps {}={} from the last successful listing",
-                CLOUD_CONF_CONFIGMAP,
-                config::ENABLE_TOPOLOGY_KEY,
-                value.value
-            )),
+            (TopologySource::PreviousResult, Some(e)) => Some(StaleTopology {
+                error: e.clone(),
+                value: value.value.clone(),
+            }),
             _ => None,
         };
-        Ok((config::cloud_conf_configmap(ns, data), requeue, stale))
+        Ok(CloudConf {
+            config_map: config::cloud_conf_configmap(ns, data),
+            requeue,
+            stale,
+        })
     }
 
     /// The standalone source of `cloud.conf`: the user's ConfigMap, else the installer's.
-    fn user_source(&self, kit: &Kit) -> Result<config::SourceConfig, (String, Option<Duration>)> {
+    fn user_source(&self, kit: &Kit) -> Result<config::SourceConfig, config::ConfigError> {
         let user = kit
             .cache
             .config_map(config::USER_CONFIG_NAMESPACE, config::USER_CONFIG_NAME);
@@ -204,7 +259,6 @@ impl ConfigSync {
             .filter(|r| !r.name.is_empty())
             .and_then(|r| kit.cache.config_map(config::USER_CONFIG_NAMESPACE, &r.name));
         config::select_source(user.as_ref(), cloud_ref.as_ref(), infra_cm.as_ref())
-            .map_err(|e| (e.to_string(), None))
     }
 
     fn record_listing(
