@@ -413,4 +413,29 @@ mod tests {
         assert!(message(true, None).contains("drivers/openstack-cloud-credentials does not exist"));
         assert!(message(true, Some(&without_key)).contains("has no clouds.yaml key"));
     }
+
+    /// The ConfigSyncDegraded message of a failed refresh while an earlier value is published
+    /// (as it was before the error became a type).
+    #[test]
+    fn a_stale_listing_says_what_failed_and_what_is_kept() {
+        let stale = StaleTopology {
+            error: TopologyError::Lookup {
+                message: "Nova is down".into(),
+                retry: Retry::Soon,
+            },
+            value: "true".into(),
+        };
+        let posted = StepError::other(stale);
+        assert_eq!(posted.reason(), "SyncError");
+        assert_eq!(
+            posted.to_string(),
+            format!(
+                "{}; cloud-conf keeps enable_topology=true from the last successful listing",
+                TopologyError::Lookup {
+                    message: "Nova is down".into(),
+                    retry: Retry::Soon,
+                }
+            )
+        );
+    }
 }
