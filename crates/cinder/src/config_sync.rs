@@ -310,13 +310,12 @@ pub(crate) struct OpenStackInputs {
 }
 
 /// Reads [`OpenStackInputs`] from the caches; the error names what is wrong with the CA.
-pub(crate) fn openstack_inputs(kit: &Kit) -> Result<OpenStackInputs, String> {
+pub(crate) fn openstack_inputs(kit: &Kit) -> Result<OpenStackInputs, config::ConfigError> {
     let ns = kit.namespace.as_str();
     let credentials = kit.cache.secret(ns, CREDENTIALS_SECRET);
     let synced = kit.cache.config_map(ns, SYNCED_CLOUD_PROVIDER_CONFIGMAP);
-    let ca = config::select_ca(synced.as_ref(), credentials.as_ref(), ns)
-        .map_err(|e| e.to_string())?
-        .map(|c| c.pem.into_bytes());
+    let ca =
+        config::select_ca(synced.as_ref(), credentials.as_ref(), ns)?.map(|c| c.pem.into_bytes());
     let fingerprint = fingerprint(credentials.as_ref(), ca.as_deref());
     Ok(OpenStackInputs {
         credentials,

@@ -15,7 +15,7 @@ use openstack::{Retry, VolumeType};
 use operator_kit::cache::Background;
 use operator_kit::class_names::MAX_CLASSES;
 use operator_kit::conditions;
-use operator_kit::csi::{Kit, Pass};
+use operator_kit::csi::{Kit, Pass, StepError};
 use operator_kit::metrics::WriteVerb;
 use tracing::warn;
 
@@ -77,8 +77,8 @@ impl VolumeTypeClasses {
             fingerprint,
         } = match openstack_inputs(kit) {
             Ok(inputs) => inputs,
-            Err(message) => {
-                pass.post::<()>(PREFIX, Err(message.into()));
+            Err(e) => {
+                pass.post::<()>(PREFIX, Err(StepError::other(e)));
                 return;
             }
         };

@@ -359,10 +359,7 @@ impl Operator {
         // Our own last write when the watch has not shown it yet: its generations keep the
         // operator Deployments from being written again.
         let storage_obj = self.storage_status.newest(&cached);
-        let storage: Storage = match serde_json::to_value(&*storage_obj)
-            .map_err(|e| e.to_string())
-            .and_then(|v| openshift_api::decode::from_value(v).map_err(|e| e.to_string()))
-        {
+        let storage: Storage = match steps::decode_cr(&storage_obj) {
             Ok(s) => s,
             Err(e) => {
                 warn!(error = %e, "Storage/{STORAGE_NAME} cannot be read");
@@ -764,13 +761,13 @@ impl Operator {
             {
                 Ok(true) => self.metrics.write("Deployment", WriteVerb::Update),
                 Ok(false) => {}
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(StepError::other(e)),
             }
         }
         let result = if errors.is_empty() {
             Ok(())
         } else {
-            Err(StepError::Objects(errors))
+            Err(StepError::All(errors))
         };
         board.post(hosted::DEPLOYMENT_VERSION_CONTROLLER, result);
     }

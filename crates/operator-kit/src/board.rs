@@ -33,6 +33,9 @@ pub enum StepError {
     /// Several objects of a static-resources group failed: one line each, in group order.
     #[error("{}", .0.join("\n"))]
     Objects(Vec<String>),
+    /// Several failures of one step (e.g. one per Deployment), one line each.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    All(Vec<StepError>),
     /// An error of the operator's own kind (e.g. the Cluster Storage Operator's build errors),
     /// with the reason of its condition.
     #[error("{source}")]
@@ -238,6 +241,20 @@ mod tests {
         assert_eq!(
             c.message,
             "the operator's custom resource has no spec; it must be recreated"
+        );
+    }
+
+    #[test]
+    fn several_failures_of_a_step_are_one_line_each() {
+        let mut b = StepBoard::new();
+        b.post::<()>(
+            "Version",
+            Err(StepError::All(vec!["first".into(), "second".into()])),
+        );
+        let c = b.condition("VersionDegraded").expect("posted");
+        assert_eq!(
+            (c.reason.as_str(), c.message.as_str()),
+            ("SyncError", "first\nsecond")
         );
     }
 

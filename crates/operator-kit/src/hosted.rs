@@ -224,7 +224,7 @@ pub async fn record_version(
     namespace: &str,
     name: &str,
     operator_version: &str,
-) -> Result<bool, String> {
+) -> Result<bool, RecordVersionError> {
     use k8s_openapi::api::apps::v1::Deployment;
     let Some(live) = cache.get::<Deployment>(Some(namespace), name) else {
         return Ok(false);
@@ -241,9 +241,21 @@ pub async fn record_version(
         )
         .await
         .map(|_| true)
-        .map_err(|e| {
-            format!("cannot record version {version} on Deployment {namespace}/{name}: {e}")
+        .map_err(|source| RecordVersionError {
+            version,
+            deployment: format!("{namespace}/{name}"),
+            source,
         })
+}
+
+/// The version annotation could not be written on a Deployment.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot record version {version} on Deployment {deployment}: {source}")]
+pub struct RecordVersionError {
+    version: String,
+    /// `namespace/name`.
+    deployment: String,
+    source: kube::Error,
 }
 
 /// The objects a driver operator reads on a hosted control plane beyond what its standalone

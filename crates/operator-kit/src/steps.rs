@@ -233,16 +233,34 @@ pub fn read_cluster_csi_driver(
         std::sync::Arc<DynamicObject>,
         openshift_api::operator::ClusterCSIDriver,
     )>,
-    String,
+    DecodeCrError,
 > {
     let Some(cached) = cache.get_object::<openshift_api::operator::ClusterCSIDriver>(None, name)
     else {
         return Ok(None);
     };
     let obj = status.newest(&cached);
-    let value = serde_json::to_value(&*obj).map_err(|e| e.to_string())?;
-    let cr = openshift_api::decode::from_value(value).map_err(|e| e.to_string())?;
+    let cr = decode_cr(&obj)?;
     Ok(Some((obj, cr)))
+}
+
+/// An operator's CR, as read, that does not decode into its type.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeCrError {
+    #[error(transparent)]
+    Serialize(#[from] serde_json::Error),
+    #[error(transparent)]
+    Decode(#[from] openshift_api::decode::DecodeError),
+}
+
+/// Decodes a CR read from the cache (a ClusterCSIDriver, `Storage/cluster`) into its type.
+pub fn decode_cr<K>(obj: &DynamicObject) -> Result<K, DecodeCrError>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    Ok(openshift_api::decode::from_value(serde_json::to_value(
+        obj,
+    )?)?)
 }
 
 /// Creates the ClusterCSIDriver `cr`: the Cluster Storage Operator does it for each driver it

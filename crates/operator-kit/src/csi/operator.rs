@@ -647,7 +647,7 @@ impl<D: Driver> CsiOperator<D> {
                 continue;
             }
             let applied = metrics_cert::issue(&request, now)
-                .map_err(|e| StepError::Message(e.to_string()))
+                .map_err(StepError::other)
                 .and_then(|secret| {
                     crate::desired::from_typed(
                         "self-signed metrics serving certificate",
@@ -820,7 +820,7 @@ impl<D: Driver> CsiOperator<D> {
             self.kit.metrics.write("Deployment", WriteVerb::Update);
         }
         let prefix = crate::hosted::version_controller_prefix(D::CONTROLLER_NAME_PREFIX);
-        pass.post(&prefix, result.map(|_| ()).map_err(StepError::Message));
+        pass.post(&prefix, result.map(|_| ()).map_err(StepError::other));
     }
 
     /// Config observer: Proxy and APIServer → `spec.observedConfig` (and the facts).
