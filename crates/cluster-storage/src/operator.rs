@@ -733,7 +733,7 @@ impl Operator {
             }
             Err(message) => {
                 hosted.control_plane.namespace = self.opts.namespace.clone();
-                Err(StepError::Message(message))
+                Err(StepError::other(message))
             }
         };
         board.post(operator_kit::hosted::CONDITION_PREFIX, result);

@@ -171,25 +171,41 @@ pub fn watch(
     builder.in_namespace(&hosted_control_plane_resource(), control_plane_namespace)
 }
 
-/// The one `HostedControlPlane` of `namespace` from the cache, read; a message saying what
-/// to fix when there is none, several, or it is malformed.
+/// Why the `HostedControlPlane` of the control-plane namespace cannot be used: the message
+/// of `HostedControlPlaneDegraded`, saying what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlPlaneError {
+    #[error(
+        "no HostedControlPlane in the control-plane namespace {namespace} of the management \
+         cluster; the operator places the driver's controller by it (HyperShift creates it \
+         with the hosted cluster)"
+    )]
+    Missing { namespace: String },
+    #[error(
+        "{count} HostedControlPlanes in the control-plane namespace {namespace}; a \
+         control-plane namespace holds exactly one"
+    )]
+    Several { namespace: String, count: usize },
+    #[error(transparent)]
+    Malformed(#[from] HostedError),
+}
+
+/// The one `HostedControlPlane` of `namespace` from the cache, read; an error saying what to
+/// fix when there is none, several, or it is malformed.
 pub fn read_control_plane(
     cache: &crate::cache::Cache,
     namespace: &str,
-) -> Result<HostedControlPlane, String> {
+) -> Result<HostedControlPlane, ControlPlaneError> {
     let planes = cache.list(&hosted_control_plane_resource(), namespace);
     match planes.as_slice() {
-        [one] => HostedControlPlane::from_object(one).map_err(|e| e.to_string()),
-        [] => Err(format!(
-            "no HostedControlPlane in the control-plane namespace {namespace} of the management \
-             cluster; the operator places the driver's controller by it (HyperShift creates it \
-             with the hosted cluster)"
-        )),
-        many => Err(format!(
-            "{} HostedControlPlanes in the control-plane namespace {namespace}; a control-plane \
-             namespace holds exactly one",
-            many.len()
-        )),
+        [one] => Ok(HostedControlPlane::from_object(one)?),
+        [] => Err(ControlPlaneError::Missing {
+            namespace: namespace.to_string(),
+        }),
+        many => Err(ControlPlaneError::Several {
+            namespace: namespace.to_string(),
+            count: many.len(),
+        }),
     }
 }
 
@@ -581,6 +597,30 @@ pub fn version_annotation(
 
 #[cfg(test)]
 mod tests {
+    /// `HostedControlPlaneDegraded` says what to fix when the namespace holds no plane or
+    /// several.
+    #[test]
+    fn a_missing_or_doubled_control_plane_says_what_to_fix() {
+        let missing = ControlPlaneError::Missing {
+            namespace: "clusters-a".into(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "no HostedControlPlane in the control-plane namespace clusters-a of the management \
+             cluster; the operator places the driver's controller by it (HyperShift creates it \
+             with the hosted cluster)"
+        );
+        let several = ControlPlaneError::Several {
+            namespace: "clusters-a".into(),
+            count: 2,
+        };
+        assert_eq!(
+            several.to_string(),
+            "2 HostedControlPlanes in the control-plane namespace clusters-a; a control-plane \
+             namespace holds exactly one"
+        );
+    }
+
     use super::*;
 
     fn hcp(spec: serde_json::Value) -> DynamicObject {

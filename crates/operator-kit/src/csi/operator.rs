@@ -791,7 +791,7 @@ impl<D: Driver> CsiOperator<D> {
             }
             Err(message) => {
                 hosted.control_plane.namespace = namespace.to_string();
-                Err(StepError::Message(message))
+                Err(StepError::other(message))
             }
         };
         pass.post(crate::hosted::CONDITION_PREFIX, result);
