@@ -403,15 +403,12 @@ impl<D: Driver> CsiOperator<D> {
                      extra StorageClasses are left as they are"
                 };
                 self.kit.metrics.error("config");
-                pass.post::<()>(
-                    settings::PREFIX,
-                    Err(format!(
-                        "ConfigMap {ns}/{name}, key {}: {e}; {kept} until it is corrected (see \
-                         docs/driver-settings.md)",
-                        settings::DATA_KEY
-                    )
-                    .into()),
-                );
+                let rejected = SettingsRejected {
+                    config_map: format!("{ns}/{name}"),
+                    error: e,
+                    kept,
+                };
+                pass.post::<()>(settings::PREFIX, Err(StepError::other(rejected)));
             }
         }
         self.last_good_settings.clone()
@@ -739,7 +736,7 @@ impl<D: Driver> CsiOperator<D> {
         let result = if errors.is_empty() {
             Ok(())
         } else {
-            Err(StepError::Message(errors.join("\n")))
+            Err(StepError::Objects(errors))
         };
         pass.post(METRICS_CERT_PREFIX, result);
     }
@@ -860,6 +857,22 @@ impl<D: Driver> CsiOperator<D> {
     }
 }
 
+/// The driver settings ConfigMap holds a mistake: `DriverSettingsDegraded` says where, what,
+/// and what is kept meanwhile.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "ConfigMap {config_map}, key {key}: {error}; {kept} until it is corrected (see \
+     docs/driver-settings.md)",
+    key = settings::DATA_KEY
+)]
+struct SettingsRejected {
+    /// `namespace/name`.
+    config_map: String,
+    error: settings::SettingsError,
+    /// What stays applied meanwhile.
+    kept: &'static str,
+}
+
 /// The settings of a driver's ConfigMap: only [`settings::DATA_KEY`] may be set.
 fn read_settings(
     cm: &k8s_openapi::api::core::v1::ConfigMap,
@@ -899,5 +912,29 @@ fn held(pass: &mut Pass, prefix: &str, hold: &super::Hold) {
 impl<D: Driver> crate::process::Reconciler for CsiOperator<D> {
     fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
         CsiOperator::reconcile(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `DriverSettingsDegraded` names the ConfigMap and key, the mistake and what is kept.
+    #[test]
+    fn rejected_settings_say_where_what_and_what_is_kept() {
+        let rejected = StepError::other(SettingsRejected {
+            config_map: "drivers/cinder-settings".into(),
+            error: settings::SettingsError("replicas: not a number".into()),
+            kept: "the settings last read stay applied",
+        });
+        assert_eq!(rejected.reason(), "SyncError");
+        assert_eq!(
+            rejected.to_string(),
+            format!(
+                "ConfigMap drivers/cinder-settings, key {}: replicas: not a number; the settings \
+                 last read stay applied until it is corrected (see docs/driver-settings.md)",
+                settings::DATA_KEY
+            )
+        );
     }
 }
