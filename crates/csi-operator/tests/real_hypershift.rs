@@ -295,38 +295,30 @@ async fn put_credentials(management: &RealCluster, guest: &RealCluster, clouds: 
 /// Each Deployment and DaemonSet of `namespace` on `c`, by name, with its pod template's
 /// annotations.
 async fn templates(c: &RealCluster, namespace: &str) -> BTreeMap<String, Value> {
+    // Both kinds as JSON: the pod template's annotations sit at the same path.
     let mut out = BTreeMap::new();
-    let deployments = Api::<Deployment>::namespaced(c.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default();
-    for d in deployments {
-        let annotations = d
-            .spec
-            .and_then(|s| s.template.metadata)
-            .and_then(|m| m.annotations)
-            .unwrap_or_default();
-        out.insert(
-            format!("Deployment/{}", d.metadata.name.unwrap_or_default()),
-            json!(annotations),
+    for (kind, plural) in [("Deployment", "deployments"), ("DaemonSet", "daemonsets")] {
+        let ar = kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("apps", "v1", kind),
+            plural,
         );
-    }
-    let daemonsets = Api::<DaemonSet>::namespaced(c.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .unwrap_or_default();
-    for d in daemonsets {
-        let annotations = d
-            .spec
-            .and_then(|s| s.template.metadata)
-            .and_then(|m| m.annotations)
-            .unwrap_or_default();
-        out.insert(
-            format!("DaemonSet/{}", d.metadata.name.unwrap_or_default()),
-            json!(annotations),
-        );
+        let items =
+            Api::<kube::api::DynamicObject>::namespaced_with(c.client.clone(), namespace, &ar)
+                .list(&ListParams::default())
+                .await
+                .map(|l| l.items)
+                .unwrap_or_default();
+        for o in items {
+            let annotations = o.data["spec"]["template"]["metadata"]["annotations"].clone();
+            out.insert(
+                format!("{kind}/{}", o.metadata.name.unwrap_or_default()),
+                if annotations.is_null() {
+                    json!({})
+                } else {
+                    annotations
+                },
+            );
+        }
     }
     out
 }

@@ -51,25 +51,8 @@ impl Kit {
         desired: Result<Desired, BuildError>,
     ) -> Result<(), StepError> {
         let desired = desired?;
-        // The workload's own namespace: hosted, the node DaemonSets live in the guest's
-        // namespace and the controller in the control-plane namespace.
-        let ns = desired
-            .object
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| self.namespace.clone());
+        let ns = self.apply_workload(pass, &desired, name).await?;
         let ns = ns.as_str();
-        steps::apply_workload(
-            &self.applier,
-            &self.metrics,
-            &mut pass.board,
-            &pass.cr_obj,
-            &desired,
-            ns,
-            name,
-        )
-        .await?;
         let live: Option<Deployment> = self.cache.get(Some(ns), name);
         if let Some(live) = live {
             let previous = steps::previous_conditions(&pass.cr_obj);
@@ -81,6 +64,33 @@ impl Kit {
             }
         }
         Ok(())
+    }
+
+    /// Applies a workload in its own namespace (hosted, the node DaemonSets live in the
+    /// guest's namespace and the controller in the control-plane namespace); that namespace.
+    async fn apply_workload(
+        &self,
+        pass: &mut Pass,
+        desired: &Desired,
+        name: &str,
+    ) -> Result<String, StepError> {
+        let ns = desired
+            .object
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.namespace.clone());
+        steps::apply_workload(
+            &self.applier,
+            &self.metrics,
+            &mut pass.board,
+            &pass.cr_obj,
+            desired,
+            &ns,
+            name,
+        )
+        .await?;
+        Ok(ns)
     }
 
     /// Applies a node DaemonSet and posts its Available, Progressing and Degraded.
@@ -97,25 +107,8 @@ impl Kit {
         desired: Result<Desired, BuildError>,
     ) -> Result<(), StepError> {
         let desired = desired?;
-        // The workload's own namespace: hosted, the node DaemonSets live in the guest's
-        // namespace and the controller in the control-plane namespace.
-        let ns = desired
-            .object
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| self.namespace.clone());
+        let ns = self.apply_workload(pass, &desired, name).await?;
         let ns = ns.as_str();
-        steps::apply_workload(
-            &self.applier,
-            &self.metrics,
-            &mut pass.board,
-            &pass.cr_obj,
-            &desired,
-            ns,
-            name,
-        )
-        .await?;
         if let Some(ds) = self.cache.get::<DaemonSet>(Some(ns), name) {
             let stable = self
                 .stable_generations
