@@ -151,7 +151,7 @@ fn source_conditions(sim: &KubeSim, source: Source) -> Conditions {
             },
         ),
     };
-    let obj = sim.cluster().store.get(&gr, "", name);
+    let obj = sim.cluster().store().get(&gr, "", name);
     obj.map(|o| conditions_of(&o)).unwrap_or_default()
 }
 
@@ -771,7 +771,7 @@ pub fn operator_creates(log: &[RequestRecord]) -> usize {
 /// object there, as in an audit log), with their kinds from the store.
 fn created_by(sim: &KubeSim, log: &[RequestRecord], user: &str) -> Vec<CreatedObject> {
     let cluster = sim.cluster();
-    let store = &cluster.store;
+    let store = cluster.store();
     let mut out: BTreeSet<CreatedObject> = BTreeSet::new();
     for r in log
         .iter()
@@ -800,7 +800,7 @@ fn enable_topology(sim: &KubeSim) -> Option<String> {
     let gr = GroupResource::new("", "configmaps");
     let cm =
         sim.cluster()
-            .store
+            .store()
             .get(&gr, testbed::DRIVER_NAMESPACE, cinder::CLOUD_CONF_CONFIGMAP)?;
     cm.pointer(&format!("/data/{}", cinder::config::ENABLE_TOPOLOGY_KEY))
         .and_then(Value::as_str)
@@ -812,7 +812,7 @@ fn share_type_classes(sim: &KubeSim) -> Vec<(String, String)> {
     let gr = GroupResource::new("storage.k8s.io", "storageclasses");
     let cluster = sim.cluster();
     let mut out: Vec<(String, String)> = cluster
-        .store
+        .store()
         .iter(&gr, None, None)
         .filter(|((_, name), _)| name.starts_with(manila::STORAGE_CLASS_PREFIX))
         .map(|((_, name), obj)| {

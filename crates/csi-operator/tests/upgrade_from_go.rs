@@ -230,7 +230,7 @@ async fn the_upgrade_from_the_go_operators_converges() {
         })
         .await;
     let workloads_before = operand_workloads(&client).await;
-    let rv_before = chain.bed.kube.cluster().store.current_rv();
+    let rv_before = chain.bed.kube.cluster().store().current_rv();
     chain.bed.kube.clear_requests();
 
     // The cluster version operator applies our release. Nothing may be refused.
@@ -992,7 +992,7 @@ fn template_history(kube: &kube_sim::KubeSim, from: u64) -> BTreeMap<String, Vec
     for (kind, resource) in [("Deployment", "deployments"), ("DaemonSet", "daemonsets")] {
         let gr = kube_sim::resources::GroupResource::new("apps", resource);
         let (events, _live) = kube
-            .write(|c| c.store.watch(&gr, None, Some(from)))
+            .write(|c| c.watch(&gr, None, Some(from)))
             .unwrap_or_else(|e| panic!("{resource}: the history since {from} is gone: {e:?}"));
         for event in events {
             let name = event.object["metadata"]["name"]

@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::admission_plugins::{AdmissionPlugin, Attributes, Requester, Write};
 use crate::errors::ApiError;
 use crate::resources::{GroupResource, ResourceType};
 use crate::selector::{object_is_empty, object_matches};
@@ -50,17 +51,6 @@ pub use objects::{default, validate};
 pub const GROUP: &str = "admissionregistration.k8s.io";
 /// The longest message a `messageExpression` may produce (`MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
-
-/// Who sent a write, as admission sees it (`request.userInfo`, `request.subResource`,
-/// `request.dryRun`). Writes without one (kube-sim's controllers) are not admitted.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Requester {
-    pub username: String,
-    pub groups: Vec<String>,
-    /// The subresource named by the request path (`status`, `scale`, `finalize`), or empty.
-    pub subresource: String,
-    pub dry_run: bool,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Operation {
@@ -104,7 +94,7 @@ impl Request<'_> {
 }
 
 /// Admits a create; `generated` when the name came from `generateName` (admission sees none).
-pub fn on_create(
+fn on_create(
     cluster: &dyn ClusterView,
     rt: &ResourceType,
     obj: &Value,
@@ -133,7 +123,7 @@ pub fn on_create(
 }
 
 /// Admits an update (put, patch, apply; `status`, `scale` and `finalize` included).
-pub fn on_update(
+fn on_update(
     cluster: &dyn ClusterView,
     rt: &ResourceType,
     old: &Value,
@@ -158,7 +148,7 @@ pub fn on_update(
 }
 
 /// Admits a delete: `object` is null, `oldObject` the object being deleted.
-pub fn on_delete(
+fn on_delete(
     cluster: &dyn ClusterView,
     rt: &ResourceType,
     old: &Value,
@@ -179,6 +169,25 @@ pub fn on_delete(
         requester,
     );
     admit(cluster, &req)
+}
+
+/// The ValidatingAdmissionPolicy plugin in the admission chain (`admission_plugins`).
+pub(crate) struct PolicyPlugin;
+
+impl AdmissionPlugin for PolicyPlugin {
+    fn validate(
+        &self,
+        cluster: &dyn ClusterView,
+        a: &Attributes<'_>,
+    ) -> Result<Vec<String>, ApiError> {
+        match a.write {
+            Write::Create { object, generated } => {
+                on_create(cluster, a.rt, object, generated, a.requester)
+            }
+            Write::Update { old, new } => on_update(cluster, a.rt, old, new, a.requester),
+            Write::Delete { old } => on_delete(cluster, a.rt, old, a.requester),
+        }
+    }
 }
 
 fn own_namespace<'a>(rt: &ResourceType, obj: &'a Value) -> &'a str {

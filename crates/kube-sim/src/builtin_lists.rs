@@ -170,10 +170,21 @@ impl ListTypes for BuiltinLists {
 // The tables. Each static lists the fields of one Go struct that are non-atomic lists or lead to
 // one; statics (not consts) so that JSONSchemaProps can refer to itself.
 
+/// A kind whose only lists are its metadata's (Secret, ConfigMap, the RBAC kinds, ...).
+static METADATA_ONLY: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
+
+/// A status whose only list is `conditions`, keyed by `type` (Deployment, DaemonSet, ...).
+static CONDITIONS_BY_TYPE: [Field; 1] = [Field::list(
+    "conditions",
+    Strategy::Map(&["type"]),
+    Strategy::Map(&["type"]),
+    &[],
+)];
+
 /// `Namespace` (core).
 static CORE_NAMESPACE: [Field; 2] = [
     Field::object("metadata", &META_OBJECT_META),
-    Field::object("status", &CORE_NAMESPACE_STATUS),
+    Field::object("status", &CONDITIONS_BY_TYPE),
 ];
 
 /// `ObjectMeta` (meta).
@@ -186,14 +197,6 @@ static META_OBJECT_META: [Field; 2] = [
     ),
     Field::list("finalizers", Strategy::Set, Strategy::Set, &[]),
 ];
-
-/// `NamespaceStatus` (core).
-static CORE_NAMESPACE_STATUS: [Field; 1] = [Field::list(
-    "conditions",
-    Strategy::Map(&["type"]),
-    Strategy::Map(&["type"]),
-    &[],
-)];
 
 /// `Node` (core).
 static CORE_NODE: [Field; 3] = [
@@ -221,12 +224,6 @@ static CORE_NODE_STATUS: [Field; 2] = [
     ),
 ];
 
-/// `Secret` (core).
-static CORE_SECRET: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
-/// `ConfigMap` (core).
-static CORE_CONFIG_MAP: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
 /// `ServiceAccount` (core).
 static CORE_SERVICE_ACCOUNT: [Field; 2] = [
     Field::object("metadata", &META_OBJECT_META),
@@ -242,7 +239,7 @@ static CORE_SERVICE_ACCOUNT: [Field; 2] = [
 static CORE_SERVICE: [Field; 3] = [
     Field::object("metadata", &META_OBJECT_META),
     Field::object("spec", &CORE_SERVICE_SPEC),
-    Field::object("status", &CORE_SERVICE_STATUS),
+    Field::object("status", &CONDITIONS_BY_TYPE),
 ];
 
 /// `ServiceSpec` (core).
@@ -252,17 +249,6 @@ static CORE_SERVICE_SPEC: [Field; 1] = [Field::list(
     Strategy::Map(&["port", "protocol"]),
     &[],
 )];
-
-/// `ServiceStatus` (core).
-static CORE_SERVICE_STATUS: [Field; 1] = [Field::list(
-    "conditions",
-    Strategy::Map(&["type"]),
-    Strategy::Map(&["type"]),
-    &[],
-)];
-
-/// `Event` (core).
-static CORE_EVENT: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
 
 /// `Pod` (core).
 static CORE_POD: [Field; 3] = [
@@ -334,14 +320,8 @@ static CORE_POD_SPEC: [Field; 10] = [
 static CORE_VOLUME: [Field; 1] = [Field::object("ephemeral", &CORE_EPHEMERAL_VOLUME_SOURCE)];
 
 /// `EphemeralVolumeSource` (core).
-static CORE_EPHEMERAL_VOLUME_SOURCE: [Field; 1] = [Field::object(
-    "volumeClaimTemplate",
-    &CORE_PERSISTENT_VOLUME_CLAIM_TEMPLATE,
-)];
-
-/// `PersistentVolumeClaimTemplate` (core).
-static CORE_PERSISTENT_VOLUME_CLAIM_TEMPLATE: [Field; 1] =
-    [Field::object("metadata", &META_OBJECT_META)];
+static CORE_EPHEMERAL_VOLUME_SOURCE: [Field; 1] =
+    [Field::object("volumeClaimTemplate", &METADATA_ONLY)];
 
 /// `Container` (core).
 static CORE_CONTAINER: [Field; 5] = [
@@ -475,14 +455,11 @@ static CORE_RESOURCE_STATUS: [Field; 1] = [Field::list(
     &[],
 )];
 
-/// `Event` (events).
-static EVENTS_EVENT: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
 /// `Deployment` (apps).
 static APPS_DEPLOYMENT: [Field; 3] = [
     Field::object("metadata", &META_OBJECT_META),
     Field::object("spec", &APPS_DEPLOYMENT_SPEC),
-    Field::object("status", &APPS_DEPLOYMENT_STATUS),
+    Field::object("status", &CONDITIONS_BY_TYPE),
 ];
 
 /// `DeploymentSpec` (apps).
@@ -494,43 +471,15 @@ static CORE_POD_TEMPLATE_SPEC: [Field; 2] = [
     Field::object("spec", &CORE_POD_SPEC),
 ];
 
-/// `DeploymentStatus` (apps).
-static APPS_DEPLOYMENT_STATUS: [Field; 1] = [Field::list(
-    "conditions",
-    Strategy::Map(&["type"]),
-    Strategy::Map(&["type"]),
-    &[],
-)];
-
 /// `DaemonSet` (apps).
 static APPS_DAEMON_SET: [Field; 3] = [
     Field::object("metadata", &META_OBJECT_META),
     Field::object("spec", &APPS_DAEMON_SET_SPEC),
-    Field::object("status", &APPS_DAEMON_SET_STATUS),
+    Field::object("status", &CONDITIONS_BY_TYPE),
 ];
 
 /// `DaemonSetSpec` (apps).
 static APPS_DAEMON_SET_SPEC: [Field; 1] = [Field::object("template", &CORE_POD_TEMPLATE_SPEC)];
-
-/// `DaemonSetStatus` (apps).
-static APPS_DAEMON_SET_STATUS: [Field; 1] = [Field::list(
-    "conditions",
-    Strategy::Map(&["type"]),
-    Strategy::Map(&["type"]),
-    &[],
-)];
-
-/// `ClusterRole` (rbac).
-static RBAC_CLUSTER_ROLE: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
-/// `ClusterRoleBinding` (rbac).
-static RBAC_CLUSTER_ROLE_BINDING: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
-/// `Role` (rbac).
-static RBAC_ROLE: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
-/// `RoleBinding` (rbac).
-static RBAC_ROLE_BINDING: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
 
 /// `CSIDriver` (storage).
 static STORAGE_CSI_DRIVER: [Field; 2] = [
@@ -546,28 +495,11 @@ static STORAGE_CSI_DRIVER_SPEC: [Field; 1] = [Field::list(
     &[],
 )];
 
-/// `PersistentVolume` (core).
-static CORE_PERSISTENT_VOLUME: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
 /// `PersistentVolumeClaim` (core).
 static CORE_PERSISTENT_VOLUME_CLAIM: [Field; 2] = [
     Field::object("metadata", &META_OBJECT_META),
-    Field::object("status", &CORE_PERSISTENT_VOLUME_CLAIM_STATUS),
+    Field::object("status", &CONDITIONS_BY_TYPE),
 ];
-
-/// `PersistentVolumeClaimStatus` (core).
-static CORE_PERSISTENT_VOLUME_CLAIM_STATUS: [Field; 1] = [Field::list(
-    "conditions",
-    Strategy::Map(&["type"]),
-    Strategy::Map(&["type"]),
-    &[],
-)];
-
-/// `VolumeAttachment` (storage).
-static STORAGE_VOLUME_ATTACHMENT: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
-/// `StorageClass` (storage).
-static STORAGE_STORAGE_CLASS: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
 
 /// `CSINode` (storage).
 static STORAGE_CSI_NODE: [Field; 2] = [
@@ -587,22 +519,11 @@ static STORAGE_CSI_NODE_SPEC: [Field; 1] = [Field::list(
 static POLICY_POD_DISRUPTION_BUDGET: [Field; 3] = [
     Field::object("metadata", &META_OBJECT_META),
     Field::object("spec", &POLICY_POD_DISRUPTION_BUDGET_SPEC),
-    Field::object("status", &POLICY_POD_DISRUPTION_BUDGET_STATUS),
+    Field::object("status", &CONDITIONS_BY_TYPE),
 ];
 
 /// `PodDisruptionBudgetSpec` (policy).
 static POLICY_POD_DISRUPTION_BUDGET_SPEC: [Field; 1] = [Field::replaced_object("selector", &[])];
-
-/// `PodDisruptionBudgetStatus` (policy).
-static POLICY_POD_DISRUPTION_BUDGET_STATUS: [Field; 1] = [Field::list(
-    "conditions",
-    Strategy::Map(&["type"]),
-    Strategy::Map(&["type"]),
-    &[],
-)];
-
-/// `Lease` (coordination).
-static COORDINATION_LEASE: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
 
 /// `CustomResourceDefinition` (apiext).
 static APIEXT_CUSTOM_RESOURCE_DEFINITION: [Field; 3] = [
@@ -667,64 +588,45 @@ static APIEXT_CUSTOM_RESOURCE_DEFINITION_STATUS: [Field; 1] = [Field::list(
     &[],
 )];
 
-/// `NetworkPolicy` (networking).
-static NETWORKING_NETWORK_POLICY: [Field; 1] = [Field::object("metadata", &META_OBJECT_META)];
-
 /// The root field table of each kind.
 static ROOTS: [(&str, &str, &[Field]); 25] = [
     ("", "Namespace", &CORE_NAMESPACE),
     ("", "Node", &CORE_NODE),
-    ("", "Secret", &CORE_SECRET),
-    ("", "ConfigMap", &CORE_CONFIG_MAP),
+    ("", "Secret", &METADATA_ONLY),
+    ("", "ConfigMap", &METADATA_ONLY),
     ("", "ServiceAccount", &CORE_SERVICE_ACCOUNT),
     ("", "Service", &CORE_SERVICE),
-    ("", "Event", &CORE_EVENT),
+    ("", "Event", &METADATA_ONLY),
     ("", "Pod", &CORE_POD),
-    ("", "PersistentVolume", &CORE_PERSISTENT_VOLUME),
+    ("", "PersistentVolume", &METADATA_ONLY),
     ("", "PersistentVolumeClaim", &CORE_PERSISTENT_VOLUME_CLAIM),
-    ("events.k8s.io", "Event", &EVENTS_EVENT),
+    ("events.k8s.io", "Event", &METADATA_ONLY),
     ("apps", "Deployment", &APPS_DEPLOYMENT),
     ("apps", "DaemonSet", &APPS_DAEMON_SET),
-    (
-        "rbac.authorization.k8s.io",
-        "ClusterRole",
-        &RBAC_CLUSTER_ROLE,
-    ),
+    ("rbac.authorization.k8s.io", "ClusterRole", &METADATA_ONLY),
     (
         "rbac.authorization.k8s.io",
         "ClusterRoleBinding",
-        &RBAC_CLUSTER_ROLE_BINDING,
+        &METADATA_ONLY,
     ),
-    ("rbac.authorization.k8s.io", "Role", &RBAC_ROLE),
-    (
-        "rbac.authorization.k8s.io",
-        "RoleBinding",
-        &RBAC_ROLE_BINDING,
-    ),
+    ("rbac.authorization.k8s.io", "Role", &METADATA_ONLY),
+    ("rbac.authorization.k8s.io", "RoleBinding", &METADATA_ONLY),
     ("storage.k8s.io", "CSIDriver", &STORAGE_CSI_DRIVER),
-    ("storage.k8s.io", "StorageClass", &STORAGE_STORAGE_CLASS),
+    ("storage.k8s.io", "StorageClass", &METADATA_ONLY),
     ("storage.k8s.io", "CSINode", &STORAGE_CSI_NODE),
-    (
-        "storage.k8s.io",
-        "VolumeAttachment",
-        &STORAGE_VOLUME_ATTACHMENT,
-    ),
+    ("storage.k8s.io", "VolumeAttachment", &METADATA_ONLY),
     (
         "policy",
         "PodDisruptionBudget",
         &POLICY_POD_DISRUPTION_BUDGET,
     ),
-    ("coordination.k8s.io", "Lease", &COORDINATION_LEASE),
+    ("coordination.k8s.io", "Lease", &METADATA_ONLY),
     (
         "apiextensions.k8s.io",
         "CustomResourceDefinition",
         &APIEXT_CUSTOM_RESOURCE_DEFINITION,
     ),
-    (
-        "networking.k8s.io",
-        "NetworkPolicy",
-        &NETWORKING_NETWORK_POLICY,
-    ),
+    ("networking.k8s.io", "NetworkPolicy", &METADATA_ONLY),
 ];
 
 #[cfg(test)]

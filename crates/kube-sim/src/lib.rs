@@ -12,6 +12,7 @@
 //! kube-sim is test and demo infrastructure: product code must never depend on it.
 
 pub(crate) mod admission;
+pub(crate) mod admission_plugins;
 pub(crate) mod admission_policy;
 pub mod api;
 pub(crate) mod authentication;
@@ -39,7 +40,7 @@ pub mod scc;
 pub(crate) mod selector;
 mod server;
 pub(crate) mod ssa;
-pub mod storage_admission;
+pub(crate) mod storage_admission;
 pub(crate) mod store;
 mod table;
 pub mod validation;
@@ -299,17 +300,17 @@ impl KubeSim {
 
     /// Ends every open watch; clients must re-watch.
     pub fn drop_watches(&self) {
-        self.shared.lock().store.drop_watches();
+        self.shared.lock().drop_watches();
     }
 
     /// Forgets the watch history: resuming from any older resourceVersion gets 410 Gone.
     pub fn compact(&self) {
-        self.shared.lock().store.compact();
+        self.shared.lock().compact();
     }
 
     /// Drops all connections and refuses new ones for `downtime`; the data is kept.
     pub fn restart(&self, downtime: Duration) {
-        self.shared.lock().store.drop_watches();
+        self.shared.lock().drop_watches();
         let ms = downtime.as_millis() as u64;
         self.shared.restart.send_modify(|v| *v = ms);
     }

@@ -119,7 +119,7 @@ fn name_of(pod: &Value) -> &str {
 }
 
 fn namespace_object(c: &Cluster, ns: &str) -> Option<Arc<Value>> {
-    c.store.get(&GroupResource::new("", "namespaces"), "", ns)
+    c.store().get(&GroupResource::new("", "namespaces"), "", ns)
 }
 
 /// Whether `user` may use `scc` in `namespace`: listed in its users or groups, or granted
@@ -167,7 +167,7 @@ pub fn admit(c: &Cluster, config: &AdmissionConfig, pod: &Value, creator: &UserI
             return Verdict::Pending(forbidden(&why));
         }
         let sccs: Vec<Value> = c
-            .store
+            .store()
             .iter(
                 &GroupResource::new(scc::SCC_GROUP, scc::SCC_RESOURCE),
                 None,
@@ -260,7 +260,7 @@ pub fn allocate_namespaces(c: &mut Cluster) -> bool {
         return false;
     };
     let all: Vec<Arc<Value>> = c
-        .store
+        .store()
         .iter(&rt.group_resource(), None, None)
         .map(|(_, o)| o.clone())
         .collect();

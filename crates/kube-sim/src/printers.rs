@@ -14,6 +14,11 @@ pub struct Column {
     pub cell: fn(&Value) -> Value,
 }
 
+/// One column (a row of `for_kind`'s tables).
+const fn column(name: &'static str, kind: &'static str, cell: fn(&Value) -> Value) -> Column {
+    Column { name, kind, cell }
+}
+
 fn str_at(obj: &Value, pointer: &str) -> String {
     obj.pointer(pointer)
         .and_then(Value::as_str)
@@ -208,151 +213,95 @@ pub fn name_cell(group: &str, kind: &str, obj: &Value) -> Value {
 pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
     let cols = match (group, kind) {
         ("apps", "Deployment") => vec![
-            Column {
-                name: "Ready",
-                kind: "string",
-                cell: |o| {
-                    json!(format!(
-                        "{}/{}",
-                        int_at(o, "/status/readyReplicas"),
-                        o.pointer("/spec/replicas")
-                            .and_then(Value::as_i64)
-                            .unwrap_or(1)
-                    ))
-                },
-            },
-            Column {
-                name: "Up-to-date",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/updatedReplicas")),
-            },
-            Column {
-                name: "Available",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/availableReplicas")),
-            },
+            column("Ready", "string", |o| {
+                json!(format!(
+                    "{}/{}",
+                    int_at(o, "/status/readyReplicas"),
+                    o.pointer("/spec/replicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1)
+                ))
+            }),
+            column("Up-to-date", "integer", |o| {
+                json!(int_at(o, "/status/updatedReplicas"))
+            }),
+            column("Available", "integer", |o| {
+                json!(int_at(o, "/status/availableReplicas"))
+            }),
             AGE,
         ],
         ("apps", "DaemonSet") => vec![
-            Column {
-                name: "Desired",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/desiredNumberScheduled")),
-            },
-            Column {
-                name: "Current",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/currentNumberScheduled")),
-            },
-            Column {
-                name: "Ready",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/numberReady")),
-            },
-            Column {
-                name: "Up-to-date",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/updatedNumberScheduled")),
-            },
-            Column {
-                name: "Available",
-                kind: "integer",
-                cell: |o| json!(int_at(o, "/status/numberAvailable")),
-            },
-            Column {
-                name: "Node Selector",
-                kind: "string",
-                cell: node_selector,
-            },
+            column("Desired", "integer", |o| {
+                json!(int_at(o, "/status/desiredNumberScheduled"))
+            }),
+            column("Current", "integer", |o| {
+                json!(int_at(o, "/status/currentNumberScheduled"))
+            }),
+            column("Ready", "integer", |o| {
+                json!(int_at(o, "/status/numberReady"))
+            }),
+            column("Up-to-date", "integer", |o| {
+                json!(int_at(o, "/status/updatedNumberScheduled"))
+            }),
+            column("Available", "integer", |o| {
+                json!(int_at(o, "/status/numberAvailable"))
+            }),
+            column("Node Selector", "string", node_selector),
             AGE,
         ],
         ("", "ConfigMap") => vec![
-            Column {
-                name: "Data",
-                kind: "integer",
-                cell: |o| {
-                    json!(
-                        count(o, "data").as_u64().unwrap_or(0)
-                            + count(o, "binaryData").as_u64().unwrap_or(0)
-                    )
-                },
-            },
+            column("Data", "integer", |o| {
+                json!(
+                    count(o, "data").as_u64().unwrap_or(0)
+                        + count(o, "binaryData").as_u64().unwrap_or(0)
+                )
+            }),
             AGE,
         ],
         ("", "Secret") => vec![
-            Column {
-                name: "Type",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/type")),
-            },
-            Column {
-                name: "Data",
-                kind: "integer",
-                cell: |o| count(o, "data"),
-            },
+            column("Type", "string", |o| json!(str_at(o, "/type"))),
+            column("Data", "integer", |o| count(o, "data")),
             AGE,
         ],
         ("", "Namespace") => vec![
-            Column {
-                name: "Status",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/status/phase")),
-            },
+            column("Status", "string", |o| json!(str_at(o, "/status/phase"))),
             AGE,
         ],
         ("", "ServiceAccount") => vec![AGE],
         ("", "Node") => vec![
-            Column {
-                name: "Status",
-                kind: "string",
-                cell: |o| {
-                    let ready = o
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .and_then(|cs| {
-                            cs.iter()
-                                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
-                        })
-                        .and_then(|c| c.get("status").and_then(Value::as_str))
-                        == Some("True");
-                    json!(if ready { "Ready" } else { "NotReady" })
-                },
-            },
-            Column {
-                name: "Roles",
-                kind: "string",
-                cell: |o| {
-                    let roles: Vec<String> = o
-                        .pointer("/metadata/labels")
-                        .and_then(Value::as_object)
-                        .map(|l| {
-                            l.keys()
-                                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    or_none(roles.join(","))
-                },
-            },
+            column("Status", "string", |o| {
+                let ready = o
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| {
+                        cs.iter()
+                            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+                    })
+                    .and_then(|c| c.get("status").and_then(Value::as_str))
+                    == Some("True");
+                json!(if ready { "Ready" } else { "NotReady" })
+            }),
+            column("Roles", "string", |o| {
+                let roles: Vec<String> = o
+                    .pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .map(|l| {
+                        l.keys()
+                            .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                or_none(roles.join(","))
+            }),
             AGE,
-            Column {
-                name: "Version",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/status/nodeInfo/kubeletVersion")),
-            },
+            column("Version", "string", |o| {
+                json!(str_at(o, "/status/nodeInfo/kubeletVersion"))
+            }),
         ],
         ("", "PersistentVolumeClaim") => vec![
-            Column {
-                name: "Status",
-                kind: "string",
-                cell: claim_status,
-            },
-            Column {
-                name: "Volume",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/volumeName")),
-            },
+            column("Status", "string", claim_status),
+            column("Volume", "string", |o| json!(str_at(o, "/spec/volumeName"))),
             Column {
                 name: "Capacity",
                 kind: "string",
@@ -365,171 +314,99 @@ pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
                     }
                 },
             },
-            Column {
-                name: "Access Modes",
-                kind: "string",
-                cell: |o| {
-                    if str_at(o, "/spec/volumeName").is_empty() {
-                        json!("")
-                    } else {
-                        access_modes(o, "/status/accessModes")
-                    }
-                },
-            },
-            Column {
-                name: "StorageClass",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/storageClassName")),
-            },
-            Column {
-                name: "VolumeAttributesClass",
-                kind: "string",
-                cell: attributes_class,
-            },
+            column("Access Modes", "string", |o| {
+                if str_at(o, "/spec/volumeName").is_empty() {
+                    json!("")
+                } else {
+                    access_modes(o, "/status/accessModes")
+                }
+            }),
+            column("StorageClass", "string", |o| {
+                json!(str_at(o, "/spec/storageClassName"))
+            }),
+            column("VolumeAttributesClass", "string", attributes_class),
             AGE,
         ],
         ("", "PersistentVolume") => vec![
-            Column {
-                name: "Capacity",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/capacity/storage")),
-            },
-            Column {
-                name: "Access Modes",
-                kind: "string",
-                cell: |o| access_modes(o, "/spec/accessModes"),
-            },
-            Column {
-                name: "Reclaim Policy",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/persistentVolumeReclaimPolicy")),
-            },
-            Column {
-                name: "Status",
-                kind: "string",
-                cell: claim_status,
-            },
-            Column {
-                name: "Claim",
-                kind: "string",
-                cell: claim_ref,
-            },
-            Column {
-                name: "StorageClass",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/storageClassName")),
-            },
-            Column {
-                name: "VolumeAttributesClass",
-                kind: "string",
-                cell: attributes_class,
-            },
-            Column {
-                name: "Reason",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/status/reason")),
-            },
+            column("Capacity", "string", |o| {
+                json!(str_at(o, "/spec/capacity/storage"))
+            }),
+            column("Access Modes", "string", |o| {
+                access_modes(o, "/spec/accessModes")
+            }),
+            column("Reclaim Policy", "string", |o| {
+                json!(str_at(o, "/spec/persistentVolumeReclaimPolicy"))
+            }),
+            column("Status", "string", claim_status),
+            column("Claim", "string", claim_ref),
+            column("StorageClass", "string", |o| {
+                json!(str_at(o, "/spec/storageClassName"))
+            }),
+            column("VolumeAttributesClass", "string", attributes_class),
+            column("Reason", "string", |o| json!(str_at(o, "/status/reason"))),
             AGE,
         ],
         ("storage.k8s.io", "VolumeAttachment") => vec![
-            Column {
-                name: "Attacher",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/attacher")),
-            },
-            Column {
-                name: "PV",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/source/persistentVolumeName")),
-            },
-            Column {
-                name: "Node",
-                kind: "string",
-                cell: |o| json!(str_at(o, "/spec/nodeName")),
-            },
-            Column {
-                name: "Attached",
-                kind: "boolean",
-                cell: |o| {
-                    json!(
-                        o.pointer("/status/attached")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false)
-                    )
-                },
-            },
+            column("Attacher", "string", |o| json!(str_at(o, "/spec/attacher"))),
+            column("PV", "string", |o| {
+                json!(str_at(o, "/spec/source/persistentVolumeName"))
+            }),
+            column("Node", "string", |o| json!(str_at(o, "/spec/nodeName"))),
+            column("Attached", "boolean", |o| {
+                json!(
+                    o.pointer("/status/attached")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
             AGE,
         ],
         ("storage.k8s.io", "StorageClass") => {
             vec![
-                Column {
-                    name: "Provisioner",
-                    kind: "string",
-                    cell: |o| json!(str_at(o, "/provisioner")),
-                },
-                Column {
-                    name: "ReclaimPolicy",
-                    kind: "string",
-                    cell: |o| json!(str_at(o, "/reclaimPolicy")),
-                },
-                Column {
-                    name: "VolumeBindingMode",
-                    kind: "string",
-                    cell: |o| json!(str_at(o, "/volumeBindingMode")),
-                },
-                Column {
-                    name: "AllowVolumeExpansion",
-                    kind: "string",
-                    cell: |o| {
-                        json!(
-                            o.get("allowVolumeExpansion")
-                                .and_then(Value::as_bool)
-                                .unwrap_or(false)
-                                .to_string()
-                        )
-                    },
-                },
+                column("Provisioner", "string", |o| {
+                    json!(str_at(o, "/provisioner"))
+                }),
+                column("ReclaimPolicy", "string", |o| {
+                    json!(str_at(o, "/reclaimPolicy"))
+                }),
+                column("VolumeBindingMode", "string", |o| {
+                    json!(str_at(o, "/volumeBindingMode"))
+                }),
+                column("AllowVolumeExpansion", "string", |o| {
+                    json!(
+                        o.get("allowVolumeExpansion")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false)
+                            .to_string()
+                    )
+                }),
                 AGE,
             ]
         }
         ("storage.k8s.io", "CSIDriver") => vec![
-            Column {
-                name: "AttachRequired",
-                kind: "boolean",
-                cell: |o| {
-                    json!(
-                        o.pointer("/spec/attachRequired")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(true)
-                    )
-                },
-            },
-            Column {
-                name: "PodInfoOnMount",
-                kind: "boolean",
-                cell: |o| {
-                    json!(
-                        o.pointer("/spec/podInfoOnMount")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false)
-                    )
-                },
-            },
-            Column {
-                name: "StorageCapacity",
-                kind: "boolean",
-                cell: |o| {
-                    json!(
-                        o.pointer("/spec/storageCapacity")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false)
-                    )
-                },
-            },
-            Column {
-                name: "TokenRequests",
-                kind: "string",
-                cell: |o| match o.pointer("/spec/tokenRequests").and_then(Value::as_array) {
+            column("AttachRequired", "boolean", |o| {
+                json!(
+                    o.pointer("/spec/attachRequired")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true)
+                )
+            }),
+            column("PodInfoOnMount", "boolean", |o| {
+                json!(
+                    o.pointer("/spec/podInfoOnMount")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+            column("StorageCapacity", "boolean", |o| {
+                json!(
+                    o.pointer("/spec/storageCapacity")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+            column("TokenRequests", "string", |o| {
+                match o.pointer("/spec/tokenRequests").and_then(Value::as_array) {
                     Some(requests) => json!(
                         requests
                             .iter()
@@ -538,31 +415,23 @@ pub fn for_kind(group: &str, kind: &str) -> Option<Vec<Column>> {
                             .join(",")
                     ),
                     None => json!("<unset>"),
-                },
-            },
-            Column {
-                name: "RequiresRepublish",
-                kind: "boolean",
-                cell: |o| {
-                    json!(
-                        o.pointer("/spec/requiresRepublish")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false)
-                    )
-                },
-            },
-            Column {
-                name: "Modes",
-                kind: "string",
-                cell: |o| {
-                    let modes: Vec<&str> = o
-                        .pointer("/spec/volumeLifecycleModes")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).collect())
-                        .unwrap_or_default();
-                    or_none(modes.join(","))
-                },
-            },
+                }
+            }),
+            column("RequiresRepublish", "boolean", |o| {
+                json!(
+                    o.pointer("/spec/requiresRepublish")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+            column("Modes", "string", |o| {
+                let modes: Vec<&str> = o
+                    .pointer("/spec/volumeLifecycleModes")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                or_none(modes.join(","))
+            }),
             AGE,
         ],
         _ => return None,

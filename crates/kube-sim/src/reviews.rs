@@ -105,7 +105,7 @@ fn authenticate(shared: &Shared, token: &str) -> Result<UserInfo, &'static str> 
     if let Some((ns, name)) = rbac::service_account_of(&user) {
         let cluster = shared.lock();
         let exists = cluster
-            .store
+            .store()
             .get(
                 &crate::resources::GroupResource::new("", "serviceaccounts"),
                 ns,

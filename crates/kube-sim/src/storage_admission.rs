@@ -15,6 +15,7 @@
 
 use serde_json::{Value, json};
 
+use crate::admission_plugins::{AdmissionPlugin, Attributes, Write};
 use crate::errors::ApiError;
 use crate::resources::{GroupResource, ResourceType};
 use crate::store::ClusterView;
@@ -25,12 +26,31 @@ pub const DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-defaul
 const BETA_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.beta.kubernetes.io/is-default-class";
 const BETA_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
 
+/// The three volume plugins in the admission chain (`admission_plugins`).
+pub(crate) struct VolumePlugins;
+
+impl AdmissionPlugin for VolumePlugins {
+    fn mutate_create(&self, cluster: &dyn ClusterView, rt: &ResourceType, object: &mut Value) {
+        on_create(cluster, rt, object);
+    }
+    fn validate(
+        &self,
+        cluster: &dyn ClusterView,
+        a: &Attributes<'_>,
+    ) -> Result<Vec<String>, ApiError> {
+        if let Write::Update { old, new } = a.write {
+            on_update(cluster, a.rt, old, new, a.subresource)?;
+        }
+        Ok(Vec::new())
+    }
+}
+
 fn is_pvc(rt: &ResourceType) -> bool {
     rt.is(("", "PersistentVolumeClaim"))
 }
 
 /// Mutations of the two create-time plugins, run after defaulting and before validation.
-pub fn on_create(cluster: &dyn ClusterView, rt: &ResourceType, obj: &mut Value) {
+fn on_create(cluster: &dyn ClusterView, rt: &ResourceType, obj: &mut Value) {
     if is_pvc(rt) {
         let has_class = obj
             .pointer("/spec/storageClassName")
@@ -104,7 +124,7 @@ fn storage_request(obj: &Value) -> Option<i128> {
 }
 
 /// PersistentVolumeClaimResize, on a write of the claim itself (not its status).
-pub fn on_update(
+fn on_update(
     cluster: &dyn ClusterView,
     rt: &ResourceType,
     old: &Value,
@@ -178,7 +198,11 @@ mod tests {
         }
         create(c, "storageclasses", "storage.k8s.io", "", sc);
         // Creation times have one-second resolution; set them apart by hand.
-        let mut stored = (*c.store.get(&rt.group_resource(), "", name).expect("stored")).clone();
+        let mut stored = (*c
+            .store()
+            .get(&rt.group_resource(), "", name)
+            .expect("stored"))
+        .clone();
         stored["metadata"]["creationTimestamp"] = json!(created);
         c.controller_put(&rt, stored);
     }

@@ -40,6 +40,7 @@ use serde_json::json;
 use crate::cache::{CacheBuilder, Lookup};
 use crate::desired::{self, BuildError, Desired};
 use crate::kinds::known as ar;
+pub use crate::metrics_cert::ISSUED_BY_CERT_MANAGER;
 use crate::metrics_cert::{ISSUED_UNTIL_ANNOTATION, Request};
 
 /// The CRD whose presence switches the operator to cert-manager.
@@ -48,9 +49,6 @@ pub const CERTIFICATE_CRD: &str = "certificates.cert-manager.io";
 pub const API_VERSION: &str = "cert-manager.io/v1";
 /// On a Secret cert-manager wrote: the Certificate that owns it.
 pub const CERTIFICATE_NAME_ANNOTATION: &str = "cert-manager.io/certificate-name";
-/// The value the Certificate's `secretTemplate` gives [`ISSUED_UNTIL_ANNOTATION`]: the
-/// certificate is cert-manager's, so without cert-manager the operator must issue again.
-pub const ISSUED_BY_CERT_MANAGER: &str = "issued-by-cert-manager";
 /// How long a Certificate may stay not Ready before the step reports it.
 pub const NOT_READY_GRACE: Duration = Duration::from_secs(300);
 

@@ -12,7 +12,7 @@
 //! bringing your own certificate is creating that Secret. While cert-manager's CRD is served the
 //! operator hands its Secrets to cert-manager instead ([`crate::cert_manager`]); the Secrets
 //! cert-manager fills through the operator's Certificates carry
-//! [`crate::cert_manager::ISSUED_BY_CERT_MANAGER`] in that annotation, so once cert-manager is
+//! [`ISSUED_BY_CERT_MANAGER`] in that annotation, so once cert-manager is
 //! gone they are issued here again.
 //!
 //! Everything here but [`CsiServingCerts::step`] (in `csi::operator`) is pure: the clock is an
@@ -32,6 +32,10 @@ pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cer
 /// On a Secret the operator issued: the certificate's `notAfter` (RFC 3339), so renewal needs
 /// no X.509 parsing and a Secret without it is recognisably someone else's.
 pub const ISSUED_UNTIL_ANNOTATION: &str = "csi.openstack.org/self-signed-serving-cert-not-after";
+/// The value the cert-manager Certificate's `secretTemplate` gives [`ISSUED_UNTIL_ANNOTATION`]:
+/// the certificate is cert-manager's, so without cert-manager the operator must issue again.
+/// (Here, below `cert_manager`, which writes it, because this module reads it.)
+pub const ISSUED_BY_CERT_MANAGER: &str = "issued-by-cert-manager";
 /// How long an issued certificate is valid.
 pub const VALIDITY_DAYS: i64 = 365;
 /// Renew when fewer days than this remain (a month of margin for a missed reconcile).
@@ -86,7 +90,7 @@ pub fn decide(existing: Option<&Secret>, now: Timestamp) -> Decision {
     else {
         return Decision::Foreign;
     };
-    if until == crate::cert_manager::ISSUED_BY_CERT_MANAGER {
+    if until == ISSUED_BY_CERT_MANAGER {
         // cert-manager filled it through our Certificate, and cert-manager is gone (else this
         // is not called): nobody renews it, so issue our own.
         return Decision::Issue;

@@ -25,16 +25,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authentication::v1::BoundObjectReference;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Node, Pod, Secret};
 use kube::Client;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube_sim::processes::expand;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 
+/// Tests mint ServiceAccount tokens as the kubelet does (`TokenRequest`).
+pub use crate::plane::token_request;
 use crate::{ControlPlane, KUBELET_USER, PlaneError};
 
 /// A program that stands for an image: its first `drop_leading` command words are replaced by
@@ -651,29 +653,6 @@ fn pod_status(pod: &Pod, run: &Run, ready: bool) -> Value {
         ],
         "containerStatuses": containers,
     }})
-}
-
-/// A TokenRequest token (one hour) of a ServiceAccount, bound to `bound` when given.
-pub async fn token_request(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-    bound: Option<BoundObjectReference>,
-) -> Result<String, kube::Error> {
-    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    let request = TokenRequest {
-        metadata: ObjectMeta::default(),
-        spec: TokenRequestSpec {
-            audiences: vec!["https://kubernetes.default.svc".into()],
-            bound_object_ref: bound,
-            expiration_seconds: Some(3600),
-        },
-        status: None,
-    };
-    let answer = api
-        .create_token_request(name, &PostParams::default(), &request)
-        .await?;
-    Ok(answer.status.map(|s| s.token).unwrap_or_default())
 }
 
 /// Where a pod's ConfigMaps and Secrets are read from.

@@ -24,6 +24,7 @@ pub mod audit;
 mod binaries;
 mod certs;
 pub mod cvo;
+mod flags;
 pub mod kubelet;
 mod openshift;
 mod plane;

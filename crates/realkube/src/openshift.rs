@@ -74,7 +74,7 @@ pub(crate) fn api_server_config(dir: &Path, etcd_url: &str, port: u16) -> Value 
         "enable-logs-handler": ["false"],
         "event-ttl": ["3h"],
     });
-    for (k, v) in crate::plane::common_flags(dir) {
+    for (k, v) in crate::flags::common_flags(dir) {
         args[k] = json!([v]);
     }
     json!({

@@ -10,7 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 
@@ -411,7 +414,7 @@ impl ControlPlane {
         name: &str,
     ) -> Result<String, PlaneError> {
         let client = self.admin_client().await?;
-        crate::kubelet::token_request(&client, namespace, name, None)
+        token_request(&client, namespace, name, None)
             .await
             .map_err(|e| PlaneError::Client(e.to_string()))
     }
@@ -566,27 +569,32 @@ fn kubernetes_flags(dir: &Path, etcd_url: &str, port: u16) -> Vec<String> {
         "-v=1".into(),
     ];
     flags.extend(
-        common_flags(dir)
+        crate::flags::common_flags(dir)
             .into_iter()
             .map(|(k, v)| format!("--{k}={v}")),
     );
     flags
 }
 
-/// Flags both modes share: service-account issuer and audiences, the audit log.
-pub(crate) fn common_flags(dir: &Path) -> Vec<(&'static str, String)> {
-    let d = dir.display();
-    vec![
-        (
-            "service-account-issuer",
-            "https://kubernetes.default.svc".into(),
-        ),
-        ("api-audiences", "https://kubernetes.default.svc".into()),
-        ("audit-policy-file", format!("{d}/audit-policy.yaml")),
-        ("audit-log-path", format!("{d}/audit.log")),
-        ("audit-log-format", "json".into()),
-        // Blocking: a request is in the log before its answer leaves, so a test that reads
-        // the log after an answer sees it.
-        ("audit-log-mode", "blocking".into()),
-    ]
+/// A TokenRequest token (one hour) of a ServiceAccount, bound to `bound` when given.
+pub async fn token_request(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    bound: Option<BoundObjectReference>,
+) -> Result<String, kube::Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
+    let request = TokenRequest {
+        metadata: ObjectMeta::default(),
+        spec: TokenRequestSpec {
+            audiences: vec!["https://kubernetes.default.svc".into()],
+            bound_object_ref: bound,
+            expiration_seconds: Some(3600),
+        },
+        status: None,
+    };
+    let answer = api
+        .create_token_request(name, &PostParams::default(), &request)
+        .await?;
+    Ok(answer.status.map(|s| s.token).unwrap_or_default())
 }

@@ -52,11 +52,10 @@ use openstack_sim::{ShareRequest, SimHandle, VolumeRequest};
 use serde_json::{Value, json};
 
 use crate::in_process::{self, text};
+use crate::scheduler::SELECTED_NODE;
 
 pub const CINDER_DRIVER: &str = "cinder.csi.openstack.org";
 pub const MANILA_DRIVER: &str = "manila.csi.openstack.org";
-/// The claim annotation the scheduler sets for `WaitForFirstConsumer` classes.
-pub const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 /// Cinder's topology key on PVs and CSINodes.
 pub const CINDER_ZONE_KEY: &str = "topology.cinder.csi.openstack.org/zone";
 const STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";

@@ -18,7 +18,7 @@ pub type WriteError = String;
 pub fn list(h: &ClusterHandle, group: &str, plural: &str, ns: Option<&str>) -> Vec<Arc<Value>> {
     let gr = GroupResource::new(group, plural);
     let c = h.cluster();
-    c.store
+    c.store()
         .iter(&gr, ns, None)
         .map(|(_, obj)| obj.clone())
         .collect()
@@ -32,7 +32,7 @@ pub fn get(
     name: &str,
 ) -> Option<Arc<Value>> {
     h.cluster()
-        .store
+        .store()
         .get(&GroupResource::new(group, plural), ns, name)
 }
 

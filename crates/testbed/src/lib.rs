@@ -708,7 +708,7 @@ mod tests {
         let cr = bed
             .kube
             .cluster()
-            .store
+            .store()
             .get(
                 &kube_sim::resources::GroupResource::new(
                     "operator.openshift.io",

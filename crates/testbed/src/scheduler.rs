@@ -20,8 +20,10 @@ use kube_sim::ClusterHandle;
 use kube_sim::workload::node_should_run;
 use serde_json::{Value, json};
 
-use crate::csi_provisioner::SELECTED_NODE;
 use crate::in_process::{self, text};
+
+/// The claim annotation the scheduler sets for `WaitForFirstConsumer` classes.
+pub const SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 
 const SCHEDULER: &str = "default-scheduler";
 
@@ -177,7 +179,7 @@ fn schedule(kube: &ClusterHandle, pod: &Arc<Value>, names: &[String]) -> bool {
         let Some(rt) = c.resource("", "v1", "pods") else {
             return false;
         };
-        let Some(current) = c.store.get(&rt.group_resource(), ns, &name) else {
+        let Some(current) = c.store().get(&rt.group_resource(), ns, &name) else {
             return false;
         };
         let mut bound = (*current).clone();

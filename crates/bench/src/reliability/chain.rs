@@ -545,7 +545,7 @@ impl Chain {
         self.bed
             .kube
             .cluster()
-            .store
+            .store()
             .get(&gr, ns, name)
             .map(|o| (*o).clone())
     }
@@ -554,7 +554,7 @@ impl Chain {
     /// `resource.group namespace/name`, with its content ([`Content`]).
     pub(crate) fn objects(&self) -> Objects {
         let cluster = self.bed.kube.cluster();
-        let store = &cluster.store;
+        let store = cluster.store();
         let mut out = Objects::new();
         let collections: Vec<GroupResource> = store.collections().cloned().collect();
         let mut dependencies = Dependencies::new();
@@ -617,7 +617,7 @@ impl Chain {
             }
         }
         let cluster = self.bed.kube.cluster();
-        let store = &cluster.store;
+        let store = cluster.store();
         let collections: Vec<GroupResource> = store.collections().cloned().collect();
         for gr in collections {
             if gr.group.is_empty() && gr.resource == "secrets" {
@@ -809,7 +809,7 @@ impl Chain {
             .iter()
             .flat_map(|ns| {
                 cluster
-                    .store
+                    .store()
                     .iter(&daemonsets, Some(ns), None)
                     .map(|((ns, name), ds)| {
                         (
@@ -862,7 +862,7 @@ impl Chain {
                 ("rolebindings", "RoleBinding"),
             ] {
                 let gr = GroupResource::new("rbac.authorization.k8s.io", resource);
-                for ((bns, bname), b) in cluster.store.iter(&gr, None, None) {
+                for ((bns, bname), b) in cluster.store().iter(&gr, None, None) {
                     let binds_cso = b["subjects"].as_array().into_iter().flatten().any(|s| {
                         s["kind"] == "ServiceAccount"
                             && s["namespace"] == ns
@@ -883,7 +883,7 @@ impl Chain {
                 }
             }
             let deployment = cluster
-                .store
+                .store()
                 .get(
                     &GroupResource::new("apps", "deployments"),
                     ns,
@@ -995,7 +995,7 @@ impl Drop for Chain {
 /// See [`Chain::snapshot`].
 pub(crate) fn snapshot(bed: &Testbed) -> Snapshot {
     let cluster = bed.kube.cluster();
-    let store = &cluster.store;
+    let store = cluster.store();
     let co = store
         .get(
             &GroupResource::new("config.openshift.io", "clusteroperators"),

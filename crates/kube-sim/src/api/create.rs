@@ -1,14 +1,16 @@
 //! Create: body checks, namespace placement, generateName, and the create path of a write.
 
+use super::admit;
 use super::support::{
     crd_status, daemonset_template_generation, now, obj_meta_mut, record_creator,
     reset_status_on_create,
 };
 use super::{Cluster, Outcome, WriteOptions};
+use crate::admission;
+use crate::admission_plugins::{Attributes, Write};
 use crate::errors::ApiError;
 use crate::field_error::FieldError;
 use crate::resources::{GroupResource, Origin, ResourceType};
-use crate::{admission, admission_policy};
 use serde_json::{Value, json};
 
 impl Cluster {
@@ -87,7 +89,7 @@ impl Cluster {
         let now = now();
         record_creator(rt, &mut obj, &opts.manager, &now);
         admission::prepare(rt, &mut obj, None);
-        crate::storage_admission::on_create(self, rt, &mut obj);
+        admit::mutate(self, rt, &mut obj);
         if rt.group.is_empty()
             && rt.kind == "Service"
             && crate::defaults::allocate_cluster_ip(&mut obj, self.next_cluster_ip)
@@ -98,12 +100,17 @@ impl Cluster {
         if !errors.is_empty() {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
-        warnings.extend(admission_policy::on_create(
+        warnings.extend(admit::validate(
             self,
-            rt,
-            &obj,
-            generated,
-            opts.requester.as_ref(),
+            &Attributes {
+                rt,
+                write: Write::Create {
+                    object: &obj,
+                    generated,
+                },
+                subresource: None,
+                requester: opts.requester.as_ref(),
+            },
         )?);
         // Existence is checked by storage, after validation; a terminating object says so.
         if let Some(existing) = self.store.get(&rt.group_resource(), &ns, &name) {

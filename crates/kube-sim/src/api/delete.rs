@@ -1,13 +1,15 @@
 //! Delete and deletecollection: finalizers, propagation, and the body a delete returns.
 
+use super::admit;
 use super::support::{finalizers, is_namespace, meta_finalizers_changed, now, obj_meta_mut};
 use super::{
     CRD_CLEANUP_FINALIZER, Cluster, DeleteOptions, FOREGROUND_FINALIZER, ListOptions,
     ORPHAN_FINALIZER, Outcome, Propagation,
 };
+use crate::admission_plugins::{Attributes, Write};
 use crate::errors::ApiError;
 use crate::resources::ResourceType;
-use crate::{admission_policy, errors, store};
+use crate::{errors, store};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -52,7 +54,15 @@ impl Cluster {
                 ));
             }
         }
-        let warnings = admission_policy::on_delete(self, rt, &old, opts.requester.as_ref())?;
+        let warnings = admit::validate(
+            self,
+            &Attributes {
+                rt,
+                write: Write::Delete { old: &old },
+                subresource: None,
+                requester: opts.requester.as_ref(),
+            },
+        )?;
         let mut obj = (*old).clone();
         let mut fins = finalizers(&obj);
         if opts.propagation.is_some() {

@@ -8,8 +8,10 @@
 //! Where things are: the request types and [`Cluster`] are here; its verbs are split by what
 //! they do: `reads` (get, list), `create`, `update` (update, patch, server-side apply, scale),
 //! `delete` (delete, deletecollection), `side_effects` (what a write changes besides the object:
-//! served CRDs, controller hooks), and `support` the free helpers they share.
+//! served CRDs, controller hooks), `admit` (the admission chain every write passes), and
+//! `support` the free helpers they share.
 
+mod admit;
 mod create;
 mod delete;
 mod reads;
@@ -20,10 +22,11 @@ mod update;
 use serde_json::Value;
 
 use crate::admission::FieldValidation;
-use crate::admission_policy::Requester;
+use crate::admission_plugins::Requester;
 use crate::resources::Catalogue;
+use crate::resources::GroupResource;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::{ClusterView, Store};
+use crate::store::{ClusterView, Store, WatchStart, WatchStartError};
 
 /// Who is asking and how: the parts of a request that shape a write.
 #[derive(Debug, Clone, Default)]
@@ -121,13 +124,55 @@ const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 
 /// The whole state of the emulated cluster.
 pub struct Cluster {
-    pub catalogue: Catalogue,
-    pub store: Store,
+    catalogue: Catalogue,
+    store: Store,
     next_cluster_ip: u32,
     random: u64,
 }
 
 pub use support::{finalizers, now, parse_delete_body, parse_propagation, present, storage_type};
+
+impl Cluster {
+    /// The stored objects, for reading: every write goes through the verb handlers (admission,
+    /// validation, resource versions) or the named operations below.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+    /// The served resource types.
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+    /// Starts a watch of `gr` (see [`Store::watch`]).
+    pub fn watch(
+        &mut self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        from: Option<u64>,
+    ) -> Result<WatchStart, WatchStartError> {
+        self.store.watch(gr, namespace, from)
+    }
+    /// Forgets the event history, as an etcd compaction does (watches resuming older get 410).
+    pub fn compact(&mut self) {
+        self.store.compact();
+    }
+    /// Ends every open watch (clients re-watch), as an API server restart does.
+    pub fn drop_watches(&mut self) {
+        self.store.drop_watches();
+    }
+    /// Removes every stored object of a collection and the collection, without admission:
+    /// the CRD finalizer's last step, when the resource is no longer served.
+    pub(crate) fn purge_collection(&mut self, gr: &GroupResource) {
+        let keys: Vec<(String, String)> = self
+            .store
+            .iter(gr, None, None)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (ns, n) in keys {
+            self.store.remove(gr, &ns, &n);
+        }
+        self.store.drop_collection(gr);
+    }
+}
 
 impl ClusterView for Cluster {
     fn store(&self) -> &Store {

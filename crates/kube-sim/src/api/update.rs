@@ -1,17 +1,19 @@
 //! Update, patch and server-side apply, and the scale subresource: every write that replaces
 //! an existing object.
 
+use super::admit;
 use super::support::{
     apply_error, copy_field, crd_status, daemonset_template_generation, finalizers, is_namespace,
     now, obj_meta_mut, same_ignoring_managed_fields, same_ignoring_resource_version, spec_changed,
     unreachable_apply,
 };
 use super::{Cluster, Outcome, PatchType, WriteOptions};
+use crate::admission_plugins::{Attributes, Write};
 use crate::builtin_lists::BuiltinLists;
 use crate::errors::ApiError;
 use crate::field_error::FieldError;
 use crate::resources::{ResourceType, scale_of};
-use crate::{admission, admission_policy, patch, ssa, store};
+use crate::{admission, patch, ssa, store};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -176,13 +178,14 @@ impl Cluster {
         if !errors.is_empty() {
             return Err(ApiError::invalid(rt, &name, &errors));
         }
-        crate::storage_admission::on_update(self, rt, old, &obj, subresource)?;
-        warnings.extend(admission_policy::on_update(
+        warnings.extend(admit::validate(
             self,
-            rt,
-            old,
-            &obj,
-            opts.requester.as_ref(),
+            &Attributes {
+                rt,
+                write: Write::Update { old, new: &obj },
+                subresource,
+                requester: opts.requester.as_ref(),
+            },
         )?);
         if rt.tracks_generation && spec_changed(rt, old, &obj) {
             let g = old

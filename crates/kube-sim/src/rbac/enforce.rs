@@ -368,7 +368,7 @@ impl WriteGuard {
             n => n.to_string(),
         };
         let old = cluster
-            .store
+            .store()
             .get(&gr(self.kind.plural()), &self.namespace, &name);
         if old
             .as_deref()

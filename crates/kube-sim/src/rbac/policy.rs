@@ -44,28 +44,28 @@ pub(super) fn gr(resource: &str) -> GroupResource {
 
 impl PolicySource for Cluster {
     fn role(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
-        self.store.get(&gr("roles"), namespace, name)
+        self.store().get(&gr("roles"), namespace, name)
     }
     fn cluster_role(&self, name: &str) -> Option<Arc<Value>> {
-        self.store.get(&gr("clusterroles"), "", name)
+        self.store().get(&gr("clusterroles"), "", name)
     }
     fn cluster_roles(&self) -> Vec<Arc<Value>> {
         let g = gr("clusterroles");
-        self.store
+        self.store()
             .iter(&g, None, None)
             .map(|(_, o)| o.clone())
             .collect()
     }
     fn role_bindings(&self, namespace: &str) -> Vec<Arc<Value>> {
         let g = gr("rolebindings");
-        self.store
+        self.store()
             .iter(&g, Some(namespace), None)
             .map(|(_, o)| o.clone())
             .collect()
     }
     fn cluster_role_bindings(&self) -> Vec<Arc<Value>> {
         let g = gr("clusterrolebindings");
-        self.store
+        self.store()
             .iter(&g, None, None)
             .map(|(_, o)| o.clone())
             .collect()

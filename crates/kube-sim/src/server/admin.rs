@@ -86,11 +86,11 @@ fn answer(
             Ok(ok())
         }
         ("POST", "drop-watches") => {
-            shared.lock().store.drop_watches();
+            shared.lock().drop_watches();
             Ok(ok())
         }
         ("POST", "compact") => {
-            shared.lock().store.compact();
+            shared.lock().compact();
             Ok(ok())
         }
         ("POST", "restart") => {
@@ -100,7 +100,7 @@ fn answer(
                     ApiError::bad_request(format!("downtimeMs: not a number: {s:?}"))
                 })?,
             };
-            shared.lock().store.drop_watches();
+            shared.lock().drop_watches();
             // Answer first: the restart would otherwise cut this very response.
             let shared = shared.clone();
             tokio::spawn(async move {

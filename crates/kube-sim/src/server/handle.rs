@@ -9,7 +9,7 @@ use super::routing::{ResourcePath, Route, query_map, route};
 use super::watch::{Render, partial_metadata, partial_metadata_list, watch};
 use super::{MAX_BODY, admin};
 use crate::admission::FieldValidation;
-use crate::admission_policy::Requester;
+use crate::admission_plugins::Requester;
 use crate::api::{DeleteOptions, ListOptions, PatchType, WriteOptions};
 use crate::errors::ApiError;
 use crate::observe::RequestRecord;
@@ -251,18 +251,18 @@ pub(super) fn non_resource(
         Route::Version => json_response(200, &discovery::version()),
         Route::Health => Response::new(Full::new(Bytes::from_static(b"ok")).boxed_unsync()),
         Route::CoreVersions if discovery::wants_aggregated(accept) => {
-            aggregated_response(&discovery::aggregated(&cluster.catalogue, true))
+            aggregated_response(&discovery::aggregated(cluster.catalogue(), true))
         }
         Route::Groups if discovery::wants_aggregated(accept) => {
-            aggregated_response(&discovery::aggregated(&cluster.catalogue, false))
+            aggregated_response(&discovery::aggregated(cluster.catalogue(), false))
         }
         Route::CoreVersions => json_response(200, &discovery::core_versions(&shared.address())),
-        Route::Groups => json_response(200, &discovery::api_groups(&cluster.catalogue)),
-        Route::Group(g) => match discovery::api_group(&cluster.catalogue, &g) {
+        Route::Groups => json_response(200, &discovery::api_groups(cluster.catalogue())),
+        Route::Group(g) => match discovery::api_group(cluster.catalogue(), &g) {
             Some(doc) => json_response(200, &doc),
             None => plain_not_found(),
         },
-        Route::GroupVersion(g, v) => match discovery::resource_list(&cluster.catalogue, &g, &v) {
+        Route::GroupVersion(g, v) => match discovery::resource_list(cluster.catalogue(), &g, &v) {
             Some(doc) => json_response(200, &doc),
             None => plain_not_found(),
         },
@@ -282,9 +282,11 @@ pub(super) fn non_resource(
                 json_response(200, &discovery::openapi_v2())
             }
         }
-        Route::OpenApiV3Root => json_response(200, &discovery::openapi_v3_root(&cluster.catalogue)),
+        Route::OpenApiV3Root => {
+            json_response(200, &discovery::openapi_v3_root(cluster.catalogue()))
+        }
         Route::OpenApiV3(path) => {
-            match discovery::openapi_v3_group_version(&cluster.catalogue, &path) {
+            match discovery::openapi_v3_group_version(cluster.catalogue(), &path) {
                 Some(doc) => json_response(200, &doc),
                 None => plain_not_found(),
             }
@@ -418,7 +420,7 @@ pub(super) async fn resource(
         let cluster = shared.lock();
         match cluster.resource(&p.group, &p.version, &p.plural) {
             Some(rt) => rt,
-            None if !cluster.catalogue.has_group_version(&p.group, &p.version) => {
+            None if !cluster.catalogue().has_group_version(&p.group, &p.version) => {
                 return Ok(plain_not_found());
             }
             None => return Err(ApiError::no_route()),

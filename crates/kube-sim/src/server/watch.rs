@@ -162,7 +162,7 @@ pub(super) fn watch(
     let from = if send_initial { None } else { requested_rv };
     let gr = rt.group_resource();
     let mut cluster = shared.lock();
-    let (backlog, rx) = match cluster.store.watch(&gr, namespace.as_deref(), from) {
+    let (backlog, rx) = match cluster.watch(&gr, namespace.as_deref(), from) {
         Ok(x) => x,
         Err(WatchStartError::Gone { requested, oldest }) => {
             // As the watch cache does: 200, then one ERROR event with a 410 Status.
@@ -177,14 +177,14 @@ pub(super) fn watch(
     };
     let mut queued = std::collections::VecDeque::new();
     if send_initial {
-        for (_, obj) in cluster.store.iter(&gr, namespace.as_deref(), None) {
+        for (_, obj) in cluster.store().iter(&gr, namespace.as_deref(), None) {
             if opts.labels.matches(obj) && opts.fields.matches(obj) {
                 queued.push_back(json!({"type": "ADDED", "object": api::present(&rt, obj)}));
             }
         }
     }
     if send_initial_param == Some(true) {
-        let mut bookmark = bookmark_object(&rt, cluster.store.current_rv());
+        let mut bookmark = bookmark_object(&rt, cluster.store().current_rv());
         bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         queued.push_back(json!({"type": "BOOKMARK", "object": bookmark}));
     }
@@ -252,7 +252,7 @@ pub(super) async fn next_watch_line(st: &mut WatchState) -> Option<Bytes> {
                 // Everything up to `rv` for this watcher is already in the channel (events are
                 // queued under the same lock that advances rv): send those first, so a bookmark
                 // never runs ahead of an unsent event.
-                let rv = st.shared.lock().store.current_rv();
+                let rv = st.shared.lock().store().current_rv();
                 let mut pending = false;
                 while let Ok(e) = st.rx.try_recv() {
                     pending = true;

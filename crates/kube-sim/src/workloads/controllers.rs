@@ -65,10 +65,10 @@ pub async fn run(shared: Arc<Shared>) {
 /// One sweep; returns whether anything was changed.
 pub fn pass(c: &mut Cluster) -> bool {
     let mut acted = false;
-    for (gr, (ns, name)) in c.store.terminating() {
+    for (gr, (ns, name)) in c.store().terminating() {
         acted |= finish_terminating(c, &gr, &ns, &name);
     }
-    for (gr, (ns, name)) in c.store.dependents() {
+    for (gr, (ns, name)) in c.store().dependents() {
         acted |= collect_dependent(c, &gr, &ns, &name);
     }
     acted
@@ -81,8 +81,8 @@ fn rt_for(c: &Cluster, gr: &GroupResource) -> Option<Arc<ResourceType>> {
 /// Objects owned by `owner_uid`, as (type, namespace, name, blockOwnerDeletion).
 fn dependents_of(c: &Cluster, owner_uid: &str) -> Vec<(GroupResource, String, String, bool)> {
     let mut out = Vec::new();
-    for (gr, (ns, name)) in c.store.dependents() {
-        let Some(obj) = c.store.get(&gr, &ns, &name) else {
+    for (gr, (ns, name)) in c.store().dependents() {
+        let Some(obj) = c.store().get(&gr, &ns, &name) else {
             continue;
         };
         for r in owner_refs(&obj) {
@@ -103,7 +103,7 @@ fn owner_refs(obj: &Value) -> Vec<Value> {
 }
 
 fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str) -> bool {
-    let Some(obj) = c.store.get(gr, ns, name) else {
+    let Some(obj) = c.store().get(gr, ns, name) else {
         return false;
     };
     let Some(rt) = rt_for(c, gr) else {
@@ -127,7 +127,7 @@ fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str)
         let deps = dependents_of(c, &uid);
         for (dgr, dns, dname, _) in &deps {
             let deleting = c
-                .store
+                .store()
                 .get(dgr, dns, dname)
                 .is_some_and(|d| d.pointer("/metadata/deletionTimestamp").is_some());
             if !deleting && let Some(drt) = rt_for(c, dgr) {
@@ -164,7 +164,7 @@ fn finish_terminating(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str)
 /// Deletes everything in the namespace; once it is empty, drops the `kubernetes` finalizer and
 /// the namespace with it.
 fn finish_namespace(c: &mut Cluster, name: &str) -> bool {
-    let collections: Vec<GroupResource> = c.store.collections().cloned().collect();
+    let collections: Vec<GroupResource> = c.store().collections().cloned().collect();
     let mut remaining = 0;
     let mut acted = false;
     for gr in collections {
@@ -173,7 +173,7 @@ fn finish_namespace(c: &mut Cluster, name: &str) -> bool {
             continue;
         }
         let names: Vec<(String, bool)> = c
-            .store
+            .store()
             .iter(&gr, Some(name), None)
             .map(|((_, n), o)| {
                 (
@@ -202,7 +202,7 @@ fn finish_namespace(c: &mut Cluster, name: &str) -> bool {
         let Some(ns_rt) = c.resource("", "v1", "namespaces") else {
             return acted;
         };
-        let Some(ns_obj) = c.store.get(&ns_rt.group_resource(), "", name) else {
+        let Some(ns_obj) = c.store().get(&ns_rt.group_resource(), "", name) else {
             return acted;
         };
         let mut obj = (*ns_obj).clone();
@@ -243,20 +243,12 @@ fn finish_crd(c: &mut Cluster, crd_rt: &ResourceType, crd: &Value, name: &str) -
     let Some(rt) = rt_for(c, &gr) else {
         // Not served (e.g. a CRD that never had a valid version): drop what is stored anyway,
         // so instances cannot resurface when a CRD of the same name comes back.
-        let keys: Vec<(String, String)> = c
-            .store
-            .iter(&gr, None, None)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for (ns, n) in keys {
-            c.store.remove(&gr, &ns, &n);
-        }
-        c.store.drop_collection(&gr);
+        c.purge_collection(&gr);
         c.controller_remove_finalizer(crd_rt, "", name, CRD_CLEANUP_FINALIZER);
         return true;
     };
     let objects: Vec<(String, String, bool)> = c
-        .store
+        .store()
         .iter(&gr, None, None)
         .map(|((ns, n), o)| {
             (
@@ -267,7 +259,7 @@ fn finish_crd(c: &mut Cluster, crd_rt: &ResourceType, crd: &Value, name: &str) -
         })
         .collect();
     if objects.is_empty() {
-        c.store.drop_collection(&gr);
+        c.purge_collection(&gr);
         c.controller_remove_finalizer(crd_rt, "", name, CRD_CLEANUP_FINALIZER);
         return true;
     }
@@ -294,12 +286,12 @@ fn owner_exists(c: &Cluster, dependent_ns: &str, r: &Value) -> bool {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let kind = r.get("kind").and_then(Value::as_str).unwrap_or_default();
-    match c.catalogue.by_kind(api_version, kind) {
+    match c.catalogue().by_kind(api_version, kind) {
         None => return true,
         Some(owner_type) if owner_type.namespaced && dependent_ns.is_empty() => return true,
         Some(_) => {}
     }
-    let Some(owner) = c.store.by_uid(uid) else {
+    let Some(owner) = c.store().by_uid(uid) else {
         return false;
     };
     let kind_ok = owner.get("kind").and_then(Value::as_str)
@@ -316,7 +308,7 @@ fn owner_exists(c: &Cluster, dependent_ns: &str, r: &Value) -> bool {
 /// Deletes a dependent whose owners are all gone, or drops the references to the gone ones
 /// when some owners remain.
 fn collect_dependent(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str) -> bool {
-    let Some(obj) = c.store.get(gr, ns, name) else {
+    let Some(obj) = c.store().get(gr, ns, name) else {
         return false;
     };
     if obj.pointer("/metadata/deletionTimestamp").is_some() {
@@ -353,7 +345,7 @@ fn collect_dependent(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str) 
 
 fn remove_owner_ref(c: &mut Cluster, gr: &GroupResource, ns: &str, name: &str, owner_uid: &str) {
     let Some(rt) = rt_for(c, gr) else { return };
-    let Some(obj) = c.store.get(gr, ns, name) else {
+    let Some(obj) = c.store().get(gr, ns, name) else {
         return;
     };
     let mut obj = (*obj).clone();

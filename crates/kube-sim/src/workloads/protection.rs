@@ -35,7 +35,7 @@ pub fn releasable(c: &Cluster, rt: &ResourceType, obj: &Value) -> Option<&'stati
 /// claim is being deleted.
 pub fn claim_in_use(c: &Cluster, ns: &str, claim: &str) -> bool {
     let pods = GroupResource::new("", "pods");
-    c.store.iter(&pods, Some(ns), None).any(|(_, pod)| {
+    c.store().iter(&pods, Some(ns), None).any(|(_, pod)| {
         let scheduled = pod
             .pointer("/spec/nodeName")
             .and_then(Value::as_str)

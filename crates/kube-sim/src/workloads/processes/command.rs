@@ -281,7 +281,7 @@ pub(super) fn lookup_in(
         Source::Secret => "secrets",
     };
     let rt = c.resource("", "v1", plural)?;
-    let obj = c.store.get(&rt.group_resource(), namespace, name)?;
+    let obj = c.store().get(&rt.group_resource(), namespace, name)?;
     let data = obj.get("data").and_then(Value::as_object);
     Some(
         data.into_iter()

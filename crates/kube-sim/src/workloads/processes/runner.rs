@@ -46,7 +46,7 @@ pub(super) fn reconcile(shared: &Arc<Shared>) {
             let c = shared.lock();
             match c.resource("apps", "v1", "deployments") {
                 Some(rt) => c
-                    .store
+                    .store()
                     .iter(&rt.group_resource(), None, None)
                     .filter_map(|(_, d)| want(d, &config.images))
                     .map(|mut w| {

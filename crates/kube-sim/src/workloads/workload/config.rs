@@ -122,9 +122,11 @@ pub fn missing_volume_sources(
             .get(field)
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let exists = c
-            .resource("", "v1", plural)
-            .is_some_and(|rt| c.store.get(&rt.group_resource(), namespace, name).is_some());
+        let exists = c.resource("", "v1", plural).is_some_and(|rt| {
+            c.store()
+                .get(&rt.group_resource(), namespace, name)
+                .is_some()
+        });
         if !exists {
             missing.push((kind.to_owned(), name.to_owned()));
         }

@@ -96,7 +96,7 @@ pub(super) fn sync(
     let mut wake: Option<Timestamp> = None;
     let nodes: Vec<Arc<Value>> = match c.resource("", "v1", "nodes") {
         Some(rt) => c
-            .store
+            .store()
             .iter(&rt.group_resource(), None, None)
             .map(|(_, o)| o.clone())
             .collect(),
@@ -105,7 +105,7 @@ pub(super) fn sync(
 
     if let Some(rt) = c.resource("apps", "v1", "deployments") {
         let objects: Vec<Arc<Value>> = c
-            .store
+            .store()
             .iter(&rt.group_resource(), None, None)
             .map(|(_, o)| o.clone())
             .collect();
@@ -144,7 +144,7 @@ pub(super) fn sync(
 
     if let Some(rt) = c.resource("apps", "v1", "daemonsets") {
         let objects: Vec<Arc<Value>> = c
-            .store
+            .store()
             .iter(&rt.group_resource(), None, None)
             .map(|(_, o)| o.clone())
             .collect();
