@@ -422,6 +422,7 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
             "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" => {
                 name.starts_with("manila-csi-driver-operator")
                     || name.starts_with("openstack-cinder-csi-driver-operator")
+                    || name.starts_with("storage-operators-service-account-tokens")
             }
             _ => false,
         };

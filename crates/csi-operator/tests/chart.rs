@@ -155,7 +155,7 @@ fn default_values_render_what_kubectl_kustomize_builds() {
     let chart = objects("helm template", &template(&[]));
     for kubectl in kubectls() {
         let base = kustomize(&kubectl);
-        assert_eq!(base.len(), 40, "{}", kubectl.display());
+        assert_eq!(base.len(), 42, "{}", kubectl.display());
         let diff = differences(&chart, &base);
         assert!(
             diff.is_empty(),

@@ -560,6 +560,16 @@ const PROFILES: &[(&str, &str, &[&str])] = &[
         ALL,
     ),
     (
+        "0000_50_25_validating_admission_policy_service_account_tokens.yaml",
+        "-",
+        ALL,
+    ),
+    (
+        "0000_50_26_validating_admission_policy_binding_service_account_tokens.yaml",
+        "-",
+        ALL,
+    ),
+    (
         "0000_50_90_retire_00_clusterrolebinding_cluster_admin.yaml",
         "08_operator_rbac.yaml",
         ALL,

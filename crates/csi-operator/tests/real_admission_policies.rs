@@ -433,4 +433,56 @@ async fn every_admission_policy_we_ship_allows_the_operators_writes_and_refuses_
     )
     .await
     .expect("the Cinder operator's binding, as the CSO makes it");
+
+    // --- No operator mints a ServiceAccount token: each may create Secrets in its namespaces
+    // (so RBAC passes) but not one of type kubernetes.io/service-account-token, which the token
+    // controller would fill with a token of the ServiceAccount it names.
+    let token_policy = "storage-operators-service-account-tokens";
+    let token_secret = |ns: &str, name: &str, sa: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": name, "namespace": ns,
+                "annotations": {"kubernetes.io/service-account.name": sa}}})
+    };
+    // The CSO probes: it may delete Secrets there, so a probe admitted early is cleaned up.
+    until_in_force(
+        &cso,
+        &token_secret(DRIVERS_NS, "probe-token", "default"),
+        token_policy,
+    )
+    .await;
+    for (client, ns, who) in [
+        (&cinder, DRIVERS_NS, "the Cinder operator"),
+        (&manila, MANILA_NS, "the Manila operator"),
+        (&cso, DRIVERS_NS, "the CSO"),
+        (&cso, MANILA_NS, "the CSO"),
+    ] {
+        refused_by(
+            write(
+                client,
+                &token_secret(
+                    ns,
+                    "minted-token",
+                    "openstack-cinder-csi-driver-controller-sa",
+                ),
+                false,
+            )
+            .await,
+            token_policy,
+            &format!("{who} minting a token Secret in {ns}"),
+        );
+    }
+    // An ordinary Secret is still theirs to create (the policy is about the type only).
+    let opaque = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "an-ordinary-secret", "namespace": DRIVERS_NS}});
+    write(&cso, &opaque, false)
+        .await
+        .expect("an Opaque Secret, which the CSO's Role allows");
+    // Anyone else (here the administrator) is not matched.
+    write(
+        &admin,
+        &token_secret(DRIVERS_NS, "admin-token", "default"),
+        false,
+    )
+    .await
+    .expect("the administrator's token Secret");
 }
