@@ -2,13 +2,27 @@
 //! need (static control-plane objects, static guest objects, the controller Deployment, the node
 //! DaemonSet, the StorageClass and the VolumeSnapshotClass).
 //!
+//! Two sources, one list per step: the sidecar and RBAC objects every CSI driver ships are the
+//! kit's shared assets ([`operator_kit::csi::shared`]) filled with Cinder's [`PREFIXES`] at
+//! compile time; `assets/` holds only what is Cinder's own: the controller Deployment and node
+//! DaemonSet, the metrics Service and ServiceMonitor (five ports, the driver's among them), the
+//! PDB (the controller's labels), the CSIDriver, StorageClass and VolumeSnapshotClass.
+//!
 //! The files are ours, written from the behaviour inventory (anchors §4.2–§4.7); file names are
 //! those of OpenShift's generated assets so that logs and docs line up. They contain
 //! `${NAME}` placeholders (operator-kit's `assets::PLACEHOLDERS` and images) that its replacer fills; this module
 //! does not replace, parse or apply anything.
 
-use operator_kit::asset;
 pub use operator_kit::assets::Asset;
+use operator_kit::csi::shared::Prefixes;
+use operator_kit::{asset, shared_asset};
+
+/// Cinder's names in the shared assets, OpenShift's (`pkg/driver/openstack-cinder`):
+/// `openstack-cinder-csi-driver-controller-sa`, `openstack-cinder-kube-rbac-proxy-role`, ….
+pub const PREFIXES: Prefixes = Prefixes {
+    asset: "openstack-cinder-csi-driver",
+    short: "openstack-cinder",
+};
 
 /// The CRDs that gate the ServiceMonitor and the VolumeSnapshotClass (the kit's, one definition).
 pub use operator_kit::csi::{SERVICE_MONITOR_CRD, VOLUME_SNAPSHOT_CLASS_CRD};
@@ -28,9 +42,9 @@ pub const VOLUME_SNAPSHOT_CLASS: Asset =
 /// their bindings, then the rest (anchors §4.1; within a stage, by file name, because OpenShift's
 /// order within a stage is a Go map's and therefore arbitrary). This set has no RBAC.
 pub const CONTROL_PLANE_STATIC: &[Asset] = &[
-    asset!("cabundle_cm.yaml"),
+    shared_asset!(PREFIXES, CABUNDLE_CM),
     asset!("controller_pdb.yaml"),
-    asset!("controller_sa.yaml"),
+    shared_asset!(PREFIXES, CONTROLLER_SA),
     asset!("service.yaml"),
     asset!("servicemonitor.yaml", crd = SERVICE_MONITOR_CRD),
 ];
@@ -39,24 +53,24 @@ pub const CONTROL_PLANE_STATIC: &[Asset] = &[
 /// Roles and ClusterRoles, then bindings, then the rest.
 pub const GUEST_STATIC: &[Asset] = &[
     // Stage 1: roles, so bindings never point at a missing role.
-    asset!("kube_rbac_proxy_role.yaml"),
-    asset!("lease_leader_election_role.yaml"),
-    asset!("privileged_role.yaml"),
-    asset!("prometheus_role.yaml"),
+    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_ROLE),
+    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_ROLE),
+    shared_asset!(PREFIXES, PRIVILEGED_ROLE),
+    shared_asset!(PREFIXES, PROMETHEUS_ROLE),
     // Stage 2: bindings.
-    asset!("kube_rbac_proxy_binding.yaml"),
-    asset!("lease_leader_election_binding.yaml"),
-    asset!("main_attacher_binding.yaml"),
-    asset!("main_provisioner_binding.yaml"),
-    asset!("main_resizer_binding.yaml"),
-    asset!("main_snapshotter_binding.yaml"),
-    asset!("node_privileged_binding.yaml"),
-    asset!("prometheus_binding.yaml"),
-    asset!("storageclass_reader_resizer_binding.yaml"),
-    asset!("volumesnapshot_reader_provisioner_binding.yaml"),
+    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_BINDING),
+    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_BINDING),
+    shared_asset!(PREFIXES, MAIN_ATTACHER_BINDING),
+    shared_asset!(PREFIXES, MAIN_PROVISIONER_BINDING),
+    shared_asset!(PREFIXES, MAIN_RESIZER_BINDING),
+    shared_asset!(PREFIXES, MAIN_SNAPSHOTTER_BINDING),
+    shared_asset!(PREFIXES, NODE_PRIVILEGED_BINDING),
+    shared_asset!(PREFIXES, PROMETHEUS_BINDING),
+    shared_asset!(PREFIXES, STORAGECLASS_READER_RESIZER_BINDING),
+    shared_asset!(PREFIXES, VOLUMESNAPSHOT_READER_PROVISIONER_BINDING),
     // Stage 3: everything else.
     asset!("csidriver.yaml"),
-    asset!("node_sa.yaml"),
+    shared_asset!(PREFIXES, NODE_SA),
 ];
 
 /// Every asset once: the static lists, then the Deployment, DaemonSet, StorageClass and

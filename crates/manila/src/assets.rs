@@ -3,13 +3,30 @@
 //! Deployment, the two node DaemonSets and the VolumeSnapshotClass. StorageClasses have no
 //! asset: there is one per share type, built in [`crate::build`].
 //!
+//! Two sources, one list per step: the sidecar and RBAC objects every CSI driver ships are the
+//! kit's shared assets ([`operator_kit::csi::shared`]) filled with Manila's [`PREFIXES`] at
+//! compile time (no attacher binding: shares are not attached; the node ServiceAccount serves
+//! both node plugins, Manila's and NFS's); `assets/` holds only what is Manila's own: its
+//! Namespace, the controller Deployment and the two node DaemonSets, the metrics Service and
+//! ServiceMonitor (three ports), the PDB (the controller's labels), the CSIDriver, the
+//! VolumeSnapshotClass, the `csi-manila-secrets` Secret and the Role that lets the sidecars
+//! read it.
+//!
 //! The files are ours, written from the behaviour inventory (anchors §5.2); file names are
 //! those of OpenShift's generated assets so that logs and docs line up. They contain `${NAME}`
 //! placeholders (operator-kit's `assets::PLACEHOLDERS` and images) that its replacer fills; this module does not
 //! replace, parse or apply anything.
 
-use operator_kit::asset;
 pub use operator_kit::assets::Asset;
+use operator_kit::csi::shared::Prefixes;
+use operator_kit::{asset, shared_asset};
+
+/// Manila's names in the shared assets, OpenShift's (`pkg/driver/openstack-manila`):
+/// `manila-csi-driver-controller-sa`, `openstack-manila-kube-rbac-proxy-role`, ….
+pub const PREFIXES: Prefixes = Prefixes {
+    asset: "manila-csi-driver",
+    short: "openstack-manila",
+};
 
 /// The CRDs that gate the ServiceMonitor and the VolumeSnapshotClass (the kit's, one definition).
 pub use operator_kit::csi::{SERVICE_MONITOR_CRD, VOLUME_SNAPSHOT_CLASS_CRD};
@@ -31,9 +48,9 @@ pub const VOLUME_SNAPSHOT_CLASS: Asset =
 /// first (everything else lives in it), then by file name.
 pub const CONTROL_PLANE_STATIC: &[Asset] = &[
     asset!("namespace.yaml"),
-    asset!("cabundle_cm.yaml"),
+    shared_asset!(PREFIXES, CABUNDLE_CM),
     asset!("controller_pdb.yaml"),
-    asset!("controller_sa.yaml"),
+    shared_asset!(PREFIXES, CONTROLLER_SA),
     asset!("service.yaml"),
     asset!("servicemonitor.yaml", crd = SERVICE_MONITOR_CRD),
 ];
@@ -41,25 +58,25 @@ pub const CONTROL_PLANE_STATIC: &[Asset] = &[
 /// Static objects of the guest side, in apply order: roles, then bindings, then the rest.
 pub const GUEST_STATIC: &[Asset] = &[
     // Stage 1: roles, so bindings never point at a missing role.
-    asset!("kube_rbac_proxy_role.yaml"),
-    asset!("lease_leader_election_role.yaml"),
-    asset!("privileged_role.yaml"),
-    asset!("prometheus_role.yaml"),
+    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_ROLE),
+    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_ROLE),
+    shared_asset!(PREFIXES, PRIVILEGED_ROLE),
+    shared_asset!(PREFIXES, PROMETHEUS_ROLE),
     asset!("secret_reader_role.yaml"),
     // Stage 2: bindings (no attacher binding: Manila has no attacher).
-    asset!("kube_rbac_proxy_binding.yaml"),
-    asset!("lease_leader_election_binding.yaml"),
-    asset!("main_provisioner_binding.yaml"),
-    asset!("main_resizer_binding.yaml"),
-    asset!("main_snapshotter_binding.yaml"),
-    asset!("node_privileged_binding.yaml"),
-    asset!("prometheus_binding.yaml"),
+    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_BINDING),
+    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_BINDING),
+    shared_asset!(PREFIXES, MAIN_PROVISIONER_BINDING),
+    shared_asset!(PREFIXES, MAIN_RESIZER_BINDING),
+    shared_asset!(PREFIXES, MAIN_SNAPSHOTTER_BINDING),
+    shared_asset!(PREFIXES, NODE_PRIVILEGED_BINDING),
+    shared_asset!(PREFIXES, PROMETHEUS_BINDING),
     asset!("secret_reader_binding.yaml"),
-    asset!("storageclass_reader_resizer_binding.yaml"),
-    asset!("volumesnapshot_reader_provisioner_binding.yaml"),
+    shared_asset!(PREFIXES, STORAGECLASS_READER_RESIZER_BINDING),
+    shared_asset!(PREFIXES, VOLUMESNAPSHOT_READER_PROVISIONER_BINDING),
     // Stage 3: everything else.
     asset!("config_secret.yaml"),
-    asset!("node_sa.yaml"),
+    shared_asset!(PREFIXES, NODE_SA),
 ];
 
 /// Every asset once, in the order `csi-operator render` prints them.

@@ -297,22 +297,23 @@ impl Replacements {
     }
 }
 
-fn is_name_byte(b: u8) -> bool {
+const fn is_name_byte(b: u8) -> bool {
     b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'
 }
 
 /// Finds the next `${NAME}` at or after `from`: returns (start of `$`, name range end) where the
-/// name spans `start + 2 .. end` and `}` is at `end`.
-fn next_placeholder(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
+/// name spans `start + 2 .. end` and `}` is at `end`. `const`, so the shared CSI assets
+/// ([`crate::csi::shared`]) are filled at compile time with the same grammar.
+pub(crate) const fn next_placeholder(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
     let mut i = from;
     while i + 1 < bytes.len() {
-        if bytes.get(i) == Some(&b'$') && bytes.get(i + 1) == Some(&b'{') {
+        if bytes[i] == b'$' && bytes[i + 1] == b'{' {
             let name_start = i + 2;
             let mut j = name_start;
-            while bytes.get(j).copied().is_some_and(is_name_byte) {
+            while j < bytes.len() && is_name_byte(bytes[j]) {
                 j += 1;
             }
-            if j > name_start && bytes.get(j) == Some(&b'}') {
+            if j > name_start && j < bytes.len() && bytes[j] == b'}' {
                 return Some((i, j));
             }
         }
@@ -369,6 +370,9 @@ fn hint_for(name: &str) -> &'static str {
         " (set the operator's environment variable of the same name to the image reference)"
     } else if name == "RELEASE_VERSION" {
         " (set the operator's environment variable OPERATOR_IMAGE_VERSION)"
+    } else if name.starts_with("ASSET_") {
+        " (a shared CSI asset's prefix: embed the file with operator_kit::shared_asset! and the \
+         driver's Prefixes, which fill it at compile time)"
     } else {
         " (the operator provides no value for it: check the placeholder's spelling in the asset)"
     }

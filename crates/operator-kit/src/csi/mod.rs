@@ -10,9 +10,14 @@
 //! [`Driver::after_workloads`], the snapshot class, and one status write. A step returns
 //! `Result<_, StepError>` and [`Pass::post`] turns it into its `<Prefix>Degraded` condition.
 //!
+//! The sidecar and RBAC YAML every driver ships (ServiceAccounts, kube-rbac-proxy, leader
+//! election, Prometheus and privileged-SCC roles, the sidecars' bindings) is the kit's, filled
+//! with the driver's prefixes at compile time: see [`shared`] for how a driver opts into each.
+//!
 //! docs/architecture.md walks through adding a driver.
 
 mod operator;
+pub mod shared;
 mod step;
 mod workloads;
 
