@@ -84,6 +84,7 @@ pub const SPEC: DriverSpec = DriverSpec {
     lock_name: OPERATOR_LOCK_NAME,
     user_agent: USER_AGENT,
     metrics_prefix: "openstack_cinder_csi_driver_operator",
+    metrics_serving_cert_secret: METRICS_SERVING_CERT_SECRET,
     image_vars: &[
         ImageVar {
             placeholder: "${OPERATOR_IMAGE}",

@@ -257,6 +257,10 @@ pub struct DriverSpec {
     pub user_agent: &'static str,
     /// Prefix of the operator's own metrics (`openstack_cinder_csi_driver_operator`).
     pub metrics_prefix: &'static str,
+    /// The Secret, in [`DriverSpec::driver_namespace`], holding the serving certificate of the
+    /// driver controller's metrics Service (filled by service-ca on OpenShift, issued by the
+    /// operator on plain Kubernetes, whose Role then may update it).
+    pub metrics_serving_cert_secret: &'static str,
     /// The driver-specific placeholders and the CSO env vars that fill them; the sidecar ones
     /// ([`SIDECAR_IMAGE_VARS`]) apply to every driver.
     pub image_vars: &'static [ImageVar],
@@ -330,6 +334,7 @@ mod tests {
         lock_name: "fake-lock",
         user_agent: "fake-operator",
         metrics_prefix: "fake_operator",
+        metrics_serving_cert_secret: "fake-metrics-serving-cert",
         image_vars: &[
             ImageVar {
                 placeholder: "${OPERATOR_IMAGE}",
