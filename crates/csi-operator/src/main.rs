@@ -62,10 +62,10 @@ enum Command {
     #[command(name = "cluster-storage", subcommand)]
     ClusterStorage(ClusterStorageCommand),
     /// The OpenStack Cinder CSI driver operator.
-    #[command(name = "openstack-cinder", subcommand)]
+    #[command(name = ::cinder::SPEC.name, subcommand)]
     OpenStackCinder(CinderCommand),
     /// The OpenStack Manila CSI driver operator.
-    #[command(name = "openstack-manila", subcommand)]
+    #[command(name = ::manila::SPEC.name, subcommand)]
     OpenStackManila(ManilaCommand),
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
@@ -92,14 +92,23 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-/// What `cluster-storage start` needs besides its flags (printed by `--help`).
-const CSO_NEEDS: &str = "\
+/// What `cluster-storage start` needs besides its flags (printed by `--help`); the image
+/// variables are those of the registry's driver specs.
+fn cso_needs() -> String {
+    use ::cluster_storage::registry::{DRIVERS, SIDECAR_IMAGE_VARS};
+    let (operators, operands): (Vec<_>, Vec<_>) = DRIVERS
+        .iter()
+        .flat_map(|d| d.image_vars)
+        .partition(|v| v.placeholder == "${OPERATOR_IMAGE}");
+    let env = |vars: &mut dyn Iterator<Item = &operator_kit::spec::ImageVar>| {
+        wrap_list(vars.map(|v| v.cso_env), "  ", 92)
+    };
+    format!(
+        "\
 Environment (set by the CSO Deployment in manifests/openshift/):
-  OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE, MANILA_DRIVER_OPERATOR_IMAGE
+{}
                       the driver operators' image (this binary)
-  OPENSTACK_CINDER_DRIVER_IMAGE, MANILA_DRIVER_IMAGE, MANILA_NFS_DRIVER_IMAGE,
-  PROVISIONER_IMAGE, ATTACHER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
-  NODE_DRIVER_REGISTRAR_IMAGE, LIVENESS_PROBE_IMAGE, KUBE_RBAC_PROXY_IMAGE, TOOLS_IMAGE
+{}
                       images handed to the driver operators
   OPERATOR_IMAGE_VERSION, OPERAND_IMAGE_VERSION
                       the versions reported in ClusterOperator/storage
@@ -107,10 +116,36 @@ Environment (set by the CSO Deployment in manifests/openshift/):
 
 Objects it reads: Infrastructure/cluster (platform; without it, or on another platform, it
 installs no driver and says why in ClusterOperator/storage), Storage/cluster, the
-root credentials the CredentialsRequests are answered from (cloud credential operator).";
+root credentials the CredentialsRequests are answered from (cloud credential operator).",
+        env(&mut operators.into_iter()),
+        env(&mut operands.into_iter().chain(SIDECAR_IMAGE_VARS)),
+    )
+}
+
+/// `names` joined with ", " into lines of at most `width` characters, each starting with
+/// `indent` (a line holds at least one name).
+fn wrap_list<'a>(names: impl Iterator<Item = &'a str>, indent: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for name in names {
+        match lines.last_mut() {
+            Some(line) if line.len() + 2 + name.len() < width => {
+                line.push_str(", ");
+                line.push_str(name);
+            }
+            Some(line) => {
+                line.push(',');
+                lines.push(format!("{indent}{name}"));
+            }
+            None => lines.push(format!("{indent}{name}")),
+        }
+    }
+    lines.join("\n")
+}
 
 /// What `openstack-cinder start` needs besides its flags.
-const CINDER_NEEDS: &str = "\
+fn cinder_needs() -> String {
+    format!(
+        "\
 Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
   DRIVER_IMAGE, PROVISIONER_IMAGE, ATTACHER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
   LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
@@ -119,13 +154,18 @@ Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes)
                       the version reported in the ClusterCSIDriver status
   POD_NAME            the lease identity (or --identity)
 
-Objects: ClusterCSIDriver cinder.csi.openstack.org (nothing is installed until it exists),
+Objects: ClusterCSIDriver {} (nothing is installed until it exists),
 Secret openstack-cloud-credentials (clouds.yaml) in --namespace, the cloud-provider-config
 ConfigMap (the user's cloud.conf) that Infrastructure/cluster names, or the one synced into
---namespace; Infrastructure/cluster when present (else --cluster-id).";
+--namespace; Infrastructure/cluster when present (else --cluster-id).",
+        ::cinder::SPEC.cluster_csi_driver
+    )
+}
 
 /// What `openstack-manila start` needs besides its flags.
-const MANILA_NEEDS: &str = "\
+fn manila_needs() -> String {
+    format!(
+        "\
 Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
   DRIVER_IMAGE, NFS_DRIVER_IMAGE, PROVISIONER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
   LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
@@ -136,40 +176,44 @@ Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes)
                       ReadWriteOnceWithFSType
   POD_NAME            the lease identity (or --identity)
 
-Objects: ClusterCSIDriver manila.csi.openstack.org (nothing is installed until it exists),
-Secret openstack-cloud-credentials (clouds.yaml) in openshift-cluster-csi-drivers, Secret
+Objects: ClusterCSIDriver {} (nothing is installed until it exists),
+Secret openstack-cloud-credentials (clouds.yaml) in {}, Secret
 manila-cloud-credentials in the driver namespace; Infrastructure/cluster when present (else
 --cluster-id). Without a Shared File Systems service in the catalog nothing is installed and
-CSIControllerDisabled says why.";
+CSIControllerDisabled says why.",
+        ::manila::SPEC.cluster_csi_driver,
+        ::manila::SPEC.operator_namespace,
+    )
+}
 
 #[derive(Subcommand)]
 enum ClusterStorageCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
-    #[command(after_long_help = CSO_NEEDS)]
+    #[command(after_long_help = cso_needs())]
     Start(cluster_storage::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum CinderCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
-    #[command(after_long_help = CINDER_NEEDS)]
+    #[command(after_long_help = cinder_needs())]
     Start(cinder::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum ManilaCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
-    #[command(after_long_help = MANILA_NEEDS)]
+    #[command(after_long_help = manila_needs())]
     Start(manila::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum RenderCommand {
     /// The Cinder driver's objects.
-    #[command(name = "openstack-cinder")]
+    #[command(name = ::cinder::SPEC.name)]
     OpenStackCinder(cinder::RenderArgs),
     /// The Manila driver's objects, for the share types given.
-    #[command(name = "openstack-manila")]
+    #[command(name = ::manila::SPEC.name)]
     OpenStackManila(manila::RenderArgs),
 }
 
@@ -262,5 +306,36 @@ async fn terminated() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cso_help_names_every_image_variable_of_the_registry() {
+        let help = cso_needs();
+        for d in ::cluster_storage::registry::DRIVERS {
+            for v in d.all_image_vars() {
+                assert!(help.contains(v.cso_env), "{}: {}", d.name, v.cso_env);
+            }
+        }
+        assert!(help.lines().all(|l| l.len() <= 92), "{help}");
+    }
+
+    #[test]
+    fn lists_wrap_at_the_width_with_a_comma_at_each_break() {
+        let names = ["AAAA", "BBBB", "CCCC"];
+        assert_eq!(
+            wrap_list(names.into_iter(), "  ", 14),
+            "  AAAA, BBBB,\n  CCCC"
+        );
+        assert_eq!(wrap_list(names.into_iter(), "  ", 80), "  AAAA, BBBB, CCCC");
+        // A name longer than the width still gets a line of its own.
+        assert_eq!(
+            wrap_list(["LONGER_THAN_WIDTH"].into_iter(), "", 4),
+            "LONGER_THAN_WIDTH"
+        );
     }
 }
