@@ -28,10 +28,10 @@ use operator_kit::runtime::Outcome;
 use std::sync::Arc;
 
 use crate::adoption::Adoption;
-use crate::build::{self, BuildError, Desired, Facts};
+use crate::build::{self, BuildError, Desired, DriverFacts, Facts};
 use crate::config;
 use crate::config_sync::ConfigSync;
-use crate::volume_type_classes::{self, VolumeTypeClasses};
+use crate::volume_type_classes::VolumeTypeClasses;
 use crate::{
     CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET, CSI_DRIVER_NAME,
     METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
@@ -92,7 +92,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     // The opt-in per-volume-type classes: names known only once Cinder answers.
     .cluster_selected(
         &ar("storage.k8s.io/v1", "StorageClass"),
-        &volume_type_classes::class_selector(),
+        &crate::volume_types::CLASSES.selector(),
     )
     // The extra classes of the driver settings (operator_kit::settings).
     .cluster_selected(
@@ -132,7 +132,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     base.images
         .entry("OPERATOR_IMAGE_VERSION".into())
         .or_insert_with(|| "placeholder".into());
-    let objects = build::everything(&Facts::from(base))?;
+    let objects = build::everything(&Facts::new(base, DriverFacts::default()))?;
     if opts.cert_manager.is_some() {
         let requests = operator_kit::metrics_cert::requests(&objects);
         builder = operator_kit::cert_manager::register(
@@ -176,24 +176,6 @@ pub fn hosted_reads(control_plane: &str, guest: &str) -> HostedReads {
             pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP),
         ],
         secrets: vec![pair(guest, CREDENTIALS_SECRET)],
-    }
-}
-
-impl From<BaseFacts> for Facts {
-    fn from(base: BaseFacts) -> Self {
-        Facts {
-            namespace: base.namespace,
-            images: base.images,
-            cluster_id: base.cluster_id,
-            topology: base.topology,
-            kubernetes: base.kubernetes,
-            log_level: base.log_level,
-            proxy: base.proxy,
-            serving: base.serving,
-            node_namespace: base.node_namespace,
-            hosted: base.hosted,
-            ..Facts::default()
-        }
     }
 }
 
@@ -261,7 +243,8 @@ pub struct Cinder {
 }
 
 impl csi::Driver for Cinder {
-    type Facts = Facts;
+    type Own = DriverFacts;
+    const MOUNTS: csi::Mounts = build::MOUNTS;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = "OpenStackCinderCSIDriver";
     const CONTROLLER_NAME_PREFIX: &'static str = CONTROLLER_NAME_PREFIX;
@@ -284,30 +267,9 @@ impl csi::Driver for Cinder {
             || crate::helm_adoption::CHART_STORAGE_CLASSES.contains(&name)
     }
 
-    fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
-        let ns = kit.namespace.as_str();
-        // Hosted, the node DaemonSet's inputs live in the guest namespace.
-        let (node_trusted_ca_bundle, node_credentials) = match &base.hosted {
-            Some(_) => (
-                kit.cache
-                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
-                kit.cache.secret(&base.node_namespace, CREDENTIALS_SECRET),
-            ),
-            None => (None, None),
-        };
-        Facts {
-            trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
-            credentials: kit.cache.secret(ns, CREDENTIALS_SECRET),
-            metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
-            node_trusted_ca_bundle,
-            node_credentials,
-            ..Facts::from(base)
-        }
-    }
-
     /// Config sync: cloud-conf, with enable_topology from OpenStack (its hash rolls the pods).
     async fn configure(&mut self, kit: &Kit, pass: &mut Pass, facts: &mut Facts) {
-        facts.cloud_conf = self.config_sync.step(kit, pass, facts).await;
+        facts.driver.cloud_conf = self.config_sync.step(kit, pass, facts).await;
         if let Some(adoption) = self.adoption.as_mut() {
             adoption.before(kit, pass).await;
         }
@@ -361,6 +323,23 @@ impl csi::Driver for Cinder {
     }
 }
 
+/// Why the StorageClass step failed, besides building and applying (reason `SyncError`).
+#[derive(Debug, thiserror::Error)]
+pub enum StorageClassError {
+    #[error(
+        "invalid StorageClassState {0}; set spec.storageClassState to Managed, Unmanaged or Removed"
+    )]
+    InvalidState(String),
+    #[error("cannot list StorageClasses to settle the default class: {0}")]
+    List(#[source] kube::Error),
+}
+
+impl From<StorageClassError> for StepError {
+    fn from(e: StorageClassError) -> Self {
+        StepError::other(e)
+    }
+}
+
 /// The StorageClass as `spec.storageClassState` asks: applied, left alone, or deleted.
 async fn storage_class(
     kit: &Kit,
@@ -382,10 +361,9 @@ async fn storage_class(
             }
             Ok(())
         }
-        StorageClassState::Unknown(other) => Err(format!(
-            "invalid StorageClassState {other}; set spec.storageClassState to Managed, Unmanaged or Removed"
-        )
-        .into()),
+        StorageClassState::Unknown(other) => {
+            Err(StorageClassError::InvalidState(other.clone()).into())
+        }
     }
 }
 
@@ -405,7 +383,7 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
     let classes = api
         .list(&ListParams::default())
         .await
-        .map_err(|e| format!("cannot list StorageClasses to settle the default class: {e}"))?;
+        .map_err(StorageClassError::List)?;
     build::set_default_storage_class(&mut desired.object, &classes.items);
     Ok(())
 }

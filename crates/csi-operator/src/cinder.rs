@@ -5,13 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use cinder::build::{self, Facts};
+use cinder::build::{self, DriverFacts, Facts};
 use cinder::operator::{self, Operator, Options};
 use k8s_openapi::api::core::v1::ConfigMap;
-use operator_kit::logging::LogControl;
-use operator_kit::loglevel::LogLevel;
-use operator_kit::metrics::Metrics;
-use operator_kit::observed_config::ServingInfo;
+
+use operator_kit::clusters::Clients;
 
 use crate::duration::parse_duration;
 
@@ -51,44 +49,34 @@ pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    args.process.leader_election.check()?;
-    let log = LogControl::init_with(
-        args.process.verbosity,
-        args.process.log_format,
-        crate::client::LOG_TARGETS,
-    );
-    let crate::client::ProcessClients {
-        own,
-        clients,
-        hosted,
-    } = args.process.clients(&args.namespace).await?;
-    let client = clients.guest().clone();
-    let opts = Options {
+    let shell = crate::client::Shell {
+        process: args.process,
         namespace: args.namespace.clone(),
-        images: operator::images_from_env(),
-        topology_refresh: args.topology_refresh,
-        cluster_id: args.cluster_id.clone(),
-        cert_manager: args.cert_manager.settings(&client).await,
-        adopt_helm_release: args.adopt_helm_release.clone(),
-        hosted,
-    };
-    let cache = operator::watches(clients.clone(), &opts)
-        .context("cannot prepare the watches")?
-        .start();
-    let metrics = Metrics::new("openstack_cinder_csi_driver_operator");
-    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
-        .create_cluster_csi_driver(args.create_cluster_csi_driver);
-    let launch = crate::client::Launch {
-        namespace: args.namespace,
-        lock_name: cinder::OPERATOR_LOCK_NAME,
-        identity: args.process.identity,
-        component: cinder::USER_AGENT,
         metrics_listen: args.metrics_listen,
-        endpoint: args.process.metrics.endpoint(),
-        resync: args.process.resync,
-        leader_election: args.process.leader_election,
+        names: crate::client::Names {
+            lock_name: cinder::OPERATOR_LOCK_NAME,
+            component: cinder::USER_AGENT,
+            metrics_prefix: "openstack_cinder_csi_driver_operator",
+        },
     };
-    crate::client::run_operator(own, &client, launch, cache, metrics, op, shutdown).await
+    let options = async |client: &kube::Client, hosted| {
+        Ok(Options {
+            namespace: args.namespace,
+            images: operator::images_from_env(),
+            topology_refresh: args.topology_refresh,
+            cluster_id: args.cluster_id,
+            cert_manager: args.cert_manager.settings(client).await,
+            adopt_helm_release: args.adopt_helm_release,
+            hosted,
+        })
+    };
+    let create = args.create_cluster_csi_driver;
+    let make = |clients: Clients, opts, cache, metrics, log| {
+        Operator::new(clients, opts, cache, metrics, log).create_cluster_csi_driver(create)
+    };
+    shell
+        .start(options, operator::watches, make, shutdown)
+        .await
 }
 
 #[derive(clap::Args)]
@@ -108,7 +96,7 @@ pub struct RenderArgs {
     /// An image, as NAME=IMAGE (e.g. DRIVER_IMAGE=quay.io/...); repeatable. Images not given
     /// are taken from the environment variables of the same names, else are the upstream
     /// releases that manifests/kubernetes/ uses.
-    #[arg(long = "image", value_parser = parse_pair)]
+    #[arg(long = "image", value_parser = crate::render::parse_pair)]
     images: Vec<(String, String)>,
     /// The user's cloud configuration (INI, as in the cinder-csi-config ConfigMap).
     #[arg(long)]
@@ -120,7 +108,7 @@ pub struct RenderArgs {
     #[arg(long)]
     ca_file: Option<PathBuf>,
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = parse_pair)]
+    #[arg(long = "proxy", value_parser = crate::render::parse_pair)]
     proxy: Vec<(String, String)>,
     #[command(flatten)]
     hosted: crate::hosted_render::HostedArgs,
@@ -131,16 +119,6 @@ pub struct RenderArgs {
     volume_types: Vec<String>,
 }
 
-fn parse_pair(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    if k.is_empty() {
-        return Err(format!("{s:?}: the name before '=' is empty"));
-    }
-    Ok((k.to_string(), v.to_string()))
-}
-
 /// The facts `render` builds from its flags, with no cluster.
 pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
     // Images matter little to what `render` shows; without any, the upstream releases that
@@ -149,10 +127,7 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
         cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::CINDER);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
-    let level = LogLevel::parse(&args.log_level);
-    if let Some(bad) = level.unknown {
-        anyhow::bail!("--log-level {bad:?} is not one of Normal, Debug, Trace, TraceAll");
-    }
+    crate::render::log_level(&args.log_level)?;
     let hosted = args.hosted.hosted(&mut images)?;
     if hosted.is_some() && args.cloud_config.is_some() {
         anyhow::bail!(
@@ -199,26 +174,13 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
             Some(p) => format!("--cloud-config {}", p.display()),
             None => "the generated cloud.conf".to_string(),
         })?;
-    // Hosted, the control-plane objects go to the control-plane namespace and --namespace is
-    // the guest's.
-    let namespace = match &hosted {
-        Some(h) => h.control_plane.namespace.clone(),
-        None => args.namespace.clone(),
-    };
-    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&namespace, data);
-    Ok(Facts {
-        namespace,
-        node_namespace: args.namespace.clone(),
-        hosted,
-        images,
-        cluster_id: args.cluster_id.clone(),
-        topology: crate::flags::topology(&args.control_plane_topology)?,
-        log_level: level.level,
-        proxy: args.proxy.iter().cloned().collect(),
-        serving: ServingInfo::intermediate(),
+    let flags = crate::render::base_flags!(args);
+    let base = crate::render::base_facts(&flags, hosted, images)?;
+    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&base.namespace, data);
+    let own = DriverFacts {
         cloud_conf: Some(cloud_conf),
-        ..Facts::default()
-    })
+    };
+    Ok(Facts::new(base, own))
 }
 
 /// Prints every object the operator would apply, as a YAML stream.
@@ -228,16 +190,7 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
         "cannot build the objects; give every image with --image NAME=IMAGE (or the environment variable of the same name)",
     )?;
     objects.extend(volume_type_classes(&args.volume_types)?);
-    let mut out = String::new();
-    for d in objects {
-        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
-        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            meta.remove("managedFields");
-        }
-        out.push_str("---\n");
-        out.push_str(&operator_kit::assets::to_yaml(&value)?);
-    }
-    Ok(out)
+    crate::render::yaml_stream(objects)
 }
 
 /// The per-volume-type StorageClasses of `--volume-type`, named and built as the operator does;

@@ -4,12 +4,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
-use manila::build::{self, Facts, FsGroupPolicy};
+use manila::build::{self, DriverFacts, Facts, FsGroupPolicy};
 use manila::operator::{self, Operator, Options};
-use operator_kit::logging::LogControl;
-use operator_kit::loglevel::LogLevel;
-use operator_kit::metrics::Metrics;
-use operator_kit::observed_config::ServingInfo;
+
+use operator_kit::clusters::Clients;
 
 use crate::duration::parse_duration;
 
@@ -45,51 +43,41 @@ pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    args.process.leader_election.check()?;
-    let log = LogControl::init_with(
-        args.process.verbosity,
-        args.process.log_format,
-        crate::client::LOG_TARGETS,
-    );
-    let crate::client::ProcessClients {
-        own,
-        clients,
-        hosted,
-    } = args.process.clients(&args.namespace).await?;
-    let client = clients.guest().clone();
-    let opts = Options {
-        operator_namespace: args.namespace.clone(),
-        // Hosted, the driver's controller runs beside the operator in the control-plane
-        // namespace; the node side keeps manila::DRIVER_NAMESPACE in the guest.
-        namespace: if hosted.is_some() {
-            args.namespace.clone()
-        } else {
-            args.driver_namespace.clone()
-        },
-        images: operator::images_from_env(),
-        share_type_refresh: args.share_type_refresh,
-        cluster_id: args.cluster_id.clone(),
-        cert_manager: args.cert_manager.settings(&client).await,
-        fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
-        hosted,
-    };
-    let cache = operator::watches(clients.clone(), &opts)
-        .context("cannot prepare the watches")?
-        .start();
-    let metrics = Metrics::new("openstack_manila_csi_driver_operator");
-    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
-        .create_cluster_csi_driver(args.create_cluster_csi_driver);
-    let launch = crate::client::Launch {
-        namespace: args.namespace,
-        lock_name: manila::OPERATOR_LOCK_NAME,
-        identity: args.process.identity,
-        component: manila::USER_AGENT,
+    let shell = crate::client::Shell {
+        process: args.process,
+        namespace: args.namespace.clone(),
         metrics_listen: args.metrics_listen,
-        endpoint: args.process.metrics.endpoint(),
-        resync: args.process.resync,
-        leader_election: args.process.leader_election,
+        names: crate::client::Names {
+            lock_name: manila::OPERATOR_LOCK_NAME,
+            component: manila::USER_AGENT,
+            metrics_prefix: "openstack_manila_csi_driver_operator",
+        },
     };
-    crate::client::run_operator(own, &client, launch, cache, metrics, op, shutdown).await
+    let options = async |client: &kube::Client, hosted: Option<_>| {
+        Ok(Options {
+            // Hosted, the driver's controller runs beside the operator in the control-plane
+            // namespace; the node side keeps manila::DRIVER_NAMESPACE in the guest.
+            namespace: if hosted.is_some() {
+                args.namespace.clone()
+            } else {
+                args.driver_namespace
+            },
+            operator_namespace: args.namespace,
+            images: operator::images_from_env(),
+            share_type_refresh: args.share_type_refresh,
+            cluster_id: args.cluster_id,
+            cert_manager: args.cert_manager.settings(client).await,
+            fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
+            hosted,
+        })
+    };
+    let create = args.create_cluster_csi_driver;
+    let make = |clients: Clients, opts, cache, metrics, log| {
+        Operator::new(clients, opts, cache, metrics, log).create_cluster_csi_driver(create)
+    };
+    shell
+        .start(options, operator::watches, make, shutdown)
+        .await
 }
 
 #[derive(clap::Args)]
@@ -115,23 +103,13 @@ pub struct RenderArgs {
     /// An image, as NAME=IMAGE (e.g. NFS_DRIVER_IMAGE=quay.io/...); repeatable. Images not
     /// given are taken from the environment variables of the same names, else are the
     /// upstream releases that manifests/kubernetes/ uses.
-    #[arg(long = "image", value_parser = parse_pair)]
+    #[arg(long = "image", value_parser = crate::render::parse_pair)]
     images: Vec<(String, String)>,
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = parse_pair)]
+    #[arg(long = "proxy", value_parser = crate::render::parse_pair)]
     proxy: Vec<(String, String)>,
     #[command(flatten)]
     hosted: crate::hosted_render::HostedArgs,
-}
-
-fn parse_pair(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    if k.is_empty() {
-        return Err(format!("{s:?}: the name before '=' is empty"));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
 /// Prints every object the operator would apply once Manila offers these share types.
@@ -142,48 +120,25 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
         cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::MANILA);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
-    let level = LogLevel::parse(&args.log_level);
-    if let Some(bad) = level.unknown {
-        anyhow::bail!("--log-level {bad:?} is not one of Normal, Debug, Trace, TraceAll");
-    }
+    crate::render::log_level(&args.log_level)?;
     if args.share_types.is_empty() {
         anyhow::bail!(
             "give at least one --share-type NAME: without share types the operator deploys nothing (Manila is disabled)"
         );
     }
     let hosted = args.hosted.hosted(&mut images)?;
-    // Hosted, the control-plane objects go to the control-plane namespace and --namespace is
-    // the guest's.
-    let namespace = match &hosted {
-        Some(h) => h.control_plane.namespace.clone(),
-        None => args.namespace.clone(),
-    };
-    let facts = Facts {
-        namespace,
-        node_namespace: args.namespace.clone(),
-        hosted,
-        images,
-        cluster_id: args.cluster_id.clone(),
-        topology: crate::flags::topology(&args.control_plane_topology)?,
-        log_level: level.level,
-        proxy: args.proxy.iter().cloned().collect(),
-        serving: ServingInfo::intermediate(),
+    let flags = crate::render::base_flags!(args);
+    let base = crate::render::base_facts(&flags, hosted, images)?;
+    let own = DriverFacts {
         fs_group_policy: FsGroupPolicy::parse(Some(&args.fs_group_policy))?,
-        ..Facts::default()
     };
+    let facts = Facts::new(base, own);
     let (objects, errors) =
         build::everything(&facts, &args.share_types).context("cannot build the objects")?;
     let mut out = String::new();
     for e in errors {
         out.push_str(&format!("# {e}\n"));
     }
-    for d in objects {
-        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
-        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            meta.remove("managedFields");
-        }
-        out.push_str("---\n");
-        out.push_str(&operator_kit::assets::to_yaml(&value)?);
-    }
+    out.push_str(&crate::render::yaml_stream(objects)?);
     Ok(out)
 }

@@ -35,7 +35,7 @@ use operator_kit::metrics::Metrics;
 use operator_kit::runtime::Outcome;
 use tracing::debug;
 
-use crate::build::{self, BuildError, Desired, Facts, FsGroupPolicy};
+use crate::build::{self, BuildError, Desired, DriverFacts, Facts, FsGroupPolicy};
 use crate::check::ManilaCheck;
 pub use crate::check::SERVICE_REACHABLE;
 use crate::detect::{self, Status};
@@ -132,7 +132,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         .namespaced(&ar("v1", "ConfigMap"))
         .cluster_selected(
             &ar("storage.k8s.io/v1", "StorageClass"),
-            &crate::storage_classes::class_selector(),
+            &crate::storage_classes::CLASSES.selector(),
         )
         // The extra classes of the driver settings (operator_kit::settings).
         .cluster_selected(
@@ -204,7 +204,7 @@ fn placeholder_facts(opts: &Options) -> Facts {
     base.images
         .entry("OPERATOR_IMAGE_VERSION".into())
         .or_insert_with(|| "placeholder".into());
-    Facts::from(base)
+    Facts::new(base, DriverFacts::default())
 }
 
 /// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
@@ -218,24 +218,6 @@ pub fn hosted_reads(guest: &str) -> HostedReads {
     HostedReads {
         config_maps: vec![pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP)],
         secrets: vec![pair(guest, DRIVER_CREDENTIALS_SECRET)],
-    }
-}
-
-impl From<BaseFacts> for Facts {
-    fn from(base: BaseFacts) -> Self {
-        Facts {
-            namespace: base.namespace,
-            images: base.images,
-            cluster_id: base.cluster_id,
-            topology: base.topology,
-            kubernetes: base.kubernetes,
-            log_level: base.log_level,
-            proxy: base.proxy,
-            serving: base.serving,
-            node_namespace: base.node_namespace,
-            hosted: base.hosted,
-            ..Facts::default()
-        }
     }
 }
 
@@ -309,7 +291,8 @@ pub struct Manila {
 }
 
 impl csi::Driver for Manila {
-    type Facts = Facts;
+    type Own = DriverFacts;
+    const MOUNTS: csi::Mounts = build::MOUNTS;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = OPERAND;
     const CONTROLLER_NAME_PREFIX: &'static str = "OpenStackManila";
@@ -372,27 +355,10 @@ impl csi::Driver for Manila {
         name.starts_with(crate::STORAGE_CLASS_PREFIX)
     }
 
-    fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
-        let ns = kit.namespace.as_str();
+    fn own_facts(&self, _kit: &Kit, _base: &BaseFacts) -> DriverFacts {
         let policy = FsGroupPolicy::parse(self.opts.fs_group_policy.as_deref());
-        // Hosted, the node DaemonSet's inputs live in the guest namespace.
-        let (node_trusted_ca_bundle, node_driver_credentials) = match &base.hosted {
-            Some(_) => (
-                kit.cache
-                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
-                kit.cache
-                    .secret(&base.node_namespace, DRIVER_CREDENTIALS_SECRET),
-            ),
-            None => (None, None),
-        };
-        Facts {
-            node_trusted_ca_bundle,
-            node_driver_credentials,
-            trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
-            driver_credentials: kit.cache.secret(ns, DRIVER_CREDENTIALS_SECRET),
-            metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
+        DriverFacts {
             fs_group_policy: policy.unwrap_or_default(),
-            ..Facts::from(base)
         }
     }
 

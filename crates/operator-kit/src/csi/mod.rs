@@ -12,8 +12,10 @@
 //!
 //! docs/architecture.md walks through adding a driver.
 
+mod facts;
 mod operator;
 mod step;
+mod type_classes;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -28,8 +30,10 @@ use crate::hooks::TopologyMode;
 use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
+pub use facts::{Facts, Mounts};
 pub use operator::{CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
 pub use step::{Hold, Pass, StepBoard, StepError};
+pub use type_classes::{ClassError, ClassesFailed, Offered, TypeClasses};
 
 /// The CRD that must be served before a VolumeSnapshotClass can be applied.
 pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
@@ -115,6 +119,31 @@ impl BaseFacts {
     }
 }
 
+impl BaseFacts {
+    /// Facts of a made-up standalone OpenShift cluster (`mycluster-x7k2p`, highly available,
+    /// intermediate TLS) with every image of `placeholders` at `registry.example/<name>:1`:
+    /// what builders' unit tests start from.
+    pub fn example(namespace: &str, placeholders: &[&str]) -> Self {
+        let images = placeholders
+            .iter()
+            .map(|name| {
+                (
+                    name.to_string(),
+                    format!("registry.example/{}:1", name.to_lowercase()),
+                )
+            })
+            .collect();
+        Self {
+            namespace: namespace.to_string(),
+            images,
+            cluster_id: "mycluster-x7k2p".into(),
+            topology: TopologyMode::HighlyAvailable,
+            serving: ServingInfo::intermediate(),
+            ..Self::default()
+        }
+    }
+}
+
 /// A static-resources group: objects applied together under one `<prefix>Degraded`.
 pub struct Group {
     pub prefix: &'static str,
@@ -143,8 +172,10 @@ pub enum Flow {
 /// A CSI driver operator, described. Steps of its own get the [`Kit`] (client, cache, apply
 /// engine, metrics) and the [`Pass`] (CR, board); they post conditions with [`Pass::post`].
 pub trait Driver: Send + Sync + 'static {
-    /// What the driver's builders take.
-    type Facts: Send + Sync;
+    /// What only this driver's builders take, beside the kit's [`Facts`] (`Facts::driver`).
+    type Own: Send + Sync + Default;
+    /// What the driver's pods mount: the kit reads them into [`Facts`].
+    const MOUNTS: Mounts;
     /// The ClusterCSIDriver's name (`cinder.csi.openstack.org`).
     const CR_NAME: &'static str;
     /// The operator in ManagementStateDegraded messages (`OpenStackCinderCSIDriver`).
@@ -155,16 +186,18 @@ pub trait Driver: Send + Sync + 'static {
     /// Condition types only an earlier operator wrote: removed on every reconcile.
     const RETIRED_CONDITIONS: &'static [&'static str] = &[];
 
-    /// The driver's facts from the common ones and its own reads of the cache.
-    fn facts(&self, kit: &Kit, base: BaseFacts) -> Self::Facts;
+    /// The driver's own facts, from its own reads of the cache (nothing by default).
+    fn own_facts(&self, _kit: &Kit, _base: &BaseFacts) -> Self::Own {
+        Self::Own::default()
+    }
     /// The static-resources groups, applied in this order.
-    fn static_groups(&self, kit: &Kit, facts: &Self::Facts) -> Vec<Group>;
+    fn static_groups(&self, kit: &Kit, facts: &Facts<Self::Own>) -> Vec<Group>;
     /// The controller Deployment.
-    fn controller(&self, facts: &Self::Facts) -> Workload;
+    fn controller(&self, facts: &Facts<Self::Own>) -> Workload;
     /// The node DaemonSets.
-    fn daemonsets(&self, facts: &Self::Facts) -> Vec<Workload>;
+    fn daemonsets(&self, facts: &Facts<Self::Own>) -> Vec<Workload>;
     /// The VolumeSnapshotClass, applied once its CRD is served.
-    fn snapshot_class(&self, facts: &Self::Facts) -> Result<Desired, BuildError>;
+    fn snapshot_class(&self, facts: &Facts<Self::Own>) -> Result<Desired, BuildError>;
 
     /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
     /// StorageClass of the driver settings may not take it.
@@ -182,7 +215,7 @@ pub trait Driver: Send + Sync + 'static {
         &mut self,
         _kit: &Kit,
         _pass: &mut Pass,
-        _facts: &mut Self::Facts,
+        _facts: &mut Facts<Self::Own>,
     ) -> impl Future<Output = ()> + Send {
         async {}
     }
@@ -191,7 +224,7 @@ pub trait Driver: Send + Sync + 'static {
         &mut self,
         _kit: &Kit,
         _pass: &mut Pass,
-        _facts: &mut Self::Facts,
+        _facts: &mut Facts<Self::Own>,
     ) -> impl Future<Output = ()> + Send {
         async {}
     }
@@ -200,7 +233,7 @@ pub trait Driver: Send + Sync + 'static {
         &mut self,
         _kit: &Kit,
         _pass: &mut Pass,
-        _facts: &Self::Facts,
+        _facts: &Facts<Self::Own>,
     ) -> impl Future<Output = ()> + Send {
         async {}
     }
