@@ -24,7 +24,6 @@ use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::{Metrics, WriteVerb};
-use operator_kit::runtime::Outcome;
 use std::sync::Arc;
 
 use crate::adoption::Adoption;
@@ -66,6 +65,9 @@ pub struct Options {
     /// is then the control-plane namespace of the management cluster, and the node side lives
     /// in the guest's [`crate::DEFAULT_NAMESPACE`].
     pub hosted: Option<operator_kit::hosted::Hosted>,
+    /// Create `cinder.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
+    pub create_cluster_csi_driver: bool,
 }
 
 impl Options {
@@ -126,28 +128,15 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         }
     }
     // Register every desired object; placeholder values do not change names or kinds.
-    let mut base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
-    base.node_namespace = node_ns.clone();
-    base.hosted = opts.hosted.clone();
-    base.images
-        .entry("OPERATOR_IMAGE_VERSION".into())
-        .or_insert_with(|| "placeholder".into());
+    let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders())
+        .with_node_side(&node_ns, opts.hosted.clone());
     let objects = build::everything(&Facts::new(base, DriverFacts::default()))?;
-    if opts.cert_manager.is_some() {
-        let requests = operator_kit::metrics_cert::requests(&objects);
-        builder = operator_kit::cert_manager::register(
-            builder,
-            requests.iter().map(|r| r.namespace.as_str()),
-        );
-    }
-    for d in objects {
-        if d.resource.kind == "Secret" {
-            // A Secret it writes is among `secrets_read`, watched by name above.
-            continue;
-        }
-        builder = builder.object(&d.resource, &d.object);
-    }
-    Ok(builder)
+    // A Secret it writes is among `secrets_read`, watched by name above.
+    Ok(csi::watch_written(
+        builder,
+        objects,
+        opts.cert_manager.is_some(),
+    ))
 }
 
 /// Every Secret the operator reads, as (namespace, name), in its namespace `namespace`: the
@@ -186,52 +175,33 @@ pub fn events_about(operator_namespace: &str) -> ObjectReference {
 }
 
 /// The Cinder operator: operator-kit's reconcile around [`Cinder`].
-pub struct Operator(CsiOperator<Cinder>);
+pub type Operator = CsiOperator<Cinder>;
 
-impl Operator {
-    pub fn new(
-        clients: impl Into<Clients>,
-        opts: Options,
-        cache: Cache,
-        metrics: Arc<Metrics>,
-        log: LogControl,
-    ) -> Self {
-        let settings = Settings {
-            events_about: events_about(&opts.namespace),
-            node_namespace: opts.node_namespace(),
-            hosted_env: opts.hosted.clone().unwrap_or_default(),
-            namespace: opts.namespace,
-            user_agent: USER_AGENT,
-            images: opts.images,
-            cluster_id: opts.cluster_id,
-            cert_manager: opts.cert_manager,
-        };
-        let driver = Cinder {
-            config_sync: ConfigSync::new(opts.topology_refresh),
-            volume_types: VolumeTypeClasses::new(opts.topology_refresh),
-            adoption: opts.adopt_helm_release.map(Adoption::new),
-        };
-        Self(CsiOperator::new(
-            clients, cache, metrics, log, settings, driver,
-        ))
-    }
-
-    /// Creates `cinder.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
-    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
-    pub fn create_cluster_csi_driver(self, create: bool) -> Self {
-        Self(self.0.create_cluster_csi_driver(create))
-    }
-
-    /// One reconcile of `cinder.csi.openstack.org`.
-    pub async fn reconcile(&mut self) -> Outcome {
-        self.0.reconcile().await
-    }
-}
-
-impl operator_kit::process::Reconciler for Operator {
-    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
-        Operator::reconcile(self)
-    }
+/// The Cinder operator for `opts`.
+pub fn new(
+    clients: impl Into<Clients>,
+    opts: Options,
+    cache: Cache,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+) -> Operator {
+    let settings = Settings {
+        events_about: events_about(&opts.namespace),
+        node_namespace: opts.node_namespace(),
+        hosted_env: opts.hosted.clone().unwrap_or_default(),
+        namespace: opts.namespace,
+        user_agent: USER_AGENT,
+        images: opts.images,
+        cluster_id: opts.cluster_id,
+        cert_manager: opts.cert_manager,
+    };
+    let driver = Cinder {
+        config_sync: ConfigSync::new(opts.topology_refresh),
+        volume_types: VolumeTypeClasses::new(opts.topology_refresh),
+        adoption: opts.adopt_helm_release.map(Adoption::new),
+    };
+    CsiOperator::new(clients, cache, metrics, log, settings, driver)
+        .create_cluster_csi_driver(opts.create_cluster_csi_driver)
 }
 
 /// The Cinder driver, described for operator-kit.

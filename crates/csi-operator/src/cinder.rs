@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cinder::build::{self, DriverFacts, Facts};
-use cinder::operator::{self, Operator, Options};
+use cinder::operator::{self, Options};
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use operator_kit::clusters::Clients;
-
+use crate::client::{Names, Shell};
 use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
@@ -45,20 +44,18 @@ pub struct StartArgs {
     adopt_helm_release: Option<cinder::helm_adoption::Release>,
 }
 
+/// The Cinder operator process's lease, component and metrics prefix.
+const NAMES: Names = Names {
+    lock_name: cinder::OPERATOR_LOCK_NAME,
+    component: cinder::USER_AGENT,
+    metrics_prefix: "openstack_cinder_csi_driver_operator",
+};
+
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let shell = crate::client::Shell {
-        process: args.process,
-        namespace: args.namespace.clone(),
-        metrics_listen: args.metrics_listen,
-        names: crate::client::Names {
-            lock_name: cinder::OPERATOR_LOCK_NAME,
-            component: cinder::USER_AGENT,
-            metrics_prefix: "openstack_cinder_csi_driver_operator",
-        },
-    };
+    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
     let options = async |client: &kube::Client, hosted| {
         Ok(Options {
             namespace: args.namespace,
@@ -68,14 +65,11 @@ pub async fn start(
             cert_manager: args.cert_manager.settings(client).await,
             adopt_helm_release: args.adopt_helm_release,
             hosted,
+            create_cluster_csi_driver: args.create_cluster_csi_driver,
         })
     };
-    let create = args.create_cluster_csi_driver;
-    let make = |clients: Clients, opts, cache, metrics, log| {
-        Operator::new(clients, opts, cache, metrics, log).create_cluster_csi_driver(create)
-    };
     shell
-        .start(options, operator::watches, make, shutdown)
+        .start(options, operator::watches, operator::new, shutdown)
         .await
 }
 
@@ -84,15 +78,8 @@ pub struct RenderArgs {
     /// Namespace of the driver.
     #[arg(long, default_value = cinder::DEFAULT_NAMESPACE)]
     namespace: String,
-    /// The cluster ID (Infrastructure status.infrastructureName).
-    #[arg(long, default_value = "cluster-id")]
-    cluster_id: String,
-    /// Control-plane topology: HighlyAvailable, SingleReplica, External, ...
-    #[arg(long, default_value = "HighlyAvailable")]
-    control_plane_topology: String,
-    /// Operand log level: Normal, Debug, Trace, TraceAll.
-    #[arg(long, default_value = "Normal")]
-    log_level: String,
+    #[command(flatten)]
+    cluster: crate::render::ClusterFlags,
     /// An image, as NAME=IMAGE (e.g. DRIVER_IMAGE=quay.io/...); repeatable. Images not given
     /// are taken from the environment variables of the same names, else are the upstream
     /// releases that manifests/kubernetes/ uses.
@@ -107,11 +94,8 @@ pub struct RenderArgs {
     /// A CA bundle file for the cloud (PEM).
     #[arg(long)]
     ca_file: Option<PathBuf>,
-    /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = crate::render::parse_pair)]
-    proxy: Vec<(String, String)>,
     #[command(flatten)]
-    hosted: crate::hosted_render::HostedArgs,
+    environment: crate::render::EnvironmentFlags,
     /// A public Cinder volume type to render a StorageClass for (`csi-cinder-<type>`), as the
     /// operator keeps one when the ClusterCSIDriver carries the annotation
     /// cinder.csi.openstack.org/volume-type-storage-classes=true; repeatable.
@@ -127,8 +111,8 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
         cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::CINDER);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
-    crate::render::log_level(&args.log_level)?;
-    let hosted = args.hosted.hosted(&mut images)?;
+    crate::render::log_level(&args.cluster.log_level)?;
+    let hosted = args.environment.hosted.hosted(&mut images)?;
     if hosted.is_some() && args.cloud_config.is_some() {
         anyhow::bail!(
             "--cloud-config with --hypershift: a hosted control plane reads no user cloud config (anchors §4.5)"
@@ -174,8 +158,13 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
             Some(p) => format!("--cloud-config {}", p.display()),
             None => "the generated cloud.conf".to_string(),
         })?;
-    let flags = crate::render::base_flags!(args);
-    let base = crate::render::base_facts(&flags, hosted, images)?;
+    let base = crate::render::base_facts(
+        &args.namespace,
+        &args.cluster,
+        &args.environment,
+        hosted,
+        images,
+    )?;
     let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&base.namespace, data);
     let own = DriverFacts {
         cloud_conf: Some(cloud_conf),

@@ -176,6 +176,20 @@ pub struct Shell {
 }
 
 impl Shell {
+    pub fn new(
+        process: ProcessFlags,
+        namespace: &str,
+        metrics_listen: std::net::SocketAddr,
+        names: Names,
+    ) -> Self {
+        Self {
+            process,
+            namespace: namespace.to_string(),
+            metrics_listen,
+            names,
+        }
+    }
+
     /// Starts the operator: checks the leader-election flags, sets up logging and the clients,
     /// makes the options (`options`, given the guest's client and the hosted environment),
     /// starts the watches (`watches`) and the metrics, makes the operator (`operator`) and runs

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use cluster_storage::operator::{self, Operator, Options};
 
+use crate::client::{Names, Shell};
 use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
@@ -22,20 +23,18 @@ pub struct StartArgs {
     degraded_inertia: Duration,
 }
 
+/// The Cluster Storage Operator process's lease, component and metrics prefix.
+const NAMES: Names = Names {
+    lock_name: operator::LOCK_NAME,
+    component: operator::COMPONENT,
+    metrics_prefix: "cluster_storage_operator",
+};
+
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let shell = crate::client::Shell {
-        process: args.process,
-        namespace: args.namespace.clone(),
-        metrics_listen: args.metrics_listen,
-        names: crate::client::Names {
-            lock_name: operator::LOCK_NAME,
-            component: operator::COMPONENT,
-            metrics_prefix: "cluster_storage_operator",
-        },
-    };
+    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
     let options = async |_: &kube::Client, hosted| {
         Ok(Options {
             namespace: args.namespace,

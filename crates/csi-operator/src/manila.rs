@@ -5,10 +5,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use manila::build::{self, DriverFacts, Facts, FsGroupPolicy};
-use manila::operator::{self, Operator, Options};
+use manila::operator::{self, Options};
 
-use operator_kit::clusters::Clients;
-
+use crate::client::{Names, Shell};
 use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
@@ -39,20 +38,18 @@ pub struct StartArgs {
     cert_manager: crate::flags::CertManagerFlags,
 }
 
+/// The Manila operator process's lease, component and metrics prefix.
+const NAMES: Names = Names {
+    lock_name: manila::OPERATOR_LOCK_NAME,
+    component: manila::USER_AGENT,
+    metrics_prefix: "openstack_manila_csi_driver_operator",
+};
+
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let shell = crate::client::Shell {
-        process: args.process,
-        namespace: args.namespace.clone(),
-        metrics_listen: args.metrics_listen,
-        names: crate::client::Names {
-            lock_name: manila::OPERATOR_LOCK_NAME,
-            component: manila::USER_AGENT,
-            metrics_prefix: "openstack_manila_csi_driver_operator",
-        },
-    };
+    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
     let options = async |client: &kube::Client, hosted: Option<_>| {
         Ok(Options {
             // Hosted, the driver's controller runs beside the operator in the control-plane
@@ -69,14 +66,11 @@ pub async fn start(
             cert_manager: args.cert_manager.settings(client).await,
             fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
             hosted,
+            create_cluster_csi_driver: args.create_cluster_csi_driver,
         })
     };
-    let create = args.create_cluster_csi_driver;
-    let make = |clients: Clients, opts, cache, metrics, log| {
-        Operator::new(clients, opts, cache, metrics, log).create_cluster_csi_driver(create)
-    };
     shell
-        .start(options, operator::watches, make, shutdown)
+        .start(options, operator::watches, operator::new, shutdown)
         .await
 }
 
@@ -88,15 +82,8 @@ pub struct RenderArgs {
     /// A Manila share type to make a StorageClass for; repeatable.
     #[arg(long = "share-type")]
     share_types: Vec<String>,
-    /// The cluster ID (Infrastructure status.infrastructureName).
-    #[arg(long, default_value = "cluster-id")]
-    cluster_id: String,
-    /// Control-plane topology: HighlyAvailable, SingleReplica, External, ...
-    #[arg(long, default_value = "HighlyAvailable")]
-    control_plane_topology: String,
-    /// Operand log level: Normal, Debug, Trace, TraceAll.
-    #[arg(long, default_value = "Normal")]
-    log_level: String,
+    #[command(flatten)]
+    cluster: crate::render::ClusterFlags,
     /// The CSIDriver fsGroupPolicy (as CSI_FSGROUP_POLICY): None, File, ReadWriteOnceWithFSType.
     #[arg(long, env = "CSI_FSGROUP_POLICY", default_value = "None")]
     fs_group_policy: String,
@@ -105,11 +92,8 @@ pub struct RenderArgs {
     /// upstream releases that manifests/kubernetes/ uses.
     #[arg(long = "image", value_parser = crate::render::parse_pair)]
     images: Vec<(String, String)>,
-    /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = crate::render::parse_pair)]
-    proxy: Vec<(String, String)>,
     #[command(flatten)]
-    hosted: crate::hosted_render::HostedArgs,
+    environment: crate::render::EnvironmentFlags,
 }
 
 /// Prints every object the operator would apply once Manila offers these share types.
@@ -120,15 +104,20 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
         cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::MANILA);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
-    crate::render::log_level(&args.log_level)?;
+    crate::render::log_level(&args.cluster.log_level)?;
     if args.share_types.is_empty() {
         anyhow::bail!(
             "give at least one --share-type NAME: without share types the operator deploys nothing (Manila is disabled)"
         );
     }
-    let hosted = args.hosted.hosted(&mut images)?;
-    let flags = crate::render::base_flags!(args);
-    let base = crate::render::base_facts(&flags, hosted, images)?;
+    let hosted = args.environment.hosted.hosted(&mut images)?;
+    let base = crate::render::base_facts(
+        &args.namespace,
+        &args.cluster,
+        &args.environment,
+        hosted,
+        images,
+    )?;
     let own = DriverFacts {
         fs_group_policy: FsGroupPolicy::parse(Some(&args.fs_group_policy))?,
     };

@@ -10,30 +10,29 @@ use operator_kit::hosted::Hosted;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::observed_config::ServingInfo;
 
-/// The flags of a driver's `render` that become the kit's facts.
-pub struct BaseFlags<'a> {
-    /// `--namespace`: the driver's, the guest's when hosted.
-    pub namespace: &'a str,
-    pub cluster_id: &'a str,
-    pub control_plane_topology: &'a str,
-    pub log_level: &'a str,
-    pub proxy: &'a [(String, String)],
+/// The flags of every driver's `render` about the cluster, in this order.
+#[derive(clap::Args)]
+pub struct ClusterFlags {
+    /// The cluster ID (Infrastructure status.infrastructureName).
+    #[arg(long, default_value = "cluster-id")]
+    pub cluster_id: String,
+    /// Control-plane topology: HighlyAvailable, SingleReplica, External, ...
+    #[arg(long, default_value = "HighlyAvailable")]
+    pub control_plane_topology: String,
+    /// Operand log level: Normal, Debug, Trace, TraceAll.
+    #[arg(long, default_value = "Normal")]
+    pub log_level: String,
 }
 
-/// The [`BaseFlags`] of a driver's `RenderArgs`, whose fields of these flags have the same
-/// names in every driver.
-macro_rules! base_flags {
-    ($args:expr) => {
-        crate::render::BaseFlags {
-            namespace: &$args.namespace,
-            cluster_id: &$args.cluster_id,
-            control_plane_topology: &$args.control_plane_topology,
-            log_level: &$args.log_level,
-            proxy: &$args.proxy,
-        }
-    };
+/// The flags of every driver's `render` about the operator's environment, in this order.
+#[derive(clap::Args)]
+pub struct EnvironmentFlags {
+    /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
+    #[arg(long = "proxy", value_parser = parse_pair)]
+    pub proxy: Vec<(String, String)>,
+    #[command(flatten)]
+    pub hosted: crate::hosted_render::HostedArgs,
 }
-pub(crate) use base_flags;
 
 /// `--log-level`, or an error naming the values it takes.
 pub fn log_level(value: &str) -> anyhow::Result<LogLevel> {
@@ -47,23 +46,25 @@ pub fn log_level(value: &str) -> anyhow::Result<LogLevel> {
 /// The kit's facts of a `render`, with no cluster. Hosted, the control-plane objects go to the
 /// control-plane namespace and `--namespace` is the guest's.
 pub fn base_facts(
-    flags: &BaseFlags<'_>,
+    namespace: &str,
+    cluster: &ClusterFlags,
+    environment: &EnvironmentFlags,
     hosted: Option<Hosted>,
     images: BTreeMap<String, String>,
 ) -> anyhow::Result<BaseFacts> {
-    let namespace = match &hosted {
+    let control_plane_namespace = match &hosted {
         Some(h) => h.control_plane.namespace.clone(),
-        None => flags.namespace.to_string(),
+        None => namespace.to_string(),
     };
     Ok(BaseFacts {
-        namespace,
-        node_namespace: flags.namespace.to_string(),
+        namespace: control_plane_namespace,
+        node_namespace: namespace.to_string(),
         hosted,
         images,
-        cluster_id: flags.cluster_id.to_string(),
-        topology: crate::flags::topology(flags.control_plane_topology)?,
-        log_level: log_level(flags.log_level)?,
-        proxy: flags.proxy.iter().cloned().collect(),
+        cluster_id: cluster.cluster_id.clone(),
+        topology: crate::flags::topology(&cluster.control_plane_topology)?,
+        log_level: log_level(&cluster.log_level)?,
+        proxy: environment.proxy.iter().cloned().collect(),
         serving: ServingInfo::intermediate(),
         ..BaseFacts::default()
     })
@@ -111,14 +112,19 @@ mod tests {
 
     #[test]
     fn hosted_facts_put_the_control_plane_apart_from_the_guest() {
-        let flags = BaseFlags {
-            namespace: "guest-ns",
-            cluster_id: "c",
-            control_plane_topology: "External",
-            log_level: "Debug",
-            proxy: &[],
+        let mut cluster = ClusterFlags {
+            cluster_id: "c".into(),
+            control_plane_topology: "External".into(),
+            log_level: "Debug".into(),
         };
-        let standalone = base_facts(&flags, None, BTreeMap::new()).expect("valid");
+        let environment = EnvironmentFlags {
+            proxy: vec![],
+            hosted: Default::default(),
+        };
+        let facts = |cluster: &ClusterFlags, hosted| {
+            base_facts("guest-ns", cluster, &environment, hosted, BTreeMap::new())
+        };
+        let standalone = facts(&cluster, None).expect("valid");
         assert_eq!(
             (
                 standalone.namespace.as_str(),
@@ -128,16 +134,13 @@ mod tests {
         );
         let mut hosted = Hosted::default();
         hosted.control_plane.namespace = "clusters-x".into();
-        let hosted = base_facts(&flags, Some(hosted), BTreeMap::new()).expect("valid");
+        let hosted = facts(&cluster, Some(hosted)).expect("valid");
         assert_eq!(
             (hosted.namespace.as_str(), hosted.node_namespace.as_str()),
             ("clusters-x", "guest-ns")
         );
-        let bad = BaseFlags {
-            log_level: "Loud",
-            ..flags
-        };
-        let e = base_facts(&bad, None, BTreeMap::new()).unwrap_err();
+        cluster.log_level = "Loud".into();
+        let e = facts(&cluster, None).unwrap_err();
         assert!(e.to_string().contains("--log-level \"Loud\""), "{e}");
     }
 }

@@ -32,7 +32,6 @@ use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
-use operator_kit::runtime::Outcome;
 use tracing::debug;
 
 use crate::build::{self, BuildError, Desired, DriverFacts, Facts, FsGroupPolicy};
@@ -86,6 +85,9 @@ pub struct Options {
     /// `operator_namespace` and `namespace` are then the control-plane namespace of the
     /// management cluster, and the node side lives in the guest's [`crate::DRIVER_NAMESPACE`].
     pub hosted: Option<operator_kit::hosted::Hosted>,
+    /// Create `manila.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
+    pub create_cluster_csi_driver: bool,
 }
 
 impl Options {
@@ -100,6 +102,7 @@ impl Options {
             fs_group_policy: None,
             cert_manager: None,
             hosted: None,
+            create_cluster_csi_driver: false,
         }
     }
 
@@ -159,21 +162,12 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         );
     }
     let (objects, _) = build::everything(&placeholder_facts(opts), &[])?;
-    if opts.cert_manager.is_some() {
-        let requests = operator_kit::metrics_cert::requests(&objects);
-        builder = operator_kit::cert_manager::register(
-            builder,
-            requests.iter().map(|r| r.namespace.as_str()),
-        );
-    }
-    for d in objects {
-        if d.resource.kind == "Secret" {
-            // Written Secrets are among `secrets_read`, watched by name above.
-            continue;
-        }
-        builder = builder.object(&d.resource, &d.object);
-    }
-    Ok(builder)
+    // Written Secrets are among `secrets_read`, watched by name above.
+    Ok(csi::watch_written(
+        builder,
+        objects,
+        opts.cert_manager.is_some(),
+    ))
 }
 
 /// Every Secret the operator reads, as (namespace, name): its credentials for the share-type
@@ -194,16 +188,9 @@ pub fn secrets_read(opts: &Options) -> [(&str, &'static str); 4] {
 
 /// Facts with every image set, for what does not depend on values (names, kinds).
 fn placeholder_facts(opts: &Options) -> Facts {
-    let mut base = BaseFacts::placeholder(
-        &opts.namespace,
-        &opts.images,
-        &crate::assets::image_placeholders(),
-    );
-    base.node_namespace = opts.node_namespace();
-    base.hosted = opts.hosted.clone();
-    base.images
-        .entry("OPERATOR_IMAGE_VERSION".into())
-        .or_insert_with(|| "placeholder".into());
+    let images = crate::assets::image_placeholders();
+    let base = BaseFacts::placeholder(&opts.namespace, &opts.images, &images)
+        .with_node_side(&opts.node_namespace(), opts.hosted.clone());
     Facts::new(base, DriverFacts::default())
 }
 
@@ -228,55 +215,37 @@ pub fn events_about(operator_namespace: &str) -> ObjectReference {
 }
 
 /// The Manila operator: operator-kit's reconcile around [`Manila`].
-pub struct Operator(CsiOperator<Manila>);
+pub type Operator = CsiOperator<Manila>;
 
-impl Operator {
-    pub fn new(
-        clients: impl Into<Clients>,
-        opts: Options,
-        cache: Cache,
-        metrics: Arc<Metrics>,
-        log: LogControl,
-    ) -> Self {
-        let clients: Clients = clients.into();
-        let settings = Settings {
-            events_about: events_about(&opts.operator_namespace),
-            namespace: opts.namespace.clone(),
-            node_namespace: opts.node_namespace(),
-            hosted_env: opts.hosted.clone().unwrap_or_default(),
-            user_agent: USER_AGENT,
-            images: opts.images.clone(),
-            cluster_id: opts.cluster_id.clone(),
-            cert_manager: opts.cert_manager.clone(),
-        };
-        let driver = Manila {
-            check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
-            nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
-            opts,
-            share_types: Vec::new(),
-            gone: Vec::new(),
-        };
-        Self(CsiOperator::new(
-            clients, cache, metrics, log, settings, driver,
-        ))
-    }
-
-    /// Creates `manila.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
-    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
-    pub fn create_cluster_csi_driver(self, create: bool) -> Self {
-        Self(self.0.create_cluster_csi_driver(create))
-    }
-
-    /// One reconcile of `manila.csi.openstack.org`.
-    pub async fn reconcile(&mut self) -> Outcome {
-        self.0.reconcile().await
-    }
-}
-
-impl operator_kit::process::Reconciler for Operator {
-    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
-        Operator::reconcile(self)
-    }
+/// The Manila operator for `opts`.
+pub fn new(
+    clients: impl Into<Clients>,
+    opts: Options,
+    cache: Cache,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+) -> Operator {
+    let clients: Clients = clients.into();
+    let settings = Settings {
+        events_about: events_about(&opts.operator_namespace),
+        namespace: opts.namespace.clone(),
+        node_namespace: opts.node_namespace(),
+        hosted_env: opts.hosted.clone().unwrap_or_default(),
+        user_agent: USER_AGENT,
+        images: opts.images.clone(),
+        cluster_id: opts.cluster_id.clone(),
+        cert_manager: opts.cert_manager.clone(),
+    };
+    let create = opts.create_cluster_csi_driver;
+    let driver = Manila {
+        check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
+        nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
+        opts,
+        share_types: Vec::new(),
+        gone: Vec::new(),
+    };
+    CsiOperator::new(clients, cache, metrics, log, settings, driver)
+        .create_cluster_csi_driver(create)
 }
 
 /// The Manila driver, described for operator-kit.

@@ -96,15 +96,15 @@ pub struct BaseFacts {
 }
 
 impl BaseFacts {
-    /// Facts with every image of `placeholders` set, for what does not depend on values
-    /// (the names and kinds a driver writes, which its watches need).
+    /// Facts with every image of `placeholders` (and `OPERATOR_IMAGE_VERSION`) set, for what
+    /// does not depend on values (the names and kinds a driver writes, which its watches need).
     pub fn placeholder(
         namespace: &str,
         images: &BTreeMap<String, String>,
         placeholders: &[&str],
     ) -> Self {
         let mut images = images.clone();
-        for name in placeholders {
+        for name in placeholders.iter().chain(&["OPERATOR_IMAGE_VERSION"]) {
             images
                 .entry(name.to_string())
                 .or_insert_with(|| "placeholder".to_string());
@@ -117,6 +117,39 @@ impl BaseFacts {
             ..Self::default()
         }
     }
+
+    /// These facts with the node side in `node_namespace`, hosted when `hosted` is set.
+    pub fn with_node_side(
+        mut self,
+        node_namespace: &str,
+        hosted: Option<crate::hosted::Hosted>,
+    ) -> Self {
+        self.node_namespace = node_namespace.to_string();
+        self.hosted = hosted;
+        self
+    }
+}
+
+/// Registers with `builder` every object a driver writes (`objects`, built from
+/// [`BaseFacts::placeholder`] facts: names and kinds do not depend on values) except Secrets,
+/// which a driver watches by name with those it reads; with cert-manager (`cert_manager`),
+/// also what the metrics certificates' requests need.
+pub fn watch_written(
+    mut builder: crate::cache::CacheBuilder,
+    objects: Vec<Desired>,
+    cert_manager: bool,
+) -> crate::cache::CacheBuilder {
+    if cert_manager {
+        let requests = crate::metrics_cert::requests(&objects);
+        builder =
+            crate::cert_manager::register(builder, requests.iter().map(|r| r.namespace.as_str()));
+    }
+    for d in objects {
+        if d.resource.kind != "Secret" {
+            builder = builder.object(&d.resource, &d.object);
+        }
+    }
+    builder
 }
 
 impl BaseFacts {
@@ -422,8 +455,13 @@ mod tests {
 
     #[test]
     fn placeholder_facts_fill_every_image() {
-        let base = BaseFacts::placeholder("ns", &BTreeMap::new(), &["A_IMAGE", "B_IMAGE"]);
-        assert_eq!(base.images.len(), 2);
+        let given = BTreeMap::from([("A_IMAGE".to_string(), "a:1".to_string())]);
+        let base = BaseFacts::placeholder("ns", &given, &["A_IMAGE", "B_IMAGE"]);
+        assert_eq!(base.images.len(), 3);
+        assert_eq!(base.images["A_IMAGE"], "a:1", "a given image is kept");
+        assert_eq!(base.images["B_IMAGE"], "placeholder");
+        assert_eq!(base.images["OPERATOR_IMAGE_VERSION"], "placeholder");
         assert_eq!(base.namespace, "ns");
+        assert_eq!(base.node_namespace, "ns");
     }
 }
