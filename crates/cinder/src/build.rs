@@ -5,172 +5,54 @@
 //! Hooks run in the order of the Go operator (anchors §4.1), because their effects (hash
 //! annotations, env order) decide whether switching operators rolls the pods.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::DynamicObject;
-use operator_kit::assets::Replacements;
+use operator_kit::csi::Mounts;
 use operator_kit::desired;
-use operator_kit::hooks::{self, TopologyMode};
-use operator_kit::hosted::Hosted;
+use operator_kit::hooks;
 use operator_kit::kinds;
-use operator_kit::leader_timing::LeaderTiming;
-use operator_kit::loglevel::LogLevel;
-use operator_kit::observed_config::ServingInfo;
-use operator_kit::redact::RedactedSecret;
 
 use crate::assets::{
-    Asset, CONTROL_PLANE_STATIC, CONTROLLER_DEPLOYMENT, GUEST_STATIC, NODE_DAEMONSET,
-    STORAGE_CLASS, VOLUME_SNAPSHOT_CLASS,
+    CONTROL_PLANE_STATIC, CONTROLLER_DEPLOYMENT, GUEST_STATIC, NODE_DAEMONSET, STORAGE_CLASS,
+    VOLUME_SNAPSHOT_CLASS,
 };
 use crate::{
     CLOUD_CONF_CONFIGMAP, CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET,
     TRUSTED_CA_BUNDLE_CONFIGMAP,
 };
 
-/// Everything the desired objects depend on, gathered by the operator (or given to `render`).
-/// Its `Debug` shows the Secrets' names and keys only (the credentials and the serving key).
-#[derive(Clone, Default)]
-pub struct Facts {
-    /// The control-plane namespace (standalone: also the node namespace).
-    pub namespace: String,
-    /// Image env vars (`DRIVER_IMAGE`, …) and `OPERATOR_IMAGE_VERSION`.
-    pub images: BTreeMap<String, String>,
-    /// Infrastructure `status.infrastructureName`, the driver's `--cluster`.
-    pub cluster_id: String,
-    pub topology: TopologyMode,
-    /// Plain Kubernetes (no Infrastructure object): control-plane placement by Kubernetes'
-    /// node role instead of OpenShift's `master` ([`hooks::kubernetes_control_plane`]).
-    pub kubernetes: bool,
-    /// The ClusterCSIDriver's `spec.logLevel` (operands' verbosity).
-    pub log_level: LogLevel,
-    /// Observed proxy env (`HTTP_PROXY`, …).
-    pub proxy: BTreeMap<String, String>,
-    /// Observed TLS settings for kube-rbac-proxy.
-    pub serving: ServingInfo,
-    /// The live trusted CA bundle ConfigMap (the network operator injects `ca-bundle.crt`).
-    pub trusted_ca_bundle: Option<ConfigMap>,
-    /// The `cloud-conf` ConfigMap as it will be (its hash rolls the pods).
+/// What only Cinder's builders need, beside the kit's facts.
+#[derive(Debug, Clone, Default)]
+pub struct DriverFacts {
+    /// The `cloud-conf` ConfigMap as it will be (its hash rolls the pods; hosted, it goes to
+    /// both namespaces).
     pub cloud_conf: Option<ConfigMap>,
-    /// The `openstack-cloud-credentials` Secret.
-    pub credentials: Option<Secret>,
-    /// The metrics serving certificate Secret.
-    pub metrics_cert: Option<Secret>,
-    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`: the node DaemonSet, the
-    /// node RBAC subjects). Empty means `namespace` (standalone).
-    pub node_namespace: String,
-    /// Set on a hosted control plane: the controller takes the hypershift shape and hooks, the
-    /// control-plane set has no ServiceMonitor, and `cloud-conf` goes to both namespaces.
-    pub hosted: Option<Hosted>,
-    /// Hosted only: the trusted CA bundle ConfigMap of the guest namespace (the node
-    /// DaemonSet's; standalone it is `trusted_ca_bundle`).
-    pub node_trusted_ca_bundle: Option<ConfigMap>,
-    /// Hosted only: `openstack-cloud-credentials` of the guest namespace (the node
-    /// DaemonSet's; standalone it is `credentials`).
-    pub node_credentials: Option<Secret>,
 }
 
-impl std::fmt::Debug for Facts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Destructured, so a new field cannot be added without deciding how it prints.
-        let Facts {
-            namespace,
-            images,
-            cluster_id,
-            topology,
-            kubernetes,
-            log_level,
-            proxy,
-            serving,
-            trusted_ca_bundle,
-            cloud_conf,
-            credentials,
-            metrics_cert,
-            node_namespace,
-            hosted,
-            node_trusted_ca_bundle,
-            node_credentials,
-        } = self;
-        f.debug_struct("Facts")
-            .field("namespace", namespace)
-            .field("images", images)
-            .field("cluster_id", cluster_id)
-            .field("topology", topology)
-            .field("kubernetes", kubernetes)
-            .field("log_level", log_level)
-            .field("proxy", proxy)
-            .field("serving", serving)
-            .field("trusted_ca_bundle", trusted_ca_bundle)
-            .field("cloud_conf", cloud_conf)
-            .field("credentials", &RedactedSecret(credentials))
-            .field("metrics_cert", &RedactedSecret(metrics_cert))
-            .field("node_namespace", node_namespace)
-            .field("hosted", hosted)
-            .field("node_trusted_ca_bundle", node_trusted_ca_bundle)
-            .field("node_credentials", &RedactedSecret(node_credentials))
-            .finish()
-    }
-}
+/// Everything the desired objects depend on, gathered by the operator (or given to `render`):
+/// operator-kit's facts with Cinder's own.
+pub type Facts = operator_kit::csi::Facts<DriverFacts>;
+
+/// What the driver's pods mount: the trusted CA bundle, `openstack-cloud-credentials` and the
+/// metrics serving certificate.
+pub const MOUNTS: Mounts = Mounts {
+    trusted_ca_bundle: TRUSTED_CA_BUNDLE_CONFIGMAP,
+    credentials: CREDENTIALS_SECRET,
+    metrics_cert: METRICS_SERVING_CERT_SECRET,
+};
 
 pub use operator_kit::desired::{BuildError, Desired};
-
-impl Facts {
-    /// The namespace of the guest-side objects: `node_namespace`, or `namespace` when unset.
-    pub fn node_namespace(&self) -> &str {
-        if self.node_namespace.is_empty() {
-            &self.namespace
-        } else {
-            &self.node_namespace
-        }
-    }
-
-    /// The node DaemonSet's trusted CA bundle and credentials: the guest namespace's when
-    /// hosted, the one namespace's otherwise.
-    fn node_inputs(&self) -> (Option<&ConfigMap>, Option<&Secret>) {
-        if self.hosted.is_some() {
-            (
-                self.node_trusted_ca_bundle.as_ref(),
-                self.node_credentials.as_ref(),
-            )
-        } else {
-            (self.trusted_ca_bundle.as_ref(), self.credentials.as_ref())
-        }
-    }
-
-    /// The `${NAME}` replacements every asset gets.
-    pub fn replacements(&self) -> Replacements {
-        Replacements::new()
-            .images_from_env(&self.images)
-            .namespaces(&self.namespace, self.node_namespace())
-            .cluster_id(&self.cluster_id)
-            .log_level(self.log_level)
-            // Sidecars always use the HA timings, also on single-replica control planes (§1.5).
-            .leader_election(&LeaderTiming::DEFAULT)
-            .tls(&self.serving)
-    }
-}
-
-fn render_static(asset: &Asset, facts: &Facts) -> Result<Desired, BuildError> {
-    desired::from_asset(asset, &facts.replacements())
-}
 
 /// The static objects of the control plane (ordered roles, bindings, the rest). Hosted: no
 /// ServiceMonitor (the hypershift set has none), and the controller's ServiceAccount pulls with
 /// the plane's pull secret.
 pub fn control_plane_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
-    let hosted = facts.hosted.is_some();
-    CONTROL_PLANE_STATIC
-        .iter()
-        .filter(|a| !(hosted && a.name == SERVICE_MONITOR_ASSET))
-        .map(|a| {
-            let mut d = render_static(a, facts)?;
-            if hosted && a.name == CONTROLLER_SA_ASSET {
-                operator_kit::hosted::hosted_service_account(&mut d.object);
-            }
-            Ok(d)
-        })
-        .collect()
+    facts.control_plane_static(
+        CONTROL_PLANE_STATIC,
+        &[SERVICE_MONITOR_ASSET],
+        CONTROLLER_SA_ASSET,
+    )
 }
 
 /// The ServiceMonitor asset, absent from the hosted set.
@@ -180,70 +62,30 @@ const CONTROLLER_SA_ASSET: &str = "controller_sa.yaml";
 
 /// The static objects of the guest cluster (CSIDriver, node SA, RBAC).
 pub fn guest_static(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
-    GUEST_STATIC
-        .iter()
-        .map(|a| render_static(a, facts))
-        .collect()
+    GUEST_STATIC.iter().map(|a| facts.render(a)).collect()
 }
 
-/// The controller Deployment with the hooks of §4.1, in order.
+/// The controller Deployment with the hooks of §4.1, in order (operator-kit's), and the hash
+/// of `cloud-conf`.
 pub fn controller_deployment(facts: &Facts) -> Result<Deployment, BuildError> {
-    let repl = facts.replacements();
-    let mut d: Deployment = CONTROLLER_DEPLOYMENT.render_object(&repl)?;
-    let ns = facts.namespace.as_str();
-    if let Some(hosted) = &facts.hosted {
-        // Go's hypershift asset, then its hypershift hooks in place of topology, proxy and
-        // replicas (anchors §4.8).
-        let version = release_version(CONTROLLER_DEPLOYMENT.name, &repl)?;
-        operator_kit::hosted::hosted_controller_shape(&mut d, ns, &version);
-        operator_kit::hosted::hosted_controller_hooks(&mut d, hosted, &facts.images);
-    } else {
-        hooks::control_plane_topology(&mut d, &facts.topology);
-        if facts.kubernetes {
-            hooks::kubernetes_control_plane(&mut d);
-        }
-        hooks::inject_proxy(&mut d, &facts.proxy);
-        hooks::replicas(&mut d, &facts.topology);
-    }
-    hooks::inject_trusted_ca_bundle(
-        &mut d,
-        ns,
-        TRUSTED_CA_BUNDLE_CONFIGMAP,
-        facts.trusted_ca_bundle.as_ref(),
-    );
-    hooks::configmap_hash_annotation(&mut d, ns, CLOUD_CONF_CONFIGMAP, facts.cloud_conf.as_ref());
-    hooks::secret_hash_annotation(&mut d, ns, CREDENTIALS_SECRET, facts.credentials.as_ref());
-    hooks::secret_hash_annotation(
-        &mut d,
-        ns,
-        METRICS_SERVING_CERT_SECRET,
-        facts.metrics_cert.as_ref(),
-    );
+    let mut d = facts.controller_deployment(&CONTROLLER_DEPLOYMENT, &MOUNTS, |_| {})?;
+    let cloud_conf = facts.driver.cloud_conf.as_ref();
+    hooks::configmap_hash_annotation(&mut d, &facts.namespace, CLOUD_CONF_CONFIGMAP, cloud_conf);
     Ok(d)
 }
 
-/// The node DaemonSet with the hooks of §4.1, in order.
+/// The node DaemonSet with the hooks of §4.1, in order, and the hash of `cloud-conf` (the same
+/// data in both namespaces when hosted).
 pub fn node_daemonset(facts: &Facts) -> Result<DaemonSet, BuildError> {
-    let mut ds: DaemonSet = NODE_DAEMONSET.render_object(&facts.replacements())?;
-    // The guest namespace's inputs (the same namespace when standalone); `cloud-conf` has the
-    // same data in both namespaces.
-    let ns = facts.node_namespace();
-    let (ca_bundle, credentials) = facts.node_inputs();
-    hooks::inject_trusted_ca_bundle(&mut ds, ns, TRUSTED_CA_BUNDLE_CONFIGMAP, ca_bundle);
-    hooks::inject_proxy(&mut ds, &facts.proxy);
-    hooks::configmap_hash_annotation(&mut ds, ns, CLOUD_CONF_CONFIGMAP, facts.cloud_conf.as_ref());
-    hooks::secret_hash_annotation(&mut ds, ns, CREDENTIALS_SECRET, credentials);
+    let mut ds = facts.node_daemonset(&NODE_DAEMONSET, &MOUNTS)?;
+    let cloud_conf = facts.driver.cloud_conf.as_ref();
+    hooks::configmap_hash_annotation(
+        &mut ds,
+        facts.node_namespace(),
+        CLOUD_CONF_CONFIGMAP,
+        cloud_conf,
+    );
     Ok(ds)
-}
-
-/// `${RELEASE_VERSION}` (the operator's `OPERATOR_IMAGE_VERSION`), or the replacer's error
-/// naming the variable to set: a hosted controller carries it as its desired version.
-fn release_version(asset: &'static str, repl: &Replacements) -> Result<String, BuildError> {
-    Ok(operator_kit::assets::render(
-        asset,
-        "${RELEASE_VERSION}",
-        repl,
-    )?)
 }
 
 /// The controller Deployment in dynamic form.
@@ -263,7 +105,7 @@ pub fn node_desired(facts: &Facts) -> Result<Desired, BuildError> {
 /// StorageClass `standard-csi`; [`set_default_storage_class`] then settles its default-class
 /// annotation against the cluster's other classes.
 pub fn storage_class(facts: &Facts) -> Result<Desired, BuildError> {
-    render_static(&STORAGE_CLASS, facts)
+    facts.render(&STORAGE_CLASS)
 }
 
 pub use operator_kit::class_names::DEFAULT_CLASS_ANNOTATION;
@@ -316,7 +158,7 @@ fn annotation<'a>(obj: &'a DynamicObject, key: &str) -> Option<&'a str> {
 
 /// VolumeSnapshotClass `standard-csi`.
 pub fn volume_snapshot_class(facts: &Facts) -> Result<Desired, BuildError> {
-    render_static(&VOLUME_SNAPSHOT_CLASS, facts)
+    facts.render(&VOLUME_SNAPSHOT_CLASS)
 }
 
 /// The `cloud-conf` ConfigMap in dynamic form.
@@ -351,7 +193,7 @@ pub fn cloud_conf_copies(facts: &Facts, cm: &ConfigMap) -> Result<Vec<Desired>, 
 /// Every object, in the order the operator applies them: for `render`.
 pub fn everything(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
     let mut out = Vec::new();
-    if let Some(cm) = &facts.cloud_conf {
+    if let Some(cm) = &facts.driver.cloud_conf {
         out.extend(cloud_conf_copies(facts, cm)?);
     }
     out.extend(control_plane_static(facts)?);
@@ -436,26 +278,19 @@ mod tests {
         assert!(!default_class_needs_list(&class("x", None), None));
     }
     use k8s_openapi::ByteString;
+    use k8s_openapi::api::core::v1::Secret;
     use kube::api::ObjectMeta;
+    use operator_kit::csi::BaseFacts;
+    use operator_kit::hooks::TopologyMode;
+    use operator_kit::hosted::Hosted;
+    use std::collections::BTreeMap;
 
     pub(crate) fn facts() -> Facts {
-        let images = crate::assets::image_placeholders()
-            .into_iter()
-            .map(|name| {
-                (
-                    name.to_string(),
-                    format!("registry.example/{}:1", name.to_lowercase()),
-                )
-            })
-            .collect();
-        Facts {
-            namespace: crate::DEFAULT_NAMESPACE.into(),
-            images,
-            cluster_id: "mycluster-x7k2p".into(),
-            topology: TopologyMode::HighlyAvailable,
-            serving: ServingInfo::intermediate(),
-            ..Facts::default()
-        }
+        let base = BaseFacts::example(
+            crate::DEFAULT_NAMESPACE,
+            &crate::assets::image_placeholders(),
+        );
+        Facts::new(base, DriverFacts::default())
     }
 
     fn env_names(d: &Deployment, container: &str) -> Vec<String> {
@@ -581,50 +416,6 @@ mod tests {
             annotations(&before)
         );
         assert_ne!(annotations(&before).get(key), annotations(&after).get(key));
-    }
-
-    #[test]
-    fn debug_shows_secret_names_and_keys_never_values() {
-        let planted = "pl4nted-s3cret-value";
-        let secret = |name: &str, key: &str| Secret {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("ns".into()),
-                // kubectl's copy of the whole object, values included.
-                annotations: Some(BTreeMap::from([(
-                    "kubectl.kubernetes.io/last-applied-configuration".to_string(),
-                    format!("{{\"stringData\":{{\"{key}\":\"{planted}\"}}}}"),
-                )])),
-                ..Default::default()
-            },
-            data: Some(BTreeMap::from([(
-                key.to_string(),
-                ByteString(format!("password: {planted}").into_bytes()),
-            )])),
-            string_data: Some(BTreeMap::from([("extra".to_string(), planted.to_string())])),
-            ..Default::default()
-        };
-        let mut f = facts();
-        f.credentials = Some(secret(CREDENTIALS_SECRET, "clouds.yaml"));
-        f.metrics_cert = Some(secret(crate::METRICS_SERVING_CERT_SECRET, "tls.key"));
-        // The planted value as text and as the byte list `ByteString`'s own Debug would print.
-        let bytes = format!("{:?}", planted.as_bytes());
-        let bytes = bytes.trim_matches(|c| c == '[' || c == ']');
-        for printed in [format!("{f:?}"), format!("{f:#?}")] {
-            assert!(!printed.contains(planted), "{printed}");
-            assert!(!printed.contains(bytes), "{printed}");
-            for shown in [
-                CREDENTIALS_SECRET,
-                "clouds.yaml",
-                "tls.key",
-                "extra",
-                "<redacted>",
-            ] {
-                assert!(printed.contains(shown), "{shown} missing from {printed}");
-            }
-        }
-        // The rest still prints.
-        assert!(format!("{f:?}").contains("mycluster-x7k2p"));
     }
 
     /// The driver settings' kubeletDir reaches every kubelet path of the real node asset,

@@ -24,14 +24,13 @@ use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::{Metrics, WriteVerb};
-use operator_kit::runtime::Outcome;
 use std::sync::Arc;
 
 use crate::adoption::Adoption;
-use crate::build::{self, BuildError, Desired, Facts};
+use crate::build::{self, BuildError, Desired, DriverFacts, Facts};
 use crate::config;
 use crate::config_sync::ConfigSync;
-use crate::volume_type_classes::{self, VolumeTypeClasses};
+use crate::volume_type_classes::VolumeTypeClasses;
 use crate::{
     CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET, CSI_DRIVER_NAME,
     METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
@@ -66,6 +65,9 @@ pub struct Options {
     /// is then the control-plane namespace of the management cluster, and the node side lives
     /// in the guest's [`crate::DEFAULT_NAMESPACE`].
     pub hosted: Option<operator_kit::hosted::Hosted>,
+    /// Create `cinder.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
+    pub create_cluster_csi_driver: bool,
 }
 
 impl Options {
@@ -92,7 +94,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     // The opt-in per-volume-type classes: names known only once Cinder answers.
     .cluster_selected(
         &ar("storage.k8s.io/v1", "StorageClass"),
-        &volume_type_classes::class_selector(),
+        &crate::volume_types::CLASSES.selector(),
     )
     // The extra classes of the driver settings (operator_kit::settings).
     .cluster_selected(
@@ -126,28 +128,15 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         }
     }
     // Register every desired object; placeholder values do not change names or kinds.
-    let mut base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders());
-    base.node_namespace = node_ns.clone();
-    base.hosted = opts.hosted.clone();
-    base.images
-        .entry("OPERATOR_IMAGE_VERSION".into())
-        .or_insert_with(|| "placeholder".into());
-    let objects = build::everything(&Facts::from(base))?;
-    if opts.cert_manager.is_some() {
-        let requests = operator_kit::metrics_cert::requests(&objects);
-        builder = operator_kit::cert_manager::register(
-            builder,
-            requests.iter().map(|r| r.namespace.as_str()),
-        );
-    }
-    for d in objects {
-        if d.resource.kind == "Secret" {
-            // A Secret it writes is among `secrets_read`, watched by name above.
-            continue;
-        }
-        builder = builder.object(&d.resource, &d.object);
-    }
-    Ok(builder)
+    let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders())
+        .with_node_side(&node_ns, opts.hosted.clone());
+    let objects = build::everything(&Facts::new(base, DriverFacts::default()))?;
+    // A Secret it writes is among `secrets_read`, watched by name above.
+    Ok(csi::watch_written(
+        builder,
+        objects,
+        opts.cert_manager.is_some(),
+    ))
 }
 
 /// Every Secret the operator reads, as (namespace, name), in its namespace `namespace`: the
@@ -179,24 +168,6 @@ pub fn hosted_reads(control_plane: &str, guest: &str) -> HostedReads {
     }
 }
 
-impl From<BaseFacts> for Facts {
-    fn from(base: BaseFacts) -> Self {
-        Facts {
-            namespace: base.namespace,
-            images: base.images,
-            cluster_id: base.cluster_id,
-            topology: base.topology,
-            kubernetes: base.kubernetes,
-            log_level: base.log_level,
-            proxy: base.proxy,
-            serving: base.serving,
-            node_namespace: base.node_namespace,
-            hosted: base.hosted,
-            ..Facts::default()
-        }
-    }
-}
-
 /// The object the operator's Events are about: its own Deployment in `operator_namespace`
 /// (see [`csi::events_about`]).
 pub fn events_about(operator_namespace: &str) -> ObjectReference {
@@ -204,52 +175,33 @@ pub fn events_about(operator_namespace: &str) -> ObjectReference {
 }
 
 /// The Cinder operator: operator-kit's reconcile around [`Cinder`].
-pub struct Operator(CsiOperator<Cinder>);
+pub type Operator = CsiOperator<Cinder>;
 
-impl Operator {
-    pub fn new(
-        clients: impl Into<Clients>,
-        opts: Options,
-        cache: Cache,
-        metrics: Arc<Metrics>,
-        log: LogControl,
-    ) -> Self {
-        let settings = Settings {
-            events_about: events_about(&opts.namespace),
-            node_namespace: opts.node_namespace(),
-            hosted_env: opts.hosted.clone().unwrap_or_default(),
-            namespace: opts.namespace,
-            user_agent: USER_AGENT,
-            images: opts.images,
-            cluster_id: opts.cluster_id,
-            cert_manager: opts.cert_manager,
-        };
-        let driver = Cinder {
-            config_sync: ConfigSync::new(opts.topology_refresh),
-            volume_types: VolumeTypeClasses::new(opts.topology_refresh),
-            adoption: opts.adopt_helm_release.map(Adoption::new),
-        };
-        Self(CsiOperator::new(
-            clients, cache, metrics, log, settings, driver,
-        ))
-    }
-
-    /// Creates `cinder.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
-    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
-    pub fn create_cluster_csi_driver(self, create: bool) -> Self {
-        Self(self.0.create_cluster_csi_driver(create))
-    }
-
-    /// One reconcile of `cinder.csi.openstack.org`.
-    pub async fn reconcile(&mut self) -> Outcome {
-        self.0.reconcile().await
-    }
-}
-
-impl operator_kit::process::Reconciler for Operator {
-    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
-        Operator::reconcile(self)
-    }
+/// The Cinder operator for `opts`.
+pub fn new(
+    clients: impl Into<Clients>,
+    opts: Options,
+    cache: Cache,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+) -> Operator {
+    let settings = Settings {
+        events_about: events_about(&opts.namespace),
+        node_namespace: opts.node_namespace(),
+        hosted_env: opts.hosted.clone().unwrap_or_default(),
+        namespace: opts.namespace,
+        user_agent: USER_AGENT,
+        images: opts.images,
+        cluster_id: opts.cluster_id,
+        cert_manager: opts.cert_manager,
+    };
+    let driver = Cinder {
+        config_sync: ConfigSync::new(opts.topology_refresh),
+        volume_types: VolumeTypeClasses::new(opts.topology_refresh),
+        adoption: opts.adopt_helm_release.map(Adoption::new),
+    };
+    CsiOperator::new(clients, cache, metrics, log, settings, driver)
+        .create_cluster_csi_driver(opts.create_cluster_csi_driver)
 }
 
 /// The Cinder driver, described for operator-kit.
@@ -261,7 +213,8 @@ pub struct Cinder {
 }
 
 impl csi::Driver for Cinder {
-    type Facts = Facts;
+    type Own = DriverFacts;
+    const MOUNTS: csi::Mounts = build::MOUNTS;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = "OpenStackCinderCSIDriver";
     const CONTROLLER_NAME_PREFIX: &'static str = CONTROLLER_NAME_PREFIX;
@@ -284,30 +237,9 @@ impl csi::Driver for Cinder {
             || crate::helm_adoption::CHART_STORAGE_CLASSES.contains(&name)
     }
 
-    fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
-        let ns = kit.namespace.as_str();
-        // Hosted, the node DaemonSet's inputs live in the guest namespace.
-        let (node_trusted_ca_bundle, node_credentials) = match &base.hosted {
-            Some(_) => (
-                kit.cache
-                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
-                kit.cache.secret(&base.node_namespace, CREDENTIALS_SECRET),
-            ),
-            None => (None, None),
-        };
-        Facts {
-            trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
-            credentials: kit.cache.secret(ns, CREDENTIALS_SECRET),
-            metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
-            node_trusted_ca_bundle,
-            node_credentials,
-            ..Facts::from(base)
-        }
-    }
-
     /// Config sync: cloud-conf, with enable_topology from OpenStack (its hash rolls the pods).
     async fn configure(&mut self, kit: &Kit, pass: &mut Pass, facts: &mut Facts) {
-        facts.cloud_conf = self.config_sync.step(kit, pass, facts).await;
+        facts.driver.cloud_conf = self.config_sync.step(kit, pass, facts).await;
         if let Some(adoption) = self.adoption.as_mut() {
             adoption.before(kit, pass).await;
         }
@@ -361,6 +293,23 @@ impl csi::Driver for Cinder {
     }
 }
 
+/// Why the StorageClass step failed, besides building and applying (reason `SyncError`).
+#[derive(Debug, thiserror::Error)]
+pub enum StorageClassError {
+    #[error(
+        "invalid StorageClassState {0}; set spec.storageClassState to Managed, Unmanaged or Removed"
+    )]
+    InvalidState(String),
+    #[error("cannot list StorageClasses to settle the default class: {0}")]
+    List(#[source] kube::Error),
+}
+
+impl From<StorageClassError> for StepError {
+    fn from(e: StorageClassError) -> Self {
+        StepError::other(e)
+    }
+}
+
 /// The StorageClass as `spec.storageClassState` asks: applied, left alone, or deleted.
 async fn storage_class(
     kit: &Kit,
@@ -382,10 +331,9 @@ async fn storage_class(
             }
             Ok(())
         }
-        StorageClassState::Unknown(other) => Err(format!(
-            "invalid StorageClassState {other}; set spec.storageClassState to Managed, Unmanaged or Removed"
-        )
-        .into()),
+        StorageClassState::Unknown(other) => {
+            Err(StorageClassError::InvalidState(other.clone()).into())
+        }
     }
 }
 
@@ -405,7 +353,7 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
     let classes = api
         .list(&ListParams::default())
         .await
-        .map_err(|e| format!("cannot list StorageClasses to settle the default class: {e}"))?;
+        .map_err(StorageClassError::List)?;
     build::set_default_storage_class(&mut desired.object, &classes.items);
     Ok(())
 }

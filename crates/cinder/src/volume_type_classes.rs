@@ -9,14 +9,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::storage::v1::StorageClass;
 use openshift_api::operator::StorageClassState;
 use openstack::{Retry, VolumeType};
 use operator_kit::cache::Background;
-use operator_kit::class_names::MAX_CLASSES;
 use operator_kit::conditions;
-use operator_kit::csi::{Kit, Pass, StepError};
-use operator_kit::metrics::WriteVerb;
+use operator_kit::csi::{Kit, Offered, Pass, StepError};
 use tracing::warn;
 
 use crate::config_sync::{OpenStackInputs, openstack_client, openstack_inputs};
@@ -25,9 +22,21 @@ use crate::volume_types::{self, Failure, Listing, OptIn};
 /// Condition prefix (ours; OpenShift has no such classes).
 pub const PREFIX: &str = "CinderVolumeTypeStorageClassController";
 
-/// The label selector of the per-type classes' watch.
-pub fn class_selector() -> String {
-    format!("{}=true", volume_types::CLASS_LABEL)
+/// Why the step cannot make its classes (reason `SyncError`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VolumeTypeClassError {
+    /// The opt-in annotation holds something other than `true` or `false`.
+    #[error("{0}")]
+    InvalidOptIn(String),
+    /// Cinder's volume types have not been listed yet, and the last listing failed.
+    #[error("{0}")]
+    NotListed(String),
+}
+
+impl From<VolumeTypeClassError> for StepError {
+    fn from(e: VolumeTypeClassError) -> Self {
+        StepError::other(e)
+    }
 }
 
 type Task = Background<Result<Vec<VolumeType>, Failure>>;
@@ -61,7 +70,10 @@ impl VolumeTypeClasses {
             }
             OptIn::Invalid(message) => {
                 self.running = None;
-                pass.post::<()>(PREFIX, Err(message.into()));
+                pass.post::<()>(
+                    PREFIX,
+                    Err(VolumeTypeClassError::InvalidOptIn(message).into()),
+                );
             }
             OptIn::On => match pass.cr.spec.storage_class_state() {
                 StorageClassState::Unmanaged => {}
@@ -130,68 +142,23 @@ impl VolumeTypeClasses {
         let Some(types) = self.listing.current() else {
             // Not listed yet: say why once a listing failed, otherwise wait for the answer.
             if let Some(f) = self.listing.last_error() {
-                pass.post::<()>(PREFIX, Err(f.message.clone().into()));
+                let error = VolumeTypeClassError::NotListed(f.message.clone());
+                pass.post::<()>(PREFIX, Err(error.into()));
             }
             return;
         };
         let (public, private) = volume_types::offered(types);
-        let (names, name_errors) = volume_types::class_names(&public);
-        // Removed: every class of ours goes, however many; otherwise at most MAX_CLASSES.
-        let (names, over_limit) = if state == StorageClassState::Removed {
-            (names, None)
-        } else {
-            volume_types::NAMING.limit(names, MAX_CLASSES, |name| {
-                kit.cache.get_object::<StorageClass>(None, name).is_some()
-            })
-        };
-        let mut errors = Vec::new();
-        for (name, volume_type) in &names {
-            let result = match volume_types::storage_class(name, volume_type) {
-                // Only a class of ours: the name alone may be someone else's class.
-                Ok(desired) if state == StorageClassState::Removed => kit
-                    .applier
-                    .delete_owned(&desired.resource, None, name, volume_types::is_ours)
-                    .await
-                    .map(|deleted| {
-                        if deleted {
-                            kit.metrics.write("StorageClass", WriteVerb::Delete);
-                        }
-                    })
-                    .map_err(|e| e.to_string()),
-                Ok(desired) => kit
-                    .apply(&desired, None)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            if let Err(e) = result {
-                errors.push(format!(
-                    "StorageClass {name} for volume type {volume_type:?}: {e}"
-                ));
-            }
-        }
-        let mut notes: Vec<String> = name_errors.iter().map(|(_, e)| e.to_string()).collect();
-        notes.extend(over_limit);
-        if let Some(f) = self.listing.last_error() {
-            notes.push(format!(
-                "{}; the StorageClasses of the last successful listing are kept",
-                f.message
-            ));
-        }
         let gone = self.listing.gone();
-        if !gone.is_empty() {
-            notes.push(format!(
-                "volume types no longer offered by Cinder: {}; their StorageClasses are kept because bound volumes need them (delete them yourself when no PersistentVolume uses them)",
-                gone.join(", ")
-            ));
-        }
-        if !private.is_empty() {
-            notes.push(format!(
-                "private volume types get no StorageClass (a StorageClass is visible to every namespace): {}",
-                private.join(", ")
-            ));
-        }
-        pass.post_with_notes(PREFIX, errors, notes);
+        let offered = Offered {
+            types: &public,
+            gone: &gone,
+            private: &private,
+            listing_error: self.listing.last_error().map(|f| f.message.as_str()),
+        };
+        // Removed: every class of ours goes, however many; otherwise at most MAX_CLASSES.
+        let remove = state == StorageClassState::Removed;
+        volume_types::CLASSES
+            .step(kit, pass, offered, remove, volume_types::storage_class)
+            .await;
     }
 }

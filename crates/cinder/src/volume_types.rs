@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use openstack::{Backoff, Retry, VolumeType};
 use operator_kit::class_names::{ClassNaming, NameError};
+use operator_kit::csi::TypeClasses;
 use operator_kit::desired::{self, BuildError, Desired};
 
 use crate::CSI_DRIVER_NAME;
@@ -40,6 +41,14 @@ pub const NAMING: ClassNaming = ClassNaming {
     prefix: "csi-cinder-",
     service: "Cinder",
     noun: "volume type",
+};
+
+/// The per-type classes as operator-kit's StorageClass step makes them.
+pub const CLASSES: TypeClasses = TypeClasses {
+    prefix: crate::volume_type_classes::PREFIX,
+    naming: NAMING,
+    label: CLASS_LABEL,
+    provisioner: CSI_DRIVER_NAME,
 };
 
 /// What the ClusterCSIDriver's annotation asks for.
@@ -120,14 +129,7 @@ pub fn storage_class(name: &str, volume_type: &str) -> Result<Desired, BuildErro
 /// Removed` deletes only such classes, so a class of the same name that someone else made (by
 /// hand, for another provisioner) survives.
 pub fn is_ours(live: &kube::api::DynamicObject) -> bool {
-    let labelled = live
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(CLASS_LABEL))
-        .is_some_and(|v| v == "true");
-    let provisioner = live.data.get("provisioner").and_then(|p| p.as_str());
-    labelled && provisioner == Some(CSI_DRIVER_NAME)
+    CLASSES.is_ours(live)
 }
 
 /// A failed listing: what to tell the administrator and how soon to ask again.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cinder::operator::{self, Operator, Options};
+use cinder::operator::{self, Options};
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
 use operator_kit::process::{self, ProcessOptions};
@@ -27,12 +27,13 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
         adopt_helm_release: None,
         cert_manager: None,
         hosted: None,
+        create_cluster_csi_driver: false,
     };
     let cache = operator::watches(client.clone(), &opts)
         .expect("watches")
         .start();
     let metrics = Metrics::new("test");
-    let op = Operator::new(
+    let op = operator::new(
         client.clone(),
         opts,
         cache.clone(),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use cinder::operator::{self, Operator, Options};
+use cinder::operator::{self, Options};
 use cinder::volume_types::{CLASS_LABEL, OPT_IN_ANNOTATION};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
@@ -36,12 +36,13 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
         adopt_helm_release: None,
         cert_manager: None,
         hosted: None,
+        create_cluster_csi_driver: false,
     };
     let cache = operator::watches(client.clone(), &opts)
         .expect("watches")
         .start();
     let metrics = Metrics::new("test");
-    let op = Operator::new(
+    let op = operator::new(
         client.clone(),
         opts,
         cache.clone(),

@@ -5,14 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use cinder::build::{self, Facts};
-use cinder::operator::{self, Operator, Options};
+use cinder::build::{self, DriverFacts, Facts};
+use cinder::operator::{self, Options};
 use k8s_openapi::api::core::v1::ConfigMap;
-use operator_kit::logging::LogControl;
-use operator_kit::loglevel::LogLevel;
-use operator_kit::metrics::Metrics;
-use operator_kit::observed_config::ServingInfo;
 
+use crate::client::{Names, Shell};
 use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
@@ -47,48 +44,29 @@ pub struct StartArgs {
     adopt_helm_release: Option<cinder::helm_adoption::Release>,
 }
 
+/// The Cinder operator process's lease, component and metrics prefix.
+const NAMES: Names = Names::of(&cinder::SPEC);
+
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    args.process.leader_election.check()?;
-    let log = LogControl::init_with(
-        args.process.verbosity,
-        args.process.log_format,
-        crate::client::LOG_TARGETS,
-    );
-    let crate::client::ProcessClients {
-        own,
-        clients,
-        hosted,
-    } = args.process.clients(&args.namespace).await?;
-    let client = clients.guest().clone();
-    let opts = Options {
-        namespace: args.namespace.clone(),
-        images: operator::images_from_env(),
-        topology_refresh: args.topology_refresh,
-        cluster_id: args.cluster_id.clone(),
-        cert_manager: args.cert_manager.settings(&client).await,
-        adopt_helm_release: args.adopt_helm_release.clone(),
-        hosted,
+    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
+    let options = async |client: &kube::Client, hosted| {
+        Ok(Options {
+            namespace: args.namespace,
+            images: operator::images_from_env(),
+            topology_refresh: args.topology_refresh,
+            cluster_id: args.cluster_id,
+            cert_manager: args.cert_manager.settings(client).await,
+            adopt_helm_release: args.adopt_helm_release,
+            hosted,
+            create_cluster_csi_driver: args.create_cluster_csi_driver,
+        })
     };
-    let cache = operator::watches(clients.clone(), &opts)
-        .context("cannot prepare the watches")?
-        .start();
-    let metrics = Metrics::new(cinder::SPEC.metrics_prefix);
-    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
-        .create_cluster_csi_driver(args.create_cluster_csi_driver);
-    let launch = crate::client::Launch {
-        namespace: args.namespace,
-        lock_name: cinder::SPEC.lock_name,
-        identity: args.process.identity,
-        component: cinder::SPEC.user_agent,
-        metrics_listen: args.metrics_listen,
-        endpoint: args.process.metrics.endpoint(),
-        resync: args.process.resync,
-        leader_election: args.process.leader_election,
-    };
-    crate::client::run_operator(own, &client, launch, cache, metrics, op, shutdown).await
+    shell
+        .start(options, operator::watches, operator::new, shutdown)
+        .await
 }
 
 #[derive(clap::Args)]
@@ -96,19 +74,12 @@ pub struct RenderArgs {
     /// Namespace of the driver.
     #[arg(long, default_value = cinder::SPEC.driver_namespace)]
     namespace: String,
-    /// The cluster ID (Infrastructure status.infrastructureName).
-    #[arg(long, default_value = "cluster-id")]
-    cluster_id: String,
-    /// Control-plane topology: HighlyAvailable, SingleReplica, External, ...
-    #[arg(long, default_value = "HighlyAvailable")]
-    control_plane_topology: String,
-    /// Operand log level: Normal, Debug, Trace, TraceAll.
-    #[arg(long, default_value = "Normal")]
-    log_level: String,
+    #[command(flatten)]
+    cluster: crate::render::ClusterFlags,
     /// An image, as NAME=IMAGE (e.g. DRIVER_IMAGE=quay.io/...); repeatable. Images not given
     /// are taken from the environment variables of the same names, else are the upstream
     /// releases that manifests/kubernetes/ uses.
-    #[arg(long = "image", value_parser = parse_pair)]
+    #[arg(long = "image", value_parser = crate::render::parse_pair)]
     images: Vec<(String, String)>,
     /// The user's cloud configuration (INI, as in the cinder-csi-config ConfigMap).
     #[arg(long)]
@@ -119,26 +90,13 @@ pub struct RenderArgs {
     /// A CA bundle file for the cloud (PEM).
     #[arg(long)]
     ca_file: Option<PathBuf>,
-    /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = parse_pair)]
-    proxy: Vec<(String, String)>,
     #[command(flatten)]
-    hosted: crate::hosted_render::HostedArgs,
+    environment: crate::render::EnvironmentFlags,
     /// A public Cinder volume type to render a StorageClass for (`csi-cinder-<type>`), as the
     /// operator keeps one when the ClusterCSIDriver carries the annotation
     /// cinder.csi.openstack.org/volume-type-storage-classes=true; repeatable.
     #[arg(long = "volume-type", value_name = "NAME")]
     volume_types: Vec<String>,
-}
-
-fn parse_pair(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    if k.is_empty() {
-        return Err(format!("{s:?}: the name before '=' is empty"));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
 /// The facts `render` builds from its flags, with no cluster.
@@ -148,11 +106,8 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
     let mut images = cluster_storage::kubernetes::upstream_operand_images(&cinder::SPEC);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
-    let level = LogLevel::parse(&args.log_level);
-    if let Some(bad) = level.unknown {
-        anyhow::bail!("--log-level {bad:?} is not one of Normal, Debug, Trace, TraceAll");
-    }
-    let hosted = args.hosted.hosted(&mut images)?;
+    crate::render::log_level(&args.cluster.log_level)?;
+    let hosted = args.environment.hosted.hosted(&mut images)?;
     if hosted.is_some() && args.cloud_config.is_some() {
         anyhow::bail!(
             "--cloud-config with --hypershift: a hosted control plane reads no user cloud config (anchors §4.5)"
@@ -198,26 +153,18 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
             Some(p) => format!("--cloud-config {}", p.display()),
             None => "the generated cloud.conf".to_string(),
         })?;
-    // Hosted, the control-plane objects go to the control-plane namespace and --namespace is
-    // the guest's.
-    let namespace = match &hosted {
-        Some(h) => h.control_plane.namespace.clone(),
-        None => args.namespace.clone(),
-    };
-    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&namespace, data);
-    Ok(Facts {
-        namespace,
-        node_namespace: args.namespace.clone(),
+    let base = crate::render::base_facts(
+        &args.namespace,
+        &args.cluster,
+        &args.environment,
         hosted,
         images,
-        cluster_id: args.cluster_id.clone(),
-        topology: crate::flags::topology(&args.control_plane_topology)?,
-        log_level: level.level,
-        proxy: args.proxy.iter().cloned().collect(),
-        serving: ServingInfo::intermediate(),
+    )?;
+    let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&base.namespace, data);
+    let own = DriverFacts {
         cloud_conf: Some(cloud_conf),
-        ..Facts::default()
-    })
+    };
+    Ok(Facts::new(base, own))
 }
 
 /// Prints every object the operator would apply, as a YAML stream.
@@ -227,16 +174,7 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
         "cannot build the objects; give every image with --image NAME=IMAGE (or the environment variable of the same name)",
     )?;
     objects.extend(volume_type_classes(&args.volume_types)?);
-    let mut out = String::new();
-    for d in objects {
-        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
-        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            meta.remove("managedFields");
-        }
-        out.push_str("---\n");
-        out.push_str(&operator_kit::assets::to_yaml(&value)?);
-    }
-    Ok(out)
+    crate::render::yaml_stream(objects)
 }
 
 /// The per-volume-type StorageClasses of `--volume-type`, named and built as the operator does;

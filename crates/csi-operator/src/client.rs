@@ -155,6 +155,114 @@ pub fn revision() -> &'static str {
     }
 }
 
+/// What tells one operator process from another, besides its options.
+pub struct Names {
+    /// The lease name.
+    pub lock_name: &'static str,
+    /// The component name (its user agent), for the default identity.
+    pub component: &'static str,
+    /// The prefix of its metrics (`<prefix>_build_info`, ...).
+    pub metrics_prefix: &'static str,
+}
+
+impl Names {
+    /// A driver operator's names, as its spec declares them.
+    pub const fn of(spec: &operator_kit::spec::DriverSpec) -> Self {
+        Self {
+            lock_name: spec.lock_name,
+            component: spec.user_agent,
+            metrics_prefix: spec.metrics_prefix,
+        }
+    }
+}
+
+/// An operator subcommand's `start`, whatever the operator: the flags every process shares,
+/// the namespace of its lease, where its metrics are served, and its names.
+pub struct Shell {
+    pub process: ProcessFlags,
+    /// `--namespace`: the lease's (and, hosted, the control-plane namespace).
+    pub namespace: String,
+    pub metrics_listen: std::net::SocketAddr,
+    pub names: Names,
+}
+
+impl Shell {
+    pub fn new(
+        process: ProcessFlags,
+        namespace: &str,
+        metrics_listen: std::net::SocketAddr,
+        names: Names,
+    ) -> Self {
+        Self {
+            process,
+            namespace: namespace.to_string(),
+            metrics_listen,
+            names,
+        }
+    }
+
+    /// Starts the operator: checks the leader-election flags, sets up logging and the clients,
+    /// makes the options (`options`, given the guest's client and the hosted environment),
+    /// starts the watches (`watches`) and the metrics, makes the operator (`operator`) and runs
+    /// it with leader election until `shutdown` or a lost lease ([`run_operator`]).
+    pub async fn start<O, E, R>(
+        self,
+        options: impl AsyncFnOnce(&Client, Option<operator_kit::hosted::Hosted>) -> anyhow::Result<O>,
+        watches: impl FnOnce(
+            operator_kit::clusters::Clients,
+            &O,
+        ) -> Result<operator_kit::cache::CacheBuilder, E>,
+        operator: impl FnOnce(
+            operator_kit::clusters::Clients,
+            O,
+            operator_kit::cache::Cache,
+            std::sync::Arc<operator_kit::metrics::Metrics>,
+            operator_kit::logging::LogControl,
+        ) -> R,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+        R: operator_kit::process::Reconciler,
+    {
+        let Shell {
+            process,
+            namespace,
+            metrics_listen,
+            names,
+        } = self;
+        process.leader_election.check()?;
+        let log = operator_kit::logging::LogControl::init_with(
+            process.verbosity,
+            process.log_format,
+            LOG_TARGETS,
+        );
+        let ProcessClients {
+            own,
+            clients,
+            hosted,
+        } = process.clients(&namespace).await?;
+        let client = clients.guest().clone();
+        let opts = options(&client, hosted).await?;
+        let cache = watches(clients.clone(), &opts)
+            .context("cannot prepare the watches")?
+            .start();
+        let metrics = operator_kit::metrics::Metrics::new(names.metrics_prefix);
+        let op = operator(clients, opts, cache.clone(), metrics.clone(), log);
+        let launch = Launch {
+            namespace,
+            lock_name: names.lock_name,
+            identity: process.identity,
+            component: names.component,
+            metrics_listen,
+            endpoint: process.metrics.endpoint(),
+            resync: process.resync,
+            leader_election: process.leader_election,
+        };
+        run_operator(own, &client, launch, cache, metrics, op, shutdown).await
+    }
+}
+
 /// What every operator subcommand passes to [`run_operator`].
 pub struct Launch {
     /// Namespace of the lease.

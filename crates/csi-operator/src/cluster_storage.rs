@@ -3,11 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use anyhow::Context;
 use cluster_storage::operator::{self, Operator, Options};
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
 
+use crate::client::{Names, Shell};
 use crate::duration::parse_duration;
 
 #[derive(clap::Args)]
@@ -25,42 +23,27 @@ pub struct StartArgs {
     degraded_inertia: Duration,
 }
 
+/// The Cluster Storage Operator process's lease, component and metrics prefix.
+const NAMES: Names = Names {
+    lock_name: operator::LOCK_NAME,
+    component: operator::COMPONENT,
+    metrics_prefix: "cluster_storage_operator",
+};
+
 pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    args.process.leader_election.check()?;
-    let log = LogControl::init_with(
-        args.process.verbosity,
-        args.process.log_format,
-        crate::client::LOG_TARGETS,
-    );
-    let crate::client::ProcessClients {
-        own,
-        clients,
-        hosted,
-    } = args.process.clients(&args.namespace).await?;
-    let opts = Options {
-        namespace: args.namespace.clone(),
-        env: operator::env_from_process(),
-        degraded_inertia: args.degraded_inertia,
-        hosted,
+    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
+    let options = async |_: &kube::Client, hosted| {
+        Ok(Options {
+            namespace: args.namespace,
+            env: operator::env_from_process(),
+            degraded_inertia: args.degraded_inertia,
+            hosted,
+        })
     };
-    let cache = operator::watches(clients.clone(), &opts)
-        .context("cannot prepare the watches")?
-        .start();
-    let metrics = Metrics::new("cluster_storage_operator");
-    let guest = clients.guest().clone();
-    let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log);
-    let launch = crate::client::Launch {
-        namespace: args.namespace,
-        lock_name: operator::LOCK_NAME,
-        identity: args.process.identity,
-        component: operator::COMPONENT,
-        metrics_listen: args.metrics_listen,
-        endpoint: args.process.metrics.endpoint(),
-        resync: args.process.resync,
-        leader_election: args.process.leader_election,
-    };
-    crate::client::run_operator(own, &guest, launch, cache, metrics, op, shutdown).await
+    shell
+        .start(options, operator::watches, Operator::new, shutdown)
+        .await
 }

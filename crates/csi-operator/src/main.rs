@@ -18,6 +18,7 @@ mod flags;
 mod hosted_render;
 mod manila;
 mod reference_docs;
+mod render;
 #[cfg(feature = "lab")]
 mod sim;
 

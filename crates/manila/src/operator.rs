@@ -32,10 +32,9 @@ use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
-use operator_kit::runtime::Outcome;
 use tracing::debug;
 
-use crate::build::{self, BuildError, Desired, Facts, FsGroupPolicy};
+use crate::build::{self, BuildError, Desired, DriverFacts, Facts, FsGroupPolicy};
 use crate::check::ManilaCheck;
 pub use crate::check::SERVICE_REACHABLE;
 use crate::detect::{self, Status};
@@ -86,6 +85,9 @@ pub struct Options {
     /// `operator_namespace` and `namespace` are then the control-plane namespace of the
     /// management cluster, and the node side lives in the guest's [`crate::DRIVER_NAMESPACE`].
     pub hosted: Option<operator_kit::hosted::Hosted>,
+    /// Create `manila.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
+    pub create_cluster_csi_driver: bool,
 }
 
 impl Options {
@@ -100,6 +102,7 @@ impl Options {
             fs_group_policy: None,
             cert_manager: None,
             hosted: None,
+            create_cluster_csi_driver: false,
         }
     }
 
@@ -132,7 +135,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         .namespaced(&ar("v1", "ConfigMap"))
         .cluster_selected(
             &ar("storage.k8s.io/v1", "StorageClass"),
-            &crate::storage_classes::class_selector(),
+            &crate::storage_classes::CLASSES.selector(),
         )
         // The extra classes of the driver settings (operator_kit::settings).
         .cluster_selected(
@@ -159,21 +162,12 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         );
     }
     let (objects, _) = build::everything(&placeholder_facts(opts), &[])?;
-    if opts.cert_manager.is_some() {
-        let requests = operator_kit::metrics_cert::requests(&objects);
-        builder = operator_kit::cert_manager::register(
-            builder,
-            requests.iter().map(|r| r.namespace.as_str()),
-        );
-    }
-    for d in objects {
-        if d.resource.kind == "Secret" {
-            // Written Secrets are among `secrets_read`, watched by name above.
-            continue;
-        }
-        builder = builder.object(&d.resource, &d.object);
-    }
-    Ok(builder)
+    // Written Secrets are among `secrets_read`, watched by name above.
+    Ok(csi::watch_written(
+        builder,
+        objects,
+        opts.cert_manager.is_some(),
+    ))
 }
 
 /// Every Secret the operator reads, as (namespace, name): its credentials for the share-type
@@ -194,17 +188,10 @@ pub fn secrets_read(opts: &Options) -> [(&str, &'static str); 4] {
 
 /// Facts with every image set, for what does not depend on values (names, kinds).
 fn placeholder_facts(opts: &Options) -> Facts {
-    let mut base = BaseFacts::placeholder(
-        &opts.namespace,
-        &opts.images,
-        &crate::assets::image_placeholders(),
-    );
-    base.node_namespace = opts.node_namespace();
-    base.hosted = opts.hosted.clone();
-    base.images
-        .entry("OPERATOR_IMAGE_VERSION".into())
-        .or_insert_with(|| "placeholder".into());
-    Facts::from(base)
+    let images = crate::assets::image_placeholders();
+    let base = BaseFacts::placeholder(&opts.namespace, &opts.images, &images)
+        .with_node_side(&opts.node_namespace(), opts.hosted.clone());
+    Facts::new(base, DriverFacts::default())
 }
 
 /// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
@@ -221,24 +208,6 @@ pub fn hosted_reads(guest: &str) -> HostedReads {
     }
 }
 
-impl From<BaseFacts> for Facts {
-    fn from(base: BaseFacts) -> Self {
-        Facts {
-            namespace: base.namespace,
-            images: base.images,
-            cluster_id: base.cluster_id,
-            topology: base.topology,
-            kubernetes: base.kubernetes,
-            log_level: base.log_level,
-            proxy: base.proxy,
-            serving: base.serving,
-            node_namespace: base.node_namespace,
-            hosted: base.hosted,
-            ..Facts::default()
-        }
-    }
-}
-
 /// The object the operator's Events are about: its own Deployment in `operator_namespace`
 /// (see [`csi::events_about`]).
 pub fn events_about(operator_namespace: &str) -> ObjectReference {
@@ -246,55 +215,37 @@ pub fn events_about(operator_namespace: &str) -> ObjectReference {
 }
 
 /// The Manila operator: operator-kit's reconcile around [`Manila`].
-pub struct Operator(CsiOperator<Manila>);
+pub type Operator = CsiOperator<Manila>;
 
-impl Operator {
-    pub fn new(
-        clients: impl Into<Clients>,
-        opts: Options,
-        cache: Cache,
-        metrics: Arc<Metrics>,
-        log: LogControl,
-    ) -> Self {
-        let clients: Clients = clients.into();
-        let settings = Settings {
-            events_about: events_about(&opts.operator_namespace),
-            namespace: opts.namespace.clone(),
-            node_namespace: opts.node_namespace(),
-            hosted_env: opts.hosted.clone().unwrap_or_default(),
-            user_agent: USER_AGENT,
-            images: opts.images.clone(),
-            cluster_id: opts.cluster_id.clone(),
-            cert_manager: opts.cert_manager.clone(),
-        };
-        let driver = Manila {
-            check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
-            nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
-            opts,
-            share_types: Vec::new(),
-            gone: Vec::new(),
-        };
-        Self(CsiOperator::new(
-            clients, cache, metrics, log, settings, driver,
-        ))
-    }
-
-    /// Creates `manila.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
-    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
-    pub fn create_cluster_csi_driver(self, create: bool) -> Self {
-        Self(self.0.create_cluster_csi_driver(create))
-    }
-
-    /// One reconcile of `manila.csi.openstack.org`.
-    pub async fn reconcile(&mut self) -> Outcome {
-        self.0.reconcile().await
-    }
-}
-
-impl operator_kit::process::Reconciler for Operator {
-    fn reconcile(&mut self) -> impl std::future::Future<Output = Outcome> + Send {
-        Operator::reconcile(self)
-    }
+/// The Manila operator for `opts`.
+pub fn new(
+    clients: impl Into<Clients>,
+    opts: Options,
+    cache: Cache,
+    metrics: Arc<Metrics>,
+    log: LogControl,
+) -> Operator {
+    let clients: Clients = clients.into();
+    let settings = Settings {
+        events_about: events_about(&opts.operator_namespace),
+        namespace: opts.namespace.clone(),
+        node_namespace: opts.node_namespace(),
+        hosted_env: opts.hosted.clone().unwrap_or_default(),
+        user_agent: USER_AGENT,
+        images: opts.images.clone(),
+        cluster_id: opts.cluster_id.clone(),
+        cert_manager: opts.cert_manager.clone(),
+    };
+    let create = opts.create_cluster_csi_driver;
+    let driver = Manila {
+        check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
+        nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
+        opts,
+        share_types: Vec::new(),
+        gone: Vec::new(),
+    };
+    CsiOperator::new(clients, cache, metrics, log, settings, driver)
+        .create_cluster_csi_driver(create)
 }
 
 /// The Manila driver, described for operator-kit.
@@ -309,7 +260,8 @@ pub struct Manila {
 }
 
 impl csi::Driver for Manila {
-    type Facts = Facts;
+    type Own = DriverFacts;
+    const MOUNTS: csi::Mounts = build::MOUNTS;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = OPERAND;
     const CONTROLLER_NAME_PREFIX: &'static str = "OpenStackManila";
@@ -372,27 +324,10 @@ impl csi::Driver for Manila {
         name.starts_with(crate::STORAGE_CLASS_PREFIX)
     }
 
-    fn facts(&self, kit: &Kit, base: BaseFacts) -> Facts {
-        let ns = kit.namespace.as_str();
+    fn own_facts(&self, _kit: &Kit, _base: &BaseFacts) -> DriverFacts {
         let policy = FsGroupPolicy::parse(self.opts.fs_group_policy.as_deref());
-        // Hosted, the node DaemonSet's inputs live in the guest namespace.
-        let (node_trusted_ca_bundle, node_driver_credentials) = match &base.hosted {
-            Some(_) => (
-                kit.cache
-                    .config_map(&base.node_namespace, TRUSTED_CA_BUNDLE_CONFIGMAP),
-                kit.cache
-                    .secret(&base.node_namespace, DRIVER_CREDENTIALS_SECRET),
-            ),
-            None => (None, None),
-        };
-        Facts {
-            node_trusted_ca_bundle,
-            node_driver_credentials,
-            trusted_ca_bundle: kit.cache.config_map(ns, TRUSTED_CA_BUNDLE_CONFIGMAP),
-            driver_credentials: kit.cache.secret(ns, DRIVER_CREDENTIALS_SECRET),
-            metrics_cert: kit.cache.secret(ns, METRICS_SERVING_CERT_SECRET),
+        DriverFacts {
             fs_group_policy: policy.unwrap_or_default(),
-            ..Facts::from(base)
         }
     }
 

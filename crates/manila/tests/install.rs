@@ -12,7 +12,7 @@ use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
 use kube::Api;
 use kube::api::{DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use manila::operator::{self, Operator, Options};
+use manila::operator::{self, Options};
 use openstack_sim::{Fault, SimService, SimShareType};
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
@@ -48,7 +48,7 @@ async fn start_operator(
         .expect("watches")
         .start();
     let metrics = Metrics::new("test");
-    let op = Operator::new(
+    let op = operator::new(
         client.clone(),
         opts,
         cache.clone(),

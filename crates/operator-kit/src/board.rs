@@ -142,17 +142,17 @@ impl StepBoard {
     }
 
     /// Posts `<prefix>Degraded` for a step that applies many objects and has things to tell
-    /// that are not failures (a class kept for a type that is gone, a name collision): True
-    /// with the errors and then the notes when anything failed, else False with the notes as
-    /// its message.
-    pub fn post_with_notes(&mut self, prefix: &str, mut errors: Vec<String>, notes: Vec<String>) {
-        if errors.is_empty() {
-            let mut c = conditions::degraded(prefix, None);
-            c.message = notes.join("\n");
-            self.status.set_condition(c);
-        } else {
-            errors.extend(notes);
-            self.post::<()>(prefix, Err(StepError::Objects(errors)));
+    /// that are not failures (a class kept for a type that is gone, a name collision): False
+    /// with the notes as its message when it succeeded; when it failed, as [`StepBoard::post`]
+    /// (the error then says the notes after its failures).
+    pub fn post_with_notes(&mut self, prefix: &str, result: Result<Vec<String>, StepError>) {
+        match result {
+            Ok(notes) => {
+                let mut c = conditions::degraded(prefix, None);
+                c.message = notes.join("\n");
+                self.status.set_condition(c);
+            }
+            Err(e) => self.post_error(&[prefix], &e),
         }
     }
 
@@ -269,17 +269,26 @@ mod tests {
     }
 
     #[test]
-    fn notes_are_the_message_of_a_success_and_follow_the_errors_of_a_failure() {
+    fn notes_are_the_message_of_a_success_and_a_failure_is_posted_as_it_is() {
         let mut b = StepBoard::new();
-        b.post_with_notes("Foo", vec![], vec!["kept x".into()]);
-        let c = b.condition("FooDegraded").expect("posted");
-        assert_eq!((c.status.as_str(), c.message.as_str()), ("False", "kept x"));
-        assert!(!b.failed());
-        b.post_with_notes("Foo", vec!["e1".into(), "e2".into()], vec!["kept x".into()]);
+        b.post_with_notes("Foo", Ok(vec!["kept x".into(), "kept y".into()]));
         let c = b.condition("FooDegraded").expect("posted");
         assert_eq!(
-            (c.status.as_str(), c.message.as_str()),
-            ("True", "e1\ne2\nkept x")
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            ("False", "AsExpected", "kept x\nkept y")
+        );
+        assert!(!b.failed());
+        b.post_with_notes(
+            "Foo",
+            Err(StepError::Reasoned {
+                reason: "Odd",
+                message: "e1\nkept x".into(),
+            }),
+        );
+        let c = b.condition("FooDegraded").expect("posted");
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+            ("True", "Odd", "e1\nkept x")
         );
         assert!(b.failed());
     }

@@ -12,7 +12,7 @@ use kube::{Client, Config};
 use kube_sim::{Fault, KubeSim, RequestMatch, SimConfig};
 use operator_kit::cache::CacheBuilder;
 use operator_kit::csi::{
-    self, BaseFacts, CsiOperator, Driver, Group, Hold, Kit, Pass, Settings, Workload,
+    self, CsiOperator, Driver, Facts, Group, Hold, Kit, Mounts, Pass, Settings, Workload,
 };
 use operator_kit::desired::{self, BuildError, Desired};
 use operator_kit::kinds::known as ar;
@@ -42,18 +42,20 @@ fn pod_template(image: &str) -> Value {
 }
 
 impl Driver for Fake {
-    type Facts = BaseFacts;
+    type Own = ();
+    const MOUNTS: Mounts = Mounts {
+        trusted_ca_bundle: "fake-trusted-ca-bundle",
+        credentials: "fake-cloud-credentials",
+        metrics_cert: "fake-metrics-serving-cert",
+    };
     const CR_NAME: &'static str = NAME;
     const OPERAND: &'static str = "FakeCSIDriver";
     const CONTROLLER_NAME_PREFIX: &'static str = "Fake";
 
-    fn facts(&self, _kit: &Kit, base: BaseFacts) -> BaseFacts {
-        base
-    }
-    async fn configure(&mut self, _kit: &Kit, pass: &mut Pass, _facts: &mut BaseFacts) {
+    async fn configure(&mut self, _kit: &Kit, pass: &mut Pass, _facts: &mut Facts<()>) {
         pass.hold_workloads = self.hold.lock().expect("lock").clone();
     }
-    fn static_groups(&self, _kit: &Kit, f: &BaseFacts) -> Vec<Group> {
+    fn static_groups(&self, _kit: &Kit, f: &Facts<()>) -> Vec<Group> {
         let objects = [
             object(
                 "sa.yaml",
@@ -71,7 +73,7 @@ impl Driver for Fake {
             objects: objects.into_iter().collect(),
         }]
     }
-    fn controller(&self, f: &BaseFacts) -> Workload {
+    fn controller(&self, f: &Facts<()>) -> Workload {
         let desired = object(
             "controller.yaml",
             &f.namespace,
@@ -85,7 +87,7 @@ impl Driver for Fake {
             desired,
         }
     }
-    fn daemonsets(&self, f: &BaseFacts) -> Vec<Workload> {
+    fn daemonsets(&self, f: &Facts<()>) -> Vec<Workload> {
         let desired = object(
             "node.yaml",
             &f.namespace,
@@ -99,7 +101,7 @@ impl Driver for Fake {
             desired,
         }]
     }
-    fn snapshot_class(&self, _f: &BaseFacts) -> Result<Desired, BuildError> {
+    fn snapshot_class(&self, _f: &Facts<()>) -> Result<Desired, BuildError> {
         desired::from_value(
             "snapshotclass.yaml",
             Some(csi::VOLUME_SNAPSHOT_CLASS_CRD),

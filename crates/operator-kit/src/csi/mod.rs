@@ -16,9 +16,11 @@
 //!
 //! docs/architecture.md walks through adding a driver.
 
+mod facts;
 mod operator;
 pub mod shared;
 mod step;
+mod type_classes;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -33,8 +35,10 @@ use crate::hooks::TopologyMode;
 use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
+pub use facts::{Facts, Mounts};
 pub use operator::{CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
 pub use step::{Hold, Pass, StepBoard, StepError};
+pub use type_classes::{ClassError, ClassesFailed, Offered, TypeClasses};
 
 /// The CRD that must be served before a VolumeSnapshotClass can be applied.
 pub const VOLUME_SNAPSHOT_CLASS_CRD: &str = "volumesnapshotclasses.snapshot.storage.k8s.io";
@@ -97,15 +101,15 @@ pub struct BaseFacts {
 }
 
 impl BaseFacts {
-    /// Facts with every image of `placeholders` set, for what does not depend on values
-    /// (the names and kinds a driver writes, which its watches need).
+    /// Facts with every image of `placeholders` (and `OPERATOR_IMAGE_VERSION`) set, for what
+    /// does not depend on values (the names and kinds a driver writes, which its watches need).
     pub fn placeholder(
         namespace: &str,
         images: &BTreeMap<String, String>,
         placeholders: &[&str],
     ) -> Self {
         let mut images = images.clone();
-        for name in placeholders {
+        for name in placeholders.iter().chain(&["OPERATOR_IMAGE_VERSION"]) {
             images
                 .entry(name.to_string())
                 .or_insert_with(|| "placeholder".to_string());
@@ -115,6 +119,64 @@ impl BaseFacts {
             node_namespace: namespace.to_string(),
             images,
             cluster_id: "placeholder".into(),
+            ..Self::default()
+        }
+    }
+
+    /// These facts with the node side in `node_namespace`, hosted when `hosted` is set.
+    pub fn with_node_side(
+        mut self,
+        node_namespace: &str,
+        hosted: Option<crate::hosted::Hosted>,
+    ) -> Self {
+        self.node_namespace = node_namespace.to_string();
+        self.hosted = hosted;
+        self
+    }
+}
+
+/// Registers with `builder` every object a driver writes (`objects`, built from
+/// [`BaseFacts::placeholder`] facts: names and kinds do not depend on values) except Secrets,
+/// which a driver watches by name with those it reads; with cert-manager (`cert_manager`),
+/// also what the metrics certificates' requests need.
+pub fn watch_written(
+    mut builder: crate::cache::CacheBuilder,
+    objects: Vec<Desired>,
+    cert_manager: bool,
+) -> crate::cache::CacheBuilder {
+    if cert_manager {
+        let requests = crate::metrics_cert::requests(&objects);
+        builder =
+            crate::cert_manager::register(builder, requests.iter().map(|r| r.namespace.as_str()));
+    }
+    for d in objects {
+        if d.resource.kind != "Secret" {
+            builder = builder.object(&d.resource, &d.object);
+        }
+    }
+    builder
+}
+
+impl BaseFacts {
+    /// Facts of a made-up standalone OpenShift cluster (`mycluster-x7k2p`, highly available,
+    /// intermediate TLS) with every image of `placeholders` at `registry.example/<name>:1`:
+    /// what builders' unit tests start from.
+    pub fn example(namespace: &str, placeholders: &[&str]) -> Self {
+        let images = placeholders
+            .iter()
+            .map(|name| {
+                (
+                    name.to_string(),
+                    format!("registry.example/{}:1", name.to_lowercase()),
+                )
+            })
+            .collect();
+        Self {
+            namespace: namespace.to_string(),
+            images,
+            cluster_id: "mycluster-x7k2p".into(),
+            topology: TopologyMode::HighlyAvailable,
+            serving: ServingInfo::intermediate(),
             ..Self::default()
         }
     }
@@ -148,8 +210,10 @@ pub enum Flow {
 /// A CSI driver operator, described. Steps of its own get the [`Kit`] (client, cache, apply
 /// engine, metrics) and the [`Pass`] (CR, board); they post conditions with [`Pass::post`].
 pub trait Driver: Send + Sync + 'static {
-    /// What the driver's builders take.
-    type Facts: Send + Sync;
+    /// What only this driver's builders take, beside the kit's [`Facts`] (`Facts::driver`).
+    type Own: Send + Sync + Default;
+    /// What the driver's pods mount: the kit reads them into [`Facts`].
+    const MOUNTS: Mounts;
     /// The ClusterCSIDriver's name (`cinder.csi.openstack.org`).
     const CR_NAME: &'static str;
     /// The operator in ManagementStateDegraded messages (`OpenStackCinderCSIDriver`).
@@ -160,16 +224,18 @@ pub trait Driver: Send + Sync + 'static {
     /// Condition types only an earlier operator wrote: removed on every reconcile.
     const RETIRED_CONDITIONS: &'static [&'static str] = &[];
 
-    /// The driver's facts from the common ones and its own reads of the cache.
-    fn facts(&self, kit: &Kit, base: BaseFacts) -> Self::Facts;
+    /// The driver's own facts, from its own reads of the cache (nothing by default).
+    fn own_facts(&self, _kit: &Kit, _base: &BaseFacts) -> Self::Own {
+        Self::Own::default()
+    }
     /// The static-resources groups, applied in this order.
-    fn static_groups(&self, kit: &Kit, facts: &Self::Facts) -> Vec<Group>;
+    fn static_groups(&self, kit: &Kit, facts: &Facts<Self::Own>) -> Vec<Group>;
     /// The controller Deployment.
-    fn controller(&self, facts: &Self::Facts) -> Workload;
+    fn controller(&self, facts: &Facts<Self::Own>) -> Workload;
     /// The node DaemonSets.
-    fn daemonsets(&self, facts: &Self::Facts) -> Vec<Workload>;
+    fn daemonsets(&self, facts: &Facts<Self::Own>) -> Vec<Workload>;
     /// The VolumeSnapshotClass, applied once its CRD is served.
-    fn snapshot_class(&self, facts: &Self::Facts) -> Result<Desired, BuildError>;
+    fn snapshot_class(&self, facts: &Facts<Self::Own>) -> Result<Desired, BuildError>;
 
     /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
     /// StorageClass of the driver settings may not take it.
@@ -187,7 +253,7 @@ pub trait Driver: Send + Sync + 'static {
         &mut self,
         _kit: &Kit,
         _pass: &mut Pass,
-        _facts: &mut Self::Facts,
+        _facts: &mut Facts<Self::Own>,
     ) -> impl Future<Output = ()> + Send {
         async {}
     }
@@ -196,7 +262,7 @@ pub trait Driver: Send + Sync + 'static {
         &mut self,
         _kit: &Kit,
         _pass: &mut Pass,
-        _facts: &mut Self::Facts,
+        _facts: &mut Facts<Self::Own>,
     ) -> impl Future<Output = ()> + Send {
         async {}
     }
@@ -205,7 +271,7 @@ pub trait Driver: Send + Sync + 'static {
         &mut self,
         _kit: &Kit,
         _pass: &mut Pass,
-        _facts: &Self::Facts,
+        _facts: &Facts<Self::Own>,
     ) -> impl Future<Output = ()> + Send {
         async {}
     }
@@ -394,8 +460,13 @@ mod tests {
 
     #[test]
     fn placeholder_facts_fill_every_image() {
-        let base = BaseFacts::placeholder("ns", &BTreeMap::new(), &["A_IMAGE", "B_IMAGE"]);
-        assert_eq!(base.images.len(), 2);
+        let given = BTreeMap::from([("A_IMAGE".to_string(), "a:1".to_string())]);
+        let base = BaseFacts::placeholder("ns", &given, &["A_IMAGE", "B_IMAGE"]);
+        assert_eq!(base.images.len(), 3);
+        assert_eq!(base.images["A_IMAGE"], "a:1", "a given image is kept");
+        assert_eq!(base.images["B_IMAGE"], "placeholder");
+        assert_eq!(base.images["OPERATOR_IMAGE_VERSION"], "placeholder");
         assert_eq!(base.namespace, "ns");
+        assert_eq!(base.node_namespace, "ns");
     }
 }

@@ -9,7 +9,7 @@ use kube::Client;
 use openshift_api::config::Infrastructure;
 use tracing::{info, warn};
 
-use super::{BaseFacts, Driver, Flow, Pass, StepBoard, StepError, log_level_condition};
+use super::{BaseFacts, Driver, Facts, Flow, Pass, StepBoard, StepError, log_level_condition};
 
 /// Condition prefix of the metrics serving certificate step (plain Kubernetes only).
 pub const METRICS_CERT_PREFIX: &str = "MetricsServingCertController";
@@ -271,7 +271,8 @@ impl<D: Driver> CsiOperator<D> {
         let mut base = self.base_facts(&mut pass);
         let facts_kubernetes = base.kubernetes;
         self.observe_config(&mut pass, &mut base).await;
-        let mut facts = self.driver.facts(&self.kit, base);
+        let own = self.driver.own_facts(&self.kit, &base);
+        let mut facts = Facts::read(&self.kit.cache, base, &D::MOUNTS, own);
         self.driver
             .configure(&self.kit, &mut pass, &mut facts)
             .await;
@@ -368,7 +369,11 @@ impl<D: Driver> CsiOperator<D> {
     /// there are none: nothing they govern is written). `DriverSettingsDegraded` is set only
     /// while the ConfigMap exists (or just went), so a cluster that never created one, OpenShift
     /// included, sees no new condition.
-    fn driver_settings(&mut self, pass: &mut Pass, facts: &D::Facts) -> Option<DriverSettings> {
+    fn driver_settings(
+        &mut self,
+        pass: &mut Pass,
+        facts: &Facts<D::Own>,
+    ) -> Option<DriverSettings> {
         let ns = self.kit.namespace.clone();
         let name = self.settings_name();
         let condition = conditions::degraded_type(settings::PREFIX);

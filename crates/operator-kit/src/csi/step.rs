@@ -42,7 +42,7 @@ impl Pass {
     }
 
     /// Posts `<prefix>Degraded` for a step with notes ([`StepBoard::post_with_notes`]).
-    pub fn post_with_notes(&mut self, prefix: &str, errors: Vec<String>, notes: Vec<String>) {
-        self.board.post_with_notes(prefix, errors, notes);
+    pub fn post_with_notes(&mut self, prefix: &str, result: Result<Vec<String>, StepError>) {
+        self.board.post_with_notes(prefix, result);
     }
 }
