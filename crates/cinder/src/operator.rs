@@ -11,14 +11,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, ListParams};
 
 use openshift_api::operator::StorageClassState;
 use operator_kit::cache::{Cache, CacheBuilder, Lookup};
 use operator_kit::clusters::Clients;
 use operator_kit::csi::{
-    self, BaseFacts, CsiOperator, Group, Kit, Pass, Settings, StepError, Workload,
+    self, BaseFacts, CommonOptions, CsiOperator, Group, Kit, Pass, StepError, Workload,
 };
 use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
@@ -33,7 +32,7 @@ use crate::config_sync::ConfigSync;
 use crate::volume_type_classes::VolumeTypeClasses;
 use crate::{
     CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET, CSI_DRIVER_NAME,
-    METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
+    METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP,
 };
 
 /// Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
@@ -43,42 +42,37 @@ const CP_STATIC_PREFIX: &str = "OpenStackCinderDriverControlPlaneStaticResources
 const GUEST_STATIC_PREFIX: &str = "OpenStackCinderDriverGuestStaticResourcesController";
 const STORAGE_CLASS_PREFIX: &str = "StorageClassController";
 
-/// How the operator is started.
+/// How the operator is started: the kit's common options (it derefs to them) and Cinder's own.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The namespace of the driver (and of the operator's own lease).
-    pub namespace: String,
-    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
-    pub images: BTreeMap<String, String>,
+    /// Namespaces, images, cluster ID, cert-manager, hosted, ClusterCSIDriver creation. Cinder's
+    /// operator and driver share one namespace (`operator_namespace` == `namespace`).
+    pub common: CommonOptions,
     /// How often availability zones are listed again (users file §1.1); `0` means once per set
     /// of credentials.
     pub topology_refresh: Duration,
-    /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
-    pub cluster_id: Option<String>,
     /// Adopt the upstream chart's CSIDriver and StorageClasses from this Helm release
     /// (`--adopt-helm-release`; [`crate::adoption`]).
     pub adopt_helm_release: Option<crate::helm_adoption::Release>,
-    /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
-    /// Kubernetes; `None` on OpenShift, where service-ca does).
-    pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
-    /// Set when the operator serves a hosted control plane (`--guest-kubeconfig`): `namespace`
-    /// is then the control-plane namespace of the management cluster, and the node side lives
-    /// in the guest's [`crate::DEFAULT_NAMESPACE`].
-    pub hosted: Option<operator_kit::hosted::Hosted>,
-    /// Create `cinder.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
-    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
-    pub create_cluster_csi_driver: bool,
 }
 
 impl Options {
-    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`).
-    pub fn node_namespace(&self) -> String {
-        match self.hosted {
-            Some(_) => crate::DEFAULT_NAMESPACE.to_string(),
-            None => self.namespace.clone(),
+    /// Standalone defaults with these images.
+    pub fn new(images: BTreeMap<String, String>) -> Self {
+        Self {
+            common: CommonOptions::standalone(&crate::SPEC, images),
+            topology_refresh: Duration::from_secs(600),
+            adopt_helm_release: None,
         }
     }
+
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`).
+    pub fn node_namespace(&self) -> String {
+        self.common.node_namespace(&crate::SPEC)
+    }
 }
+
+operator_kit::deref_common_options!(Options);
 
 /// What the operator watches: its CR, the cluster singletons, its namespace's objects (its
 /// Secrets by name), and each cluster-scoped object it writes (by name, so memory does not
@@ -168,12 +162,6 @@ pub fn hosted_reads(control_plane: &str, guest: &str) -> HostedReads {
     }
 }
 
-/// The object the operator's Events are about: its own Deployment in `operator_namespace`
-/// (see [`csi::events_about`]).
-pub fn events_about(operator_namespace: &str) -> ObjectReference {
-    csi::events_about(operator_namespace, crate::OPERATOR_DEPLOYMENT_NAME)
-}
-
 /// The Cinder operator: operator-kit's reconcile around [`Cinder`].
 pub type Operator = CsiOperator<Cinder>;
 
@@ -185,23 +173,19 @@ pub fn new(
     metrics: Arc<Metrics>,
     log: LogControl,
 ) -> Operator {
-    let settings = Settings {
-        events_about: events_about(&opts.namespace),
-        node_namespace: opts.node_namespace(),
-        hosted_env: opts.hosted.clone().unwrap_or_default(),
-        namespace: opts.namespace,
-        user_agent: USER_AGENT,
-        images: opts.images,
-        cluster_id: opts.cluster_id,
-        cert_manager: opts.cert_manager,
-    };
     let driver = Cinder {
         config_sync: ConfigSync::new(opts.topology_refresh),
         volume_types: VolumeTypeClasses::new(opts.topology_refresh),
         adoption: opts.adopt_helm_release.map(Adoption::new),
     };
-    CsiOperator::new(clients, cache, metrics, log, settings, driver)
-        .create_cluster_csi_driver(opts.create_cluster_csi_driver)
+    CsiOperator::for_spec(
+        clients,
+        cache,
+        metrics,
+        log,
+        (&crate::SPEC, &opts.common),
+        driver,
+    )
 }
 
 /// The Cinder driver, described for operator-kit.

@@ -19,16 +19,7 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
     )
     .await
     .expect("client");
-    let opts = Options {
-        namespace: testbed::DRIVER_NAMESPACE.into(),
-        images: testbed::example_images(),
-        topology_refresh: Duration::from_secs(600),
-        cluster_id: None,
-        adopt_helm_release: None,
-        cert_manager: None,
-        hosted: None,
-        create_cluster_csi_driver: false,
-    };
+    let opts = Options::new(testbed::example_images());
     let cache = operator::watches(client.clone(), &opts)
         .expect("watches")
         .start();

@@ -26,15 +26,8 @@ pub struct StartArgs {
     /// Where to serve Prometheus metrics (`/metrics`) and `/healthz`.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_listen: SocketAddr,
-    /// Cluster ID for `--cluster` when the cluster has no Infrastructure object (plain Kubernetes).
-    #[arg(long)]
-    cluster_id: Option<String>,
-    /// Create the ClusterCSIDriver (Managed) when it does not exist, as the Cluster Storage
-    /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
-    #[arg(long)]
-    create_cluster_csi_driver: bool,
     #[command(flatten)]
-    cert_manager: crate::flags::CertManagerFlags,
+    driver: crate::flags::DriverFlags,
     /// Take over the CSIDriver and the StorageClasses csi-cinder-sc-delete and
     /// csi-cinder-sc-retain that the upstream cinder-csi-plugin Helm chart installed as this
     /// release (`[NAMESPACE/]NAME`, namespace kube-system when omitted), keeping their
@@ -53,15 +46,17 @@ pub async fn start(
 ) -> anyhow::Result<()> {
     let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
     let options = async |client: &kube::Client, hosted| {
-        Ok(Options {
+        let common = crate::flags::CommonFlags {
+            operator_namespace: args.namespace.clone(),
             namespace: args.namespace,
-            images: operator::images_from_env(),
+            flags: &args.driver,
+        };
+        Ok(Options {
+            common: common
+                .options(client, operator::images_from_env(), hosted)
+                .await,
             topology_refresh: args.topology_refresh,
-            cluster_id: args.cluster_id,
-            cert_manager: args.cert_manager.settings(client).await,
             adopt_helm_release: args.adopt_helm_release,
-            hosted,
-            create_cluster_csi_driver: args.create_cluster_csi_driver,
         })
     };
     shell

@@ -543,3 +543,47 @@ impl CertManagerFlags {
         })
     }
 }
+
+/// The `start` flags every driver operator takes, whatever its driver.
+#[derive(clap::Args)]
+pub struct DriverFlags {
+    /// Cluster ID (the driver's `--cluster` or `--cluster-id`) when the cluster has no
+    /// Infrastructure object (plain Kubernetes).
+    #[arg(long)]
+    cluster_id: Option<String>,
+    /// Create the ClusterCSIDriver (Managed) when it does not exist, as the Cluster Storage
+    /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
+    #[arg(long)]
+    create_cluster_csi_driver: bool,
+    #[command(flatten)]
+    cert_manager: CertManagerFlags,
+}
+
+/// What a driver operator's `start` flags give the kit, besides the driver's own knobs: the
+/// namespaces and the flags every driver takes, read with the images from the environment and
+/// the hosted environment.
+pub struct CommonFlags<'a> {
+    pub operator_namespace: String,
+    pub namespace: String,
+    pub flags: &'a DriverFlags,
+}
+
+impl CommonFlags<'_> {
+    /// The kit's options, with `images` and the cert-manager issuer read through `client`.
+    pub async fn options(
+        self,
+        client: &kube::Client,
+        images: std::collections::BTreeMap<String, String>,
+        hosted: Option<operator_kit::hosted::Hosted>,
+    ) -> operator_kit::csi::CommonOptions {
+        operator_kit::csi::CommonOptions {
+            operator_namespace: self.operator_namespace,
+            namespace: self.namespace,
+            images,
+            cluster_id: self.flags.cluster_id.clone(),
+            cert_manager: self.flags.cert_manager.settings(client).await,
+            hosted,
+            create_cluster_csi_driver: self.flags.create_cluster_csi_driver,
+        }
+    }
+}

@@ -27,15 +27,8 @@ pub struct StartArgs {
     /// Where to serve Prometheus metrics (`/metrics`) and `/healthz`.
     #[arg(long, default_value = "0.0.0.0:8081")]
     metrics_listen: SocketAddr,
-    /// Cluster ID for `--cluster-id` when the cluster has no Infrastructure object.
-    #[arg(long)]
-    cluster_id: Option<String>,
-    /// Create the ClusterCSIDriver (Managed) when it does not exist, as the Cluster Storage
-    /// Operator does on OpenShift; for plain Kubernetes (manifests/kubernetes/ sets it).
-    #[arg(long)]
-    create_cluster_csi_driver: bool,
     #[command(flatten)]
-    cert_manager: crate::flags::CertManagerFlags,
+    driver: crate::flags::DriverFlags,
 }
 
 /// The Manila operator process's lease, component and metrics prefix.
@@ -47,22 +40,23 @@ pub async fn start(
 ) -> anyhow::Result<()> {
     let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
     let options = async |client: &kube::Client, hosted: Option<_>| {
-        Ok(Options {
+        let common = crate::flags::CommonFlags {
             // Hosted, the driver's controller runs beside the operator in the control-plane
-            // namespace; the node side keeps manila::DRIVER_NAMESPACE in the guest.
+            // namespace; the node side keeps the spec's driver namespace in the guest.
             namespace: if hosted.is_some() {
                 args.namespace.clone()
             } else {
                 args.driver_namespace
             },
             operator_namespace: args.namespace,
-            images: operator::images_from_env(),
+            flags: &args.driver,
+        };
+        Ok(Options {
+            common: common
+                .options(client, operator::images_from_env(), hosted)
+                .await,
             share_type_refresh: args.share_type_refresh,
-            cluster_id: args.cluster_id,
-            cert_manager: args.cert_manager.settings(client).await,
             fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
-            hosted,
-            create_cluster_csi_driver: args.create_cluster_csi_driver,
         })
     };
     shell

@@ -1116,11 +1116,17 @@ fn driver_operator_events_land_where_must_gather_collects_them() {
     let related = cluster_storage::status::static_related_objects();
     for (about, driver) in [
         (
-            cinder::operator::events_about(cinder::DEFAULT_NAMESPACE),
+            operator_kit::csi::events_about(
+                cinder::DEFAULT_NAMESPACE,
+                cinder::SPEC.operator_deployment,
+            ),
             &cluster_storage::registry::CINDER,
         ),
         (
-            manila::operator::events_about(manila::OPERATOR_NAMESPACE),
+            operator_kit::csi::events_about(
+                manila::OPERATOR_NAMESPACE,
+                manila::SPEC.operator_deployment,
+            ),
             &cluster_storage::registry::MANILA,
         ),
     ] {

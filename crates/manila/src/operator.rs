@@ -18,14 +18,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::storage::v1::CSIDriver;
 
 use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::clusters::Clients;
 use operator_kit::conditions::{self, OperatorCondition};
 use operator_kit::csi::{
-    self, BaseFacts, CsiOperator, Flow, Group, Kit, Pass, Settings, StepError, Workload,
+    self, BaseFacts, CommonOptions, CsiOperator, Flow, Group, Kit, Pass, StepError, Workload,
     clouds_yaml_of,
 };
 use operator_kit::hosted::HostedReads;
@@ -43,7 +43,7 @@ use crate::nodes::NodeView;
 use crate::{
     CLOUD_PROVIDER_CONFIGMAP, CONFIG_NAMESPACE, CONTROLLER_DEPLOYMENT_NAME, CSI_DRIVER_NAME,
     DRIVER_CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET, NFS_DAEMONSET_NAME,
-    NODE_DAEMONSET_NAME, OPERATOR_CREDENTIALS_SECRET, TRUSTED_CA_BUNDLE_CONFIGMAP, USER_AGENT,
+    NODE_DAEMONSET_NAME, OPERATOR_CREDENTIALS_SECRET, TRUSTED_CA_BUNDLE_CONFIGMAP,
 };
 
 /// Condition names, exactly as the Go operator's controllers are named (anchors §5.2).
@@ -63,57 +63,35 @@ const CSI_DRIVER_PREFIX: &str = "OpenStackManilaDriverCSIDriverController";
 /// name (`ControllerNamePrefix` + `CSIDriver`), as Cinder's is `OpenStackCinderCSIDriver`.
 const OPERAND: &str = "OpenStackManilaCSIDriver";
 
-/// How the operator is started.
+/// How the operator is started: the kit's common options (it derefs to them) and Manila's own.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Namespace of the operator: its lease and the `openstack-cloud-credentials` Secret.
-    pub operator_namespace: String,
-    /// Namespace of the driver's objects.
-    pub namespace: String,
-    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
-    pub images: BTreeMap<String, String>,
+    /// Namespaces (the operator's, with its lease and `openstack-cloud-credentials`; the
+    /// driver's), images, cluster ID, cert-manager, hosted, ClusterCSIDriver creation.
+    pub common: CommonOptions,
     /// How often share types are listed again.
     pub share_type_refresh: Duration,
-    /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
-    pub cluster_id: Option<String>,
     /// The raw `CSI_FSGROUP_POLICY` value.
     pub fs_group_policy: Option<String>,
-    /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
-    /// Kubernetes; `None` on OpenShift, where service-ca does).
-    pub cert_manager: Option<operator_kit::cert_manager::CertManager>,
-    /// Set when the operator serves a hosted control plane (`--guest-kubeconfig`): both
-    /// `operator_namespace` and `namespace` are then the control-plane namespace of the
-    /// management cluster, and the node side lives in the guest's [`crate::DRIVER_NAMESPACE`].
-    pub hosted: Option<operator_kit::hosted::Hosted>,
-    /// Create `manila.csi.openstack.org` when it is missing (plain Kubernetes, where no Cluster
-    /// Storage Operator creates it); see `CsiOperator::create_cluster_csi_driver`.
-    pub create_cluster_csi_driver: bool,
 }
 
 impl Options {
     /// Standalone defaults with these images.
     pub fn new(images: BTreeMap<String, String>) -> Self {
         Self {
-            operator_namespace: crate::OPERATOR_NAMESPACE.into(),
-            namespace: crate::DRIVER_NAMESPACE.into(),
-            images,
+            common: CommonOptions::standalone(&crate::SPEC, images),
             share_type_refresh: detect::DEFAULT_REFRESH,
-            cluster_id: None,
             fs_group_policy: None,
-            cert_manager: None,
-            hosted: None,
-            create_cluster_csi_driver: false,
         }
     }
 
     /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`).
     pub fn node_namespace(&self) -> String {
-        match self.hosted {
-            Some(_) => crate::DRIVER_NAMESPACE.to_string(),
-            None => self.namespace.clone(),
-        }
+        self.common.node_namespace(&crate::SPEC)
     }
 }
+
+operator_kit::deref_common_options!(Options);
 
 /// What the operator watches: its CR, the cluster singletons, both of its namespaces, the
 /// installer's cloud config namespace, each cluster-scoped object it writes (by name), and its
@@ -208,12 +186,6 @@ pub fn hosted_reads(guest: &str) -> HostedReads {
     }
 }
 
-/// The object the operator's Events are about: its own Deployment in `operator_namespace`
-/// (see [`csi::events_about`]).
-pub fn events_about(operator_namespace: &str) -> ObjectReference {
-    csi::events_about(operator_namespace, crate::OPERATOR_DEPLOYMENT_NAME)
-}
-
 /// The Manila operator: operator-kit's reconcile around [`Manila`].
 pub type Operator = CsiOperator<Manila>;
 
@@ -226,17 +198,7 @@ pub fn new(
     log: LogControl,
 ) -> Operator {
     let clients: Clients = clients.into();
-    let settings = Settings {
-        events_about: events_about(&opts.operator_namespace),
-        namespace: opts.namespace.clone(),
-        node_namespace: opts.node_namespace(),
-        hosted_env: opts.hosted.clone().unwrap_or_default(),
-        user_agent: USER_AGENT,
-        images: opts.images.clone(),
-        cluster_id: opts.cluster_id.clone(),
-        cert_manager: opts.cert_manager.clone(),
-    };
-    let create = opts.create_cluster_csi_driver;
+    let common = opts.common.clone();
     let driver = Manila {
         check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
         nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
@@ -244,8 +206,14 @@ pub fn new(
         share_types: Vec::new(),
         gone: Vec::new(),
     };
-    CsiOperator::new(clients, cache, metrics, log, settings, driver)
-        .create_cluster_csi_driver(create)
+    CsiOperator::for_spec(
+        clients,
+        cache,
+        metrics,
+        log,
+        (&crate::SPEC, &common),
+        driver,
+    )
 }
 
 /// The Manila driver, described for operator-kit.

@@ -36,7 +36,7 @@ use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
 pub use facts::{Facts, Mounts};
-pub use operator::{CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
+pub use operator::{CommonOptions, CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
 pub use step::{Hold, Pass, StepBoard, StepError};
 pub use type_classes::{ClassError, ClassesFailed, Offered, TypeClasses};
 

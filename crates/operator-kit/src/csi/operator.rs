@@ -1,5 +1,6 @@
 //! [`CsiOperator`]: the reconcile skeleton around a [`Driver`], and the [`Kit`] its steps use.
 
+use crate::spec::DriverSpec;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -118,6 +119,84 @@ pub struct Settings {
     pub hosted_env: crate::hosted::Hosted,
 }
 
+/// What every driver operator is started with, whatever its driver: each driver's `Options`
+/// holds one (and derefs to it) beside its own knobs.
+#[derive(Debug, Clone, Default)]
+pub struct CommonOptions {
+    /// The operator's own namespace: its lease, and the Deployment its Events are about.
+    pub operator_namespace: String,
+    /// The namespace of the driver's controller (standalone, also of its node plugins; hosted,
+    /// the control-plane namespace).
+    pub namespace: String,
+    /// Image env vars and `OPERATOR_IMAGE_VERSION`.
+    pub images: BTreeMap<String, String>,
+    /// Cluster ID when there is no Infrastructure object (plain Kubernetes).
+    pub cluster_id: Option<String>,
+    /// Have cert-manager issue the metrics serving certificate while its CRD is served (plain
+    /// Kubernetes; `None` on OpenShift, where service-ca does).
+    pub cert_manager: Option<crate::cert_manager::CertManager>,
+    /// Set when the operator serves a hosted control plane (`--guest-kubeconfig`): the node
+    /// side then lives in the guest, in the spec's driver namespace.
+    pub hosted: Option<crate::hosted::Hosted>,
+    /// Create the ClusterCSIDriver when it is missing (plain Kubernetes, where no Cluster
+    /// Storage Operator creates it); see [`CsiOperator::create_cluster_csi_driver`].
+    pub create_cluster_csi_driver: bool,
+}
+
+/// Makes a driver's `Options` (a struct with a `common: CommonOptions` field) deref to its
+/// [`CommonOptions`], so the kit's knobs read the same in every driver (`opts.namespace`).
+#[macro_export]
+macro_rules! deref_common_options {
+    ($options:ty) => {
+        impl ::std::ops::Deref for $options {
+            type Target = $crate::csi::CommonOptions;
+            fn deref(&self) -> &$crate::csi::CommonOptions {
+                &self.common
+            }
+        }
+        impl ::std::ops::DerefMut for $options {
+            fn deref_mut(&mut self) -> &mut $crate::csi::CommonOptions {
+                &mut self.common
+            }
+        }
+    };
+}
+
+impl CommonOptions {
+    /// Standalone defaults for the driver of `spec`, with these images.
+    pub fn standalone(spec: &DriverSpec, images: BTreeMap<String, String>) -> Self {
+        Self {
+            operator_namespace: spec.operator_namespace.into(),
+            namespace: spec.driver_namespace.into(),
+            images,
+            ..Self::default()
+        }
+    }
+
+    /// The namespace of the guest-side objects (`${NODE_NAMESPACE}`): the spec's driver
+    /// namespace in the guest when hosted, else `namespace`.
+    pub fn node_namespace(&self, spec: &DriverSpec) -> String {
+        match self.hosted {
+            Some(_) => spec.driver_namespace.to_string(),
+            None => self.namespace.clone(),
+        }
+    }
+
+    /// The kit's settings for the driver of `spec`.
+    pub fn settings(&self, spec: &DriverSpec) -> Settings {
+        Settings {
+            events_about: super::events_about(&self.operator_namespace, spec.operator_deployment),
+            namespace: self.namespace.clone(),
+            node_namespace: self.node_namespace(spec),
+            hosted_env: self.hosted.clone().unwrap_or_default(),
+            user_agent: spec.user_agent,
+            images: self.images.clone(),
+            cluster_id: self.cluster_id.clone(),
+            cert_manager: self.cert_manager.clone(),
+        }
+    }
+}
+
 /// A driver operator: the kit's reconcile around the driver `D`.
 pub struct CsiOperator<D: Driver> {
     kit: Kit,
@@ -193,6 +272,19 @@ impl<D: Driver> CsiOperator<D> {
             last_good_settings: None,
             hosted_env: settings.hosted_env,
         }
+    }
+
+    /// The operator of the driver of `spec`, started with `options`.
+    pub fn for_spec(
+        clients: impl Into<Clients>,
+        cache: Cache,
+        metrics: Arc<Metrics>,
+        log: LogControl,
+        (spec, options): (&DriverSpec, &CommonOptions),
+        driver: D,
+    ) -> Self {
+        Self::new(clients, cache, metrics, log, options.settings(spec), driver)
+            .create_cluster_csi_driver(options.create_cluster_csi_driver)
     }
 
     /// Creates the driver's ClusterCSIDriver (`Managed`, log levels `Normal`, as the Cluster
