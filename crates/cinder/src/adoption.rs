@@ -53,9 +53,60 @@ pub struct Adoption {
     /// process start after that).
     released: bool,
     /// What went wrong in this pass's first half, posted with the second's.
-    problem: Option<String>,
+    problem: Option<StepError>,
     /// UIDs whose Helm metadata this process already removed.
     stripped: BTreeSet<String>,
+}
+
+/// Why the Helm release is not adopted (yet), in words for the administrator; posted as
+/// `HelmAdoptionDegraded` (reason `SyncError`).
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptionError {
+    /// What the release's objects or the adoption record say is wrong (`helm_adoption`'s
+    /// checks, which name the object and the fix).
+    #[error("{0}")]
+    Release(String),
+    #[error("the {kind} {name} is not in the watch cache yet")]
+    NotCached { kind: String, name: String },
+    #[error("the ConfigMap {RECORD_CONFIGMAP} cannot be read: {0}")]
+    UnreadableRecord(serde_json::Error),
+    #[error("cannot serialize {kind}: {source}")]
+    Serialize {
+        kind: String,
+        source: serde_json::Error,
+    },
+    #[error("cannot remove Helm's ownership metadata from {kind} {name}: {source}")]
+    StripMetadata {
+        kind: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error(
+        "cannot list the {kind}s of namespace {} to find Helm release {release}'s workloads (is the adoption RBAC applied? docs/switch-from-helm.md): {source}",
+        release.namespace
+    )]
+    ListWorkloads {
+        kind: &'static str,
+        release: Release,
+        source: kube::Error,
+    },
+    #[error("cannot read {workload} of Helm release {release}: {source}")]
+    ReadWorkload {
+        workload: String,
+        release: Release,
+        source: kube::Error,
+    },
+    #[error("cannot list the pods of {workload}: {source}")]
+    ListPods {
+        workload: String,
+        source: kube::Error,
+    },
+}
+
+impl From<AdoptionError> for StepError {
+    fn from(e: AdoptionError) -> Self {
+        StepError::other(e)
+    }
 }
 
 impl Adoption {
@@ -83,7 +134,7 @@ impl Adoption {
                 ),
             });
             self.progressing(pass, false, "NotAdopted", &message);
-            self.problem = Some(message);
+            self.problem = Some(e);
             return;
         }
         if !self.released {
@@ -106,13 +157,14 @@ impl Adoption {
                     self.progressing(pass, true, "WaitingForHelmUninstall", &message);
                     return;
                 }
-                Err(message) => {
+                Err(e) => {
+                    let message = e.to_string();
                     pass.hold_workloads = Some(Hold {
                         reason: "HelmReleaseNotChecked".into(),
                         message: message.clone(),
                     });
                     self.progressing(pass, true, "HelmReleaseNotChecked", &message);
-                    self.problem = Some(message);
+                    self.problem = Some(e.into());
                     return;
                 }
             }
@@ -158,7 +210,7 @@ impl Adoption {
     /// deleted them), Helm's ownership metadata removed, and the adoption's Degraded.
     pub async fn after(&mut self, kit: &Kit, pass: &mut Pass) {
         let result = match self.problem.take() {
-            Some(problem) => Err(StepError::from(problem)),
+            Some(problem) => Err(problem),
             None => self.keep_adopted(kit).await,
         };
         pass.post(PREFIX, result);
@@ -200,8 +252,10 @@ impl Adoption {
         if self.stripped.contains(&uid) {
             return Ok(());
         }
-        let value = serde_json::to_value(live)
-            .map_err(|e| StepError::from(format!("cannot serialize {}: {e}", resource.kind)))?;
+        let value = serde_json::to_value(live).map_err(|source| AdoptionError::Serialize {
+            kind: resource.kind.clone(),
+            source,
+        })?;
         let Some(patch) = pure::strip_helm_metadata(&value) else {
             return Ok(());
         };
@@ -209,12 +263,13 @@ impl Adoption {
         let api: Api<DynamicObject> = Api::all_with(kit.client.clone(), resource);
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| {
+            .map_err(|source| {
                 kit.metrics.error("apply");
-                StepError::from(format!(
-                    "cannot remove Helm's ownership metadata from {} {name}: {e}",
-                    resource.kind
-                ))
+                AdoptionError::StripMetadata {
+                    kind: resource.kind.clone(),
+                    name: name.clone(),
+                    source,
+                }
             })?;
         kit.metrics.write(&resource.kind, WriteVerb::Update);
         kit.recorder.updated(resource, None, &name).await;
@@ -236,19 +291,19 @@ impl Adoption {
             Lookup::Found(cm) => {
                 let cm: ConfigMap =
                     serde_json::from_value(serde_json::to_value(&*cm).unwrap_or_default())
-                        .map_err(|e| {
-                            format!("the ConfigMap {RECORD_CONFIGMAP} cannot be read: {e}")
-                        })?;
-                let record = pure::parse_record(cm.data.as_ref(), &self.release)?;
+                        .map_err(AdoptionError::UnreadableRecord)?;
+                let record = pure::parse_record(cm.data.as_ref(), &self.release)
+                    .map_err(AdoptionError::Release)?;
                 info!(release = %self.release, configmap = RECORD_CONFIGMAP, "the Helm release was adopted before; keeping what its record says");
                 self.record = Some(record);
                 return Ok(());
             }
             Lookup::Absent { .. } => {}
             Lookup::NotServed | Lookup::NotCached => {
-                return Err(format!(
-                    "the ConfigMap {ns}/{RECORD_CONFIGMAP} is not in the watch cache yet"
-                )
+                return Err(AdoptionError::NotCached {
+                    kind: "ConfigMap".into(),
+                    name: format!("{ns}/{RECORD_CONFIGMAP}"),
+                }
                 .into());
             }
         }
@@ -260,7 +315,8 @@ impl Adoption {
         let class_refs: Vec<(&str, Option<&Value>)> =
             classes.iter().map(|(n, c)| (*n, c.as_ref())).collect();
         let workloads = self.release_workloads(kit).await?;
-        let record = pure::plan(&self.release, driver.as_ref(), &class_refs, &workloads)?;
+        let record = pure::plan(&self.release, driver.as_ref(), &class_refs, &workloads)
+            .map_err(AdoptionError::Release)?;
         let cm = ConfigMap {
             metadata: ObjectMeta {
                 name: Some(RECORD_CONFIGMAP.into()),
@@ -289,11 +345,12 @@ impl Adoption {
             let resource = ar(api_version, kind);
             let api: Api<DynamicObject> =
                 Api::namespaced_with(kit.client.clone(), &self.release.namespace, &resource);
-            let list = api.list(&ListParams::default()).await.map_err(|e| {
-                format!(
-                    "cannot list the {kind}s of namespace {} to find Helm release {}'s workloads (is the adoption RBAC applied? docs/switch-from-helm.md): {e}",
-                    self.release.namespace, self.release
-                )
+            let list = api.list(&ListParams::default()).await.map_err(|source| {
+                AdoptionError::ListWorkloads {
+                    kind,
+                    release: self.release.clone(),
+                    source,
+                }
             })?;
             for item in list.items {
                 let mut v = serde_json::to_value(&item).unwrap_or_default();
@@ -306,7 +363,7 @@ impl Adoption {
 
     /// What of the release's recorded workloads still exists (the objects, then their pods),
     /// or `None` when nothing does.
-    async fn waiting_for(&self, kit: &Kit) -> Result<Option<String>, String> {
+    async fn waiting_for(&self, kit: &Kit) -> Result<Option<String>, AdoptionError> {
         let Some(record) = &self.record else {
             return Ok(None);
         };
@@ -315,12 +372,14 @@ impl Adoption {
         for w in &record.workloads {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(kit.client.clone(), ns, &ar("apps/v1", &w.kind));
-            let present = api.get_opt(&w.name).await.map_err(|e| {
-                format!(
-                    "cannot read {} {ns}/{} of Helm release {}: {e}",
-                    w.kind, w.name, self.release
-                )
-            })?;
+            let present =
+                api.get_opt(&w.name)
+                    .await
+                    .map_err(|source| AdoptionError::ReadWorkload {
+                        workload: format!("{} {ns}/{}", w.kind, w.name),
+                        release: self.release.clone(),
+                        source,
+                    })?;
             if present.is_some() {
                 remaining.push(format!("{} {ns}/{}", w.kind, w.name));
             }
@@ -337,7 +396,10 @@ impl Adoption {
             let list = pods
                 .list(&ListParams::default().labels(&selector))
                 .await
-                .map_err(|e| format!("cannot list the pods of {} {ns}/{}: {e}", w.kind, w.name))?;
+                .map_err(|source| AdoptionError::ListPods {
+                    workload: format!("{} {ns}/{}", w.kind, w.name),
+                    source,
+                })?;
             if !list.items.is_empty() {
                 remaining.push(format!(
                     "{} pod(s) of {} {ns}/{} ({selector})",
@@ -356,8 +418,10 @@ fn found(kit: &Kit, resource: &ApiResource, name: &str) -> Result<Option<Value>,
     match kit.cache.lookup(resource, None, name) {
         Lookup::Found(o) => Ok(Some(serde_json::to_value(&*o).unwrap_or_default())),
         Lookup::Absent { .. } => Ok(None),
-        Lookup::NotServed | Lookup::NotCached => {
-            Err(format!("the {} {name} is not in the watch cache yet", resource.kind).into())
+        Lookup::NotServed | Lookup::NotCached => Err(AdoptionError::NotCached {
+            kind: resource.kind.clone(),
+            name: name.to_string(),
         }
+        .into()),
     }
 }

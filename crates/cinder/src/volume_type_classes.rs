@@ -19,8 +19,8 @@ use tracing::warn;
 use crate::config_sync::{OpenStackInputs, openstack_client, openstack_inputs};
 use crate::volume_types::{self, Failure, Listing, OptIn};
 
-/// Condition prefix (ours; OpenShift has no such classes).
-pub const PREFIX: &str = "CinderVolumeTypeStorageClassController";
+/// Condition prefix (ours; OpenShift has no such classes), declared with the classes.
+pub use crate::volume_types::CLASS_STEP_PREFIX as PREFIX;
 
 /// Why the step cannot make its classes (reason `SyncError`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

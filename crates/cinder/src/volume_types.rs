@@ -43,9 +43,12 @@ pub const NAMING: ClassNaming = ClassNaming {
     noun: "volume type",
 };
 
+/// Condition prefix of the per-type classes' step (ours; OpenShift has no such classes).
+pub const CLASS_STEP_PREFIX: &str = "CinderVolumeTypeStorageClassController";
+
 /// The per-type classes as operator-kit's StorageClass step makes them.
 pub const CLASSES: TypeClasses = TypeClasses {
-    prefix: crate::volume_type_classes::PREFIX,
+    prefix: CLASS_STEP_PREFIX,
     naming: NAMING,
     label: CLASS_LABEL,
     provisioner: CSI_DRIVER_NAME,

@@ -415,7 +415,7 @@ impl Manila {
         if policy.is_ok() || !exists {
             kit.apply(&desired, None).await?;
         }
-        policy.map(|_| ()).map_err(|e| e.to_string().into())
+        policy.map(|_| ()).map_err(StepError::other)
     }
 }
 

@@ -33,6 +33,12 @@ pub enum StepError {
     /// Several objects of a static-resources group failed: one line each, in group order.
     #[error("{}", .0.join("\n"))]
     Objects(Vec<String>),
+    /// A Deployment rolled out for longer than library-go allows.
+    #[error(transparent)]
+    ProgressingTooLong(#[from] crate::progressing::ProgressingTooLong),
+    /// Objects of the driver settings could not be applied or removed.
+    #[error(transparent)]
+    Settings(#[from] crate::csi::SettingsFailures),
     /// Several failures of one step (e.g. one per Deployment), one line each.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     All(Vec<StepError>),
@@ -50,9 +56,6 @@ pub enum StepError {
         reason: &'static str,
         message: String,
     },
-    /// A message the step wrote itself (what is wrong and how to fix it).
-    #[error("{0}")]
-    Message(String),
 }
 
 impl StepError {
@@ -86,18 +89,6 @@ impl StepError {
         let mut c = conditions::degraded(prefix, Some(&self.to_string()));
         c.reason = self.reason().to_string();
         c
-    }
-}
-
-impl From<String> for StepError {
-    fn from(message: String) -> Self {
-        Self::Message(message)
-    }
-}
-
-impl From<&str> for StepError {
-    fn from(message: &str) -> Self {
-        Self::Message(message.to_string())
     }
 }
 
@@ -203,10 +194,15 @@ mod tests {
         assert!(!b.failed());
     }
 
+    /// A failure of a step of the operator's own, with this text.
+    fn failure(text: &str) -> StepError {
+        StepError::Objects(vec![text.to_string()])
+    }
+
     #[test]
     fn a_failure_carries_its_reason_and_fails_the_reconcile() {
         let mut b = StepBoard::new();
-        assert_eq!(b.post::<()>("Foo", Err("boom".into())), None);
+        assert_eq!(b.post::<()>("Foo", Err(failure("boom"))), None);
         let c = b.condition("FooDegraded").expect("posted");
         assert_eq!(
             (c.status.as_str(), c.reason.as_str(), c.message.as_str()),
@@ -249,7 +245,7 @@ mod tests {
         let mut b = StepBoard::new();
         b.post::<()>(
             "Version",
-            Err(StepError::All(vec!["first".into(), "second".into()])),
+            Err(StepError::All(vec![failure("first"), failure("second")])),
         );
         let c = b.condition("VersionDegraded").expect("posted");
         assert_eq!(
@@ -261,7 +257,7 @@ mod tests {
     #[test]
     fn one_cause_can_fail_several_steps() {
         let mut b = StepBoard::new();
-        b.post_error(&["A", "B"], &StepError::from("no image"));
+        b.post_error(&["A", "B"], &failure("no image"));
         for t in ["ADegraded", "BDegraded"] {
             assert_eq!(b.condition(t).map(|c| c.message.as_str()), Some("no image"));
         }

@@ -36,7 +36,10 @@ use crate::loglevel::LogLevel;
 use crate::observed_config::ServingInfo;
 
 pub use facts::{Facts, Mounts};
-pub use operator::{CommonOptions, CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings};
+pub use operator::{
+    CommonOptions, CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings, SettingsFailure,
+    SettingsFailures,
+};
 pub use step::{Hold, Pass, StepBoard, StepError};
 pub use type_classes::{ClassError, ClassesFailed, Offered, TypeClasses};
 

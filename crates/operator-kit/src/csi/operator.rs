@@ -119,6 +119,40 @@ pub struct Settings {
     pub hosted_env: crate::hosted::Hosted,
 }
 
+/// One object of the driver settings that could not be applied or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsFailure {
+    #[error(
+        "cannot delete ServiceMonitor {namespace}/{name} (serviceMonitor.enabled is false): {source}"
+    )]
+    DeleteServiceMonitor {
+        namespace: String,
+        name: String,
+        source: ApplyError,
+    },
+    #[error(
+        "storageClasses: {0} is a name the operator gives its own StorageClasses; choose another"
+    )]
+    ReservedClassName(String),
+    #[error(
+        "storageClasses: StorageClass {name} already exists and is not an extra class of {provisioner}; choose another name, or delete it first to have the operator manage it"
+    )]
+    ClassNameTaken {
+        name: String,
+        provisioner: &'static str,
+    },
+    #[error("StorageClass {name}: {source}")]
+    ApplyClass { name: String, source: ApplyError },
+    #[error("cannot delete StorageClass {name}: {source}")]
+    DeleteClass { name: String, source: ApplyError },
+}
+
+/// The failures of one settings step, in order, on one line (`DriverSettingsDegraded`,
+/// `ExtraStorageClassesDegraded`; reason `SyncError`).
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct SettingsFailures(pub Vec<SettingsFailure>);
+
 /// What every driver operator is started with, whatever its driver: each driver's `Options`
 /// holds one (and derefs to it) beside its own knobs.
 #[derive(Debug, Clone, Default)]
@@ -585,14 +619,15 @@ impl<D: Driver> CsiOperator<D> {
             {
                 Ok(true) => self.kit.metrics.write("ServiceMonitor", WriteVerb::Delete),
                 Ok(false) => {}
-                Err(e) => errors.push(format!(
-                    "cannot delete ServiceMonitor {}/{name} (serviceMonitor.enabled is false): {e}",
-                    ns.unwrap_or_default()
-                )),
+                Err(source) => errors.push(SettingsFailure::DeleteServiceMonitor {
+                    namespace: ns.unwrap_or_default(),
+                    name,
+                    source,
+                }),
             }
         }
         if !errors.is_empty() {
-            pass.post::<()>(settings::PREFIX, Err(errors.join("; ").into()));
+            pass.post::<()>(settings::PREFIX, Err(SettingsFailures(errors).into()));
         }
     }
 
@@ -617,21 +652,17 @@ impl<D: Driver> CsiOperator<D> {
             let name = d.object.metadata.name.clone().unwrap_or_default();
             names.insert(name.clone());
             if self.driver.reserved_storage_class(&name) {
-                errors.push(format!(
-                    "storageClasses: {name} is a name the operator gives its own StorageClasses; choose another"
-                ));
+                errors.push(SettingsFailure::ReservedClassName(name));
                 continue;
             }
             if let crate::cache::Lookup::Found(live) = self.kit.cache.lookup(&resource, None, &name)
                 && !ours(&live)
             {
-                errors.push(format!(
-                    "storageClasses: StorageClass {name} already exists and is not an extra class of {provisioner}; choose another name, or delete it first to have the operator manage it"
-                ));
+                errors.push(SettingsFailure::ClassNameTaken { name, provisioner });
                 continue;
             }
-            if let Err(e) = self.kit.apply(d, None).await {
-                errors.push(format!("StorageClass {name}: {e}"));
+            if let Err(source) = self.kit.apply(d, None).await {
+                errors.push(SettingsFailure::ApplyClass { name, source });
             }
         }
         let selector = settings::extra_class_selector(provisioner);
@@ -648,13 +679,13 @@ impl<D: Driver> CsiOperator<D> {
             {
                 Ok(true) => self.kit.metrics.write("StorageClass", WriteVerb::Delete),
                 Ok(false) => {}
-                Err(e) => errors.push(format!("cannot delete StorageClass {name}: {e}")),
+                Err(source) => errors.push(SettingsFailure::DeleteClass { name, source }),
             }
         }
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(errors.join("; ").into())
+            Err(SettingsFailures(errors).into())
         }
     }
 

@@ -57,8 +57,7 @@ impl Kit {
         if let Some(live) = live {
             let previous = steps::previous_conditions(&pass.cr_obj);
             let now = jiff::Timestamp::now();
-            let conditions = progressing::deployment_conditions(prefix, &live, &previous, now)
-                .map_err(|_| StepError::from("Deployment was progressing too long"))?;
+            let conditions = progressing::deployment_conditions(prefix, &live, &previous, now)?;
             for c in conditions.into_vec() {
                 pass.board.set_condition(c);
             }
