@@ -92,6 +92,41 @@ pub struct BaseFacts {
 }
 
 impl BaseFacts {
+    /// The namespace of the guest-side objects: `node_namespace`, or `namespace` when unset.
+    pub fn node_namespace(&self) -> &str {
+        if self.node_namespace.is_empty() {
+            &self.namespace
+        } else {
+            &self.node_namespace
+        }
+    }
+
+    /// The `${NAME}` replacements every asset of a driver gets from these facts: images,
+    /// namespaces, cluster ID, operand log level, the sidecars' leader election (the HA
+    /// timings, also on single-replica control planes, as OpenShift's sidecars) and the
+    /// kube-rbac-proxy TLS settings.
+    pub fn replacements(&self) -> crate::assets::Replacements {
+        crate::assets::Replacements::new()
+            .images_from_env(&self.images)
+            .namespaces(&self.namespace, self.node_namespace())
+            .cluster_id(&self.cluster_id)
+            .log_level(self.log_level)
+            .leader_election(&crate::leader_timing::LeaderTiming::DEFAULT)
+            .tls(&self.serving)
+    }
+
+    /// The hooks every standalone controller Deployment gets: control-plane placement by
+    /// topology (and by Kubernetes' node role on plain Kubernetes), the observed proxy, and
+    /// the replica count of the topology.
+    pub fn place_controller(&self, deployment: &mut k8s_openapi::api::apps::v1::Deployment) {
+        crate::hooks::control_plane_topology(deployment, &self.topology);
+        if self.kubernetes {
+            crate::hooks::kubernetes_control_plane(deployment);
+        }
+        crate::hooks::inject_proxy(deployment, &self.proxy);
+        crate::hooks::replicas(deployment, &self.topology);
+    }
+
     /// Facts with every image of `placeholders` set, for what does not depend on values
     /// (the names and kinds a driver writes, which its watches need).
     pub fn placeholder(
@@ -163,8 +198,13 @@ pub trait Driver: Send + Sync + 'static {
     fn controller(&self, facts: &Self::Facts) -> Workload;
     /// The node DaemonSets.
     fn daemonsets(&self, facts: &Self::Facts) -> Vec<Workload>;
-    /// The VolumeSnapshotClass, applied once its CRD is served.
-    fn snapshot_class(&self, facts: &Self::Facts) -> Result<Desired, BuildError>;
+    /// The VolumeSnapshotClass, applied once its CRD is served. A driver without one (SMB: its
+    /// CSI driver takes no snapshots, and OpenShift ships no class for it) leaves this out; the
+    /// default, [`BuildError::NoSnapshotClass`], tells the kit to run no snapshot-class step and
+    /// post no `VolumeSnapshotClassControllerDegraded`.
+    fn snapshot_class(&self, _facts: &Self::Facts) -> Result<Desired, BuildError> {
+        Err(BuildError::NoSnapshotClass)
+    }
 
     /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
     /// StorageClass of the driver settings may not take it.
