@@ -273,14 +273,97 @@ pub const CINDER: Driver = Driver {
     assets: &CINDER_ASSETS,
 };
 
+/// `platform` of a driver that needs no cloud and runs on any platform (SMB).
+pub const ANY_PLATFORM: &str = "*";
+
+/// SMB (`smb.csi.k8s.io`, openshift/csi-operator `pkg/driver/samba`): an optional driver, not
+/// in [`DRIVERS`]. OpenShift installs its operator through OLM and its CSO never starts it;
+/// this CSO starts it only when the administrator opts in (`cluster-storage start
+/// --optional-driver smb`, [`select_with`]). It runs in the CSI drivers' namespace and has no
+/// cloud, no credentials and no CA to sync.
+pub const SMB: Driver = Driver {
+    name: "smb",
+    condition_prefix: "Samba",
+    platform: ANY_PLATFORM,
+    cluster_csi_driver: "smb.csi.k8s.io",
+    operator_deployment: "smb-csi-driver-operator",
+    operator_namespace: CSI_OPERATOR_NAMESPACE,
+    driver_namespace: CSI_OPERATOR_NAMESPACE,
+    image_vars: &[
+        ImageVar {
+            placeholder: "${OPERATOR_IMAGE}",
+            cso_env: "SMB_DRIVER_OPERATOR_IMAGE",
+        },
+        ImageVar {
+            placeholder: "${DRIVER_IMAGE}",
+            cso_env: "SMB_DRIVER_IMAGE",
+        },
+    ],
+    allow_disabled: false,
+    syncs_cloud_ca: false,
+    related_objects: &[
+        Related {
+            group: "",
+            resource: "serviceaccounts",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "smb-csi-driver-operator",
+        },
+        Related {
+            group: RBAC,
+            resource: "roles",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "smb-csi-driver-operator-role",
+        },
+        Related {
+            group: RBAC,
+            resource: "rolebindings",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "smb-csi-driver-operator-rolebinding",
+        },
+        Related {
+            group: RBAC,
+            resource: "clusterroles",
+            namespace: "",
+            name: "smb-csi-driver-operator-clusterrole",
+        },
+        Related {
+            group: RBAC,
+            resource: "clusterrolebindings",
+            namespace: "",
+            name: "smb-csi-driver-operator-clusterrolebinding",
+        },
+    ],
+    olm: None,
+    assets: &SMB_ASSETS,
+};
+
+/// The drivers started only when the administrator names them ([`select_with`]).
+pub const OPTIONAL_DRIVERS: &[Driver] = &[SMB];
+
+/// The optional driver with this [`Driver::name`], or an error that lists the known ones.
+pub fn optional(name: &str) -> Result<&'static Driver, String> {
+    OPTIONAL_DRIVERS
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = OPTIONAL_DRIVERS.iter().map(|d| d.name).collect();
+            format!(
+                "{name:?} is not an optional driver; the optional drivers are: {}",
+                known.join(", ")
+            )
+        })
+}
+
 /// Every driver operator, in the order of the Go CSO's standalone list (Manila before Cinder).
 /// The order matters: drivers start in it, and their related objects are listed in it.
 pub const DRIVERS: &[Driver] = &[MANILA, CINDER];
 
-/// The driver with this [`Driver::name`] or [`Driver::cluster_csi_driver`], if registered.
+/// The driver with this [`Driver::name`] or [`Driver::cluster_csi_driver`], if registered
+/// (optional drivers included).
 pub fn find(name: &str) -> Option<&'static Driver> {
     DRIVERS
         .iter()
+        .chain(OPTIONAL_DRIVERS)
         .find(|d| d.name == name || d.cluster_csi_driver == name)
 }
 
@@ -297,10 +380,23 @@ pub struct Selection {
 /// `platformStatus` is missing). Go `shouldRunController` steps 1–2; Cinder and Manila are GA,
 /// so no feature gate applies.
 pub fn select(platform: Option<&str>) -> Selection {
-    let drivers: Vec<&'static Driver> = match platform {
+    select_with(platform, &[])
+}
+
+/// [`select`], plus the optional drivers the administrator opted in to (`opted_in`, from
+/// [`OPTIONAL_DRIVERS`]), on any platform, after the platform's own.
+pub fn select_with(platform: Option<&str>, opted_in: &[&'static Driver]) -> Selection {
+    let mut drivers: Vec<&'static Driver> = match platform {
         Some(p) if !p.is_empty() => DRIVERS.iter().filter(|d| d.platform == p).collect(),
         _ => Vec::new(),
     };
+    for d in opted_in {
+        if (d.platform == ANY_PLATFORM || Some(d.platform) == platform)
+            && !drivers.iter().any(|x| x.name == d.name)
+        {
+            drivers.push(d);
+        }
+    }
     let message = if !drivers.is_empty() {
         None
     } else {
@@ -379,6 +475,8 @@ macro_rules! driver_assets {
 pub const CINDER_ASSETS: DriverAssets = driver_assets!("openstack-cinder");
 /// The Manila operator's assets.
 pub const MANILA_ASSETS: DriverAssets = driver_assets!("openstack-manila", namespace);
+/// The SMB operator's assets.
+pub const SMB_ASSETS: DriverAssets = driver_assets!("smb");
 
 impl DriverAssets {
     /// Every asset, for tests and `render`.
@@ -409,6 +507,30 @@ mod tests {
             .collect();
         assert_eq!(names, ["openstack-manila", "openstack-cinder"]);
         assert_eq!(select(Some("OpenStack")).message, None);
+    }
+
+    #[test]
+    fn smb_starts_only_when_opted_in_on_any_platform() {
+        let names = |s: Selection| s.drivers.iter().map(|d| d.name).collect::<Vec<_>>();
+        // Not opted in: never, on any platform (OpenShift installs SMB through OLM).
+        for platform in [Some("OpenStack"), Some("AWS"), None] {
+            assert!(!names(select(platform)).contains(&"smb"), "{platform:?}");
+        }
+        let smb = optional("smb").expect("smb is optional");
+        assert_eq!(
+            names(select_with(Some("OpenStack"), &[smb])),
+            ["openstack-manila", "openstack-cinder", "smb"]
+        );
+        let aws = select_with(Some("AWS"), &[smb, smb]);
+        assert_eq!(aws.message, None);
+        assert_eq!(names(aws), ["smb"]);
+        let err = optional("nfs").unwrap_err();
+        assert!(err.contains("\"nfs\"") && err.contains("smb"), "{err}");
+        assert!(!DRIVERS.iter().any(|d| d.name == "smb"));
+        assert_eq!(find("smb.csi.k8s.io"), Some(&SMB));
+        assert!(openshift_api::operator::ClusterCSIDriver::is_valid_name(
+            SMB.cluster_csi_driver
+        ));
     }
 
     #[test]

@@ -108,7 +108,7 @@ pub struct RenderArgs {
     /// An image, as NAME=IMAGE (e.g. DRIVER_IMAGE=quay.io/...); repeatable. Images not given
     /// are taken from the environment variables of the same names, else are the upstream
     /// releases that manifests/kubernetes/ uses.
-    #[arg(long = "image", value_parser = parse_pair)]
+    #[arg(long = "image", value_parser = crate::flags::parse_pair)]
     images: Vec<(String, String)>,
     /// The user's cloud configuration (INI, as in the cinder-csi-config ConfigMap).
     #[arg(long)]
@@ -120,7 +120,7 @@ pub struct RenderArgs {
     #[arg(long)]
     ca_file: Option<PathBuf>,
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = parse_pair)]
+    #[arg(long = "proxy", value_parser = crate::flags::parse_pair)]
     proxy: Vec<(String, String)>,
     #[command(flatten)]
     hosted: crate::hosted_render::HostedArgs,
@@ -129,16 +129,6 @@ pub struct RenderArgs {
     /// cinder.csi.openstack.org/volume-type-storage-classes=true; repeatable.
     #[arg(long = "volume-type", value_name = "NAME")]
     volume_types: Vec<String>,
-}
-
-fn parse_pair(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    if k.is_empty() {
-        return Err(format!("{s:?}: the name before '=' is empty"));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
 /// The facts `render` builds from its flags, with no cluster.
@@ -228,16 +218,7 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
         "cannot build the objects; give every image with --image NAME=IMAGE (or the environment variable of the same name)",
     )?;
     objects.extend(volume_type_classes(&args.volume_types)?);
-    let mut out = String::new();
-    for d in objects {
-        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
-        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            meta.remove("managedFields");
-        }
-        out.push_str("---\n");
-        out.push_str(&operator_kit::assets::to_yaml(&value)?);
-    }
-    Ok(out)
+    crate::flags::yaml_stream(&objects)
 }
 
 /// The per-volume-type StorageClasses of `--volume-type`, named and built as the operator does;

@@ -220,6 +220,32 @@ fn check_timings(
 }
 
 /// `--control-plane-topology` for `render`: the values Infrastructure can report.
+/// A `NAME=VALUE` flag value (`--image`, `--proxy`).
+pub fn parse_pair(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
+    if k.is_empty() {
+        return Err(format!("{s:?}: the name before '=' is empty"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// `objects` as a YAML stream, each after `---`, without `managedFields`: what `render` prints.
+pub fn yaml_stream(objects: &[operator_kit::desired::Desired]) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let mut out = String::new();
+    for d in objects {
+        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("managedFields");
+        }
+        out.push_str("---\n");
+        out.push_str(&operator_kit::assets::to_yaml(&value)?);
+    }
+    Ok(out)
+}
+
 pub fn topology(value: &str) -> anyhow::Result<TopologyMode> {
     match TopologyMode::parse(value) {
         TopologyMode::Other(other) => anyhow::bail!(

@@ -20,6 +20,7 @@ mod manila;
 mod reference_docs;
 #[cfg(feature = "lab")]
 mod sim;
+mod smb;
 
 use clap::{Parser, Subcommand};
 
@@ -67,6 +68,10 @@ enum Command {
     /// The OpenStack Manila CSI driver operator.
     #[command(name = "openstack-manila", subcommand)]
     OpenStackManila(ManilaCommand),
+    /// The SMB CSI driver operator (smb.csi.k8s.io); the Cluster Storage Operator starts it
+    /// only when opted in (`cluster-storage start --optional-driver smb`).
+    #[command(name = "smb", subcommand)]
+    Smb(SmbCommand),
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
     Render(RenderCommand),
@@ -163,6 +168,27 @@ enum ManilaCommand {
     Start(manila::StartArgs),
 }
 
+/// What `smb start` needs besides its flags.
+const SMB_NEEDS: &str = "\
+Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
+  DRIVER_IMAGE, PROVISIONER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
+  NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
+                      the driver's and sidecars' images
+  OPERATOR_IMAGE_VERSION
+                      the version reported in the ClusterCSIDriver status
+  POD_NAME            the lease identity (or --identity)
+
+Objects: ClusterCSIDriver smb.csi.k8s.io (nothing is installed until it exists);
+Infrastructure/cluster when present (else --cluster-id). No cloud and no credentials: the
+shares' credentials are Secrets the administrator names in each StorageClass (docs/smb.md).";
+
+#[derive(Subcommand)]
+enum SmbCommand {
+    /// Run the operator until SIGTERM or Ctrl-C.
+    #[command(after_long_help = SMB_NEEDS)]
+    Start(smb::StartArgs),
+}
+
 #[derive(Subcommand)]
 enum RenderCommand {
     /// The Cinder driver's objects.
@@ -171,6 +197,8 @@ enum RenderCommand {
     /// The Manila driver's objects, for the share types given.
     #[command(name = "openstack-manila")]
     OpenStackManila(manila::RenderArgs),
+    /// The SMB driver's objects.
+    Smb(smb::RenderArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -200,6 +228,11 @@ fn main() -> anyhow::Result<()> {
             }
             Command::OpenStackManila(ManilaCommand::Start(args)) => {
                 manila::start(args, terminated()).await
+            }
+            Command::Smb(SmbCommand::Start(args)) => smb::start(args, terminated()).await,
+            Command::Render(RenderCommand::Smb(args)) => {
+                print!("{}", smb::render(&args)?);
+                Ok(())
             }
             Command::Render(RenderCommand::OpenStackManila(args)) => {
                 print!("{}", manila::render(&args)?);
@@ -238,6 +271,7 @@ impl Command {
             Command::ClusterStorage(ClusterStorageCommand::Start(_))
                 | Command::OpenStackCinder(CinderCommand::Start(_))
                 | Command::OpenStackManila(ManilaCommand::Start(_))
+                | Command::Smb(SmbCommand::Start(_))
         )
     }
 }

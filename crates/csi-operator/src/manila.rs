@@ -115,23 +115,13 @@ pub struct RenderArgs {
     /// An image, as NAME=IMAGE (e.g. NFS_DRIVER_IMAGE=quay.io/...); repeatable. Images not
     /// given are taken from the environment variables of the same names, else are the
     /// upstream releases that manifests/kubernetes/ uses.
-    #[arg(long = "image", value_parser = parse_pair)]
+    #[arg(long = "image", value_parser = crate::flags::parse_pair)]
     images: Vec<(String, String)>,
     /// Proxy settings as observed (HTTP_PROXY=..., HTTPS_PROXY=..., NO_PROXY=...); repeatable.
-    #[arg(long = "proxy", value_parser = parse_pair)]
+    #[arg(long = "proxy", value_parser = crate::flags::parse_pair)]
     proxy: Vec<(String, String)>,
     #[command(flatten)]
     hosted: crate::hosted_render::HostedArgs,
-}
-
-fn parse_pair(s: &str) -> Result<(String, String), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    if k.is_empty() {
-        return Err(format!("{s:?}: the name before '=' is empty"));
-    }
-    Ok((k.to_string(), v.to_string()))
 }
 
 /// Prints every object the operator would apply once Manila offers these share types.
@@ -177,13 +167,6 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
     for e in errors {
         out.push_str(&format!("# {e}\n"));
     }
-    for d in objects {
-        let mut value = serde_json::to_value(&d.object).context("cannot serialize")?;
-        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            meta.remove("managedFields");
-        }
-        out.push_str("---\n");
-        out.push_str(&operator_kit::assets::to_yaml(&value)?);
-    }
+    out.push_str(&crate::flags::yaml_stream(&objects)?);
     Ok(out)
 }
