@@ -23,6 +23,11 @@ pub mod topology;
 pub mod volume_type_classes;
 pub mod volume_types;
 
+use operator_kit::spec::{
+    self, CSI_OPERATOR_NAMESPACE, DriverAssets, DriverSpec, HostedSpec, ImageVar, RBAC_GROUP,
+    Related,
+};
+
 /// Name of the CSI driver, of its CSIDriver object and of the ClusterCSIDriver CR.
 pub const CSI_DRIVER_NAME: &str = "cinder.csi.openstack.org";
 /// Namespace of the operator and of the driver's objects on a standalone cluster
@@ -58,3 +63,81 @@ pub const TRUSTED_CA_BUNDLE_CONFIGMAP: &str = "openstack-cinder-csi-driver-trust
 /// The CSO-synced copy of the cloud provider config in the operator namespace, read for the
 /// `ca-bundle.pem` key only.
 pub const SYNCED_CLOUD_PROVIDER_CONFIGMAP: &str = "cloud-provider-config";
+
+/// The operator's objects as the Cluster Storage Operator applies them (`assets/operator/`).
+pub const OPERATOR_ASSETS: DriverAssets =
+    operator_kit::driver_assets!("openstack-cinder", "../assets/operator");
+
+/// OpenStack Cinder, declared once (CSO `csioperatorclient/cinder.go` and the operator's own
+/// names): what the CSO registry, the binary, the plain-Kubernetes manifests and the chart
+/// read.
+pub const SPEC: DriverSpec = DriverSpec {
+    name: "openstack-cinder",
+    cluster_csi_driver: CSI_DRIVER_NAME,
+    operand: "OpenStackCinderCSIDriver",
+    controller_name_prefix: CONTROLLER_NAME_PREFIX,
+    condition_prefix: "OpenStackCinder",
+    platform: spec::OPENSTACK,
+    operator_deployment: OPERATOR_DEPLOYMENT_NAME,
+    operator_namespace: CSI_OPERATOR_NAMESPACE,
+    driver_namespace: DEFAULT_NAMESPACE,
+    lock_name: OPERATOR_LOCK_NAME,
+    user_agent: USER_AGENT,
+    metrics_prefix: "openstack_cinder_csi_driver_operator",
+    metrics_serving_cert_secret: METRICS_SERVING_CERT_SECRET,
+    image_vars: &[
+        ImageVar {
+            placeholder: "${OPERATOR_IMAGE}",
+            cso_env: "OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE",
+        },
+        ImageVar {
+            placeholder: "${DRIVER_IMAGE}",
+            cso_env: "OPENSTACK_CINDER_DRIVER_IMAGE",
+        },
+    ],
+    allow_disabled: false,
+    syncs_cloud_ca: false,
+    related_objects: &[
+        Related {
+            group: "",
+            resource: "serviceaccounts",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "openstack-cinder-csi-driver-operator",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "roles",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "openstack-cinder-csi-driver-operator-role",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "rolebindings",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "openstack-cinder-csi-driver-operator-rolebinding",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "clusterroles",
+            namespace: "",
+            name: "openstack-cinder-csi-driver-operator-clusterrole",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "clusterrolebindings",
+            namespace: "",
+            name: "openstack-cinder-csi-driver-operator-clusterrolebinding",
+        },
+    ],
+    olm: None,
+    assets: &OPERATOR_ASSETS,
+    hosted: Some(HostedSpec {
+        management_role: operator_kit::assets::Asset {
+            name: "openstack-cinder/hypershift/role.yaml",
+            content: include_str!("../assets/operator/hypershift/role.yaml"),
+            requires_crd: None,
+        },
+        control_plane_image_env: "OPENSTACK_CINDER_DRIVER_CONTROL_PLANE_IMAGE",
+        guest_namespaced_objects: true,
+    }),
+};

@@ -37,7 +37,7 @@ pub const CHART_NAME: &str = "openstack-csi-operators";
 
 /// The Manila driver's namespace, which the Manila operator does not let change (see
 /// [`validate_template`]).
-pub const MANILA_DRIVER_NAMESPACE: &str = "openshift-manila-csi-driver";
+pub const MANILA_DRIVER_NAMESPACE: &str = manila::SPEC.driver_namespace;
 
 /// The namespace of the upstream chart's release that `manifests/adopt-helm-cinder` names.
 const ADOPTION_NAMESPACE: &str = "kube-system";
@@ -508,16 +508,16 @@ const MONITORING_CAPABILITY: &str =
     ".Capabilities.APIVersions.Has \"monitoring.coreos.com/v1/ServiceMonitor\"";
 
 /// The drivers' settings ConfigMaps (docs/driver-settings.md): the driver, the operator's name
-/// (which names the ConfigMap) and the value of the namespace it is read from.
+/// (its user agent, which names the ConfigMap) and the value of the namespace it is read from.
 const SETTINGS: [(&str, &str, &str); 2] = [
     (
         "cinder",
-        "openstack-cinder-csi-driver-operator",
+        cinder::SPEC.user_agent,
         ".Values.namespaces.operators",
     ),
     (
         "manila",
-        "openstack-manila-csi-driver-operator",
+        manila::SPEC.user_agent,
         ".Values.namespaces.manilaDriver",
     ),
 ];
@@ -582,7 +582,7 @@ docs/install-kubernetes.md has the rest (verification, configuration, metrics).
 "#,
         conditions_cinder = conditions(
             "cinder",
-            "cinder.csi.openstack.org",
+            cinder::SPEC.cluster_csi_driver,
             &[
                 "OpenStackCinderDriverControllerServiceControllerAvailable",
                 "OpenStackCinderDriverNodeServiceControllerAvailable"
@@ -590,7 +590,7 @@ docs/install-kubernetes.md has the rest (verification, configuration, metrics).
         ),
         conditions_manila = conditions(
             "manila",
-            "manila.csi.openstack.org",
+            manila::SPEC.cluster_csi_driver,
             &["OpenStackManilaDriverControllerServiceControllerAvailable"]
         ),
     )

@@ -47,7 +47,7 @@ use crate::build::{
     BuildError, Inputs, OPERATOR_CONFIG_KEY, OPERATOR_IMAGE_VERSION_ENV, OperatorObjects,
     cluster_csi_driver, operator_config_yaml, operator_objects,
 };
-use crate::registry::{CINDER, Driver, MANILA};
+use crate::registry::Driver;
 
 /// The volume (and mount) name of the guest kubeconfig in the operator Deployment.
 pub const GUEST_KUBECONFIG_VOLUME: &str = "guest-kubeconfig";
@@ -69,37 +69,17 @@ pub const DRIVER_CONTROL_PLANE_IMAGE_ENV: &str = "DRIVER_CONTROL_PLANE_IMAGE";
 pub const RUN_AS_USER_ENV: &str = "RUN_AS_USER";
 
 /// The CSO env var with `driver`'s own image for pods in the management cluster
-/// (`csioperatorclient/{cinder,manila}.go`).
+/// (`csioperatorclient/{cinder,manila}.go`; the driver's [`Driver::hosted`]).
 pub fn driver_control_plane_image_env(driver: &Driver) -> Option<&'static str> {
-    if driver.name == CINDER.name {
-        Some("OPENSTACK_CINDER_DRIVER_CONTROL_PLANE_IMAGE")
-    } else if driver.name == MANILA.name {
-        Some("MANILA_DRIVER_CONTROL_PLANE_IMAGE")
-    } else {
-        None
-    }
+    driver.hosted.map(|h| h.control_plane_image_env)
 }
 
 /// The condition-message name of the management Role and RoleBinding.
 pub const MANAGEMENT_ROLE: &str = "hypershift/role.yaml";
 
-/// The management Role asset of `driver` (`assets/<driver>/hypershift/role.yaml`).
+/// The management Role asset of `driver` (`assets/operator/hypershift/role.yaml` of its crate).
 fn management_role_asset(driver: &Driver) -> Option<Asset> {
-    if driver.name == CINDER.name {
-        Some(Asset {
-            name: "openstack-cinder/hypershift/role.yaml",
-            content: include_str!("../assets/openstack-cinder/hypershift/role.yaml"),
-            requires_crd: None,
-        })
-    } else if driver.name == MANILA.name {
-        Some(Asset {
-            name: "openstack-manila/hypershift/role.yaml",
-            content: include_str!("../assets/openstack-manila/hypershift/role.yaml"),
-            requires_crd: None,
-        })
-    } else {
-        None
-    }
+    driver.hosted.map(|h| h.management_role)
 }
 
 /// Everything the CSO applies for one driver operator of a hosted control plane.
@@ -146,7 +126,7 @@ pub struct GuestObjects {
 /// Whether the guest gets the operator's ServiceAccount, Roles and RoleBindings (Cinder's
 /// `hypershift/guest` assets have them, Manila's only the Namespace and cluster-scoped RBAC).
 pub fn guest_has_namespaced_objects(driver: &Driver) -> bool {
-    driver.name == CINDER.name
+    driver.hosted.is_some_and(|h| h.guest_namespaced_objects)
 }
 
 /// The condition prefix of the step applying the management objects (Go's
@@ -580,7 +560,7 @@ pub fn hosted_operator_objects(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::DRIVERS;
+    use crate::registry::{CINDER, DRIVERS, MANILA};
     use operator_kit::hosted::HostedControlPlane;
 
     const NS: &str = "clusters-guest";

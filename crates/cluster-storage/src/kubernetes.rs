@@ -37,7 +37,7 @@ use operator_kit::hooks;
 use serde_json::{Value, json};
 
 use crate::build::{self, BuildError, Inputs, OPERATOR_IMAGE_VERSION_ENV};
-use crate::registry::{CINDER, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver};
+use crate::registry::{CSI_OPERATOR_NAMESPACE, DRIVERS, Driver};
 
 /// The namespace of the users' cloud.conf overrides, read by both operators.
 pub const CONFIG_NAMESPACE: &str = build::CONFIG_NAMESPACE;
@@ -236,41 +236,6 @@ fn cluster_role(role: &mut Value) {
     }
 }
 
-/// The Secrets each operator issues its driver's metrics serving certificate into where no
-/// service-ca does (`operator_kit::metrics_cert`): the Role in `namespace` named `role` gets
-/// `create` on Secrets (not limitable by name) and `update`/`patch` of that one. The names are
-/// the driver assets' (`service.yaml`'s serving-cert annotation); the plain-Kubernetes chain
-/// test fails on any missing right.
-const METRICS_CERT_SECRETS: &[(&str, &str, &str)] = &[
-    (
-        CSI_OPERATOR_NAMESPACE,
-        "openstack-cinder-csi-driver-operator-role",
-        "openstack-cinder-csi-driver-controller-metrics-serving-cert",
-    ),
-    (
-        "openshift-manila-csi-driver",
-        "manila-csi-driver-operator-role",
-        "manila-csi-driver-controller-metrics-serving-cert",
-    ),
-];
-
-/// The operators' own serving-cert Secrets (their Deployments' `serving-cert` volume, which
-/// service-ca fills on OpenShift), which they keep themselves on Kubernetes
-/// (`--metrics-serving-cert-secret`, `operator_kit::own_serving_cert`): the operator's Role in
-/// its own namespace gets `create` on Secrets and `get`/`update`/`patch` of that one.
-const OWN_SERVING_CERT_SECRETS: &[(&str, &str, &str)] = &[
-    (
-        CSI_OPERATOR_NAMESPACE,
-        "openstack-cinder-csi-driver-operator-role",
-        "openstack-cinder-csi-driver-operator-serving-cert",
-    ),
-    (
-        CSI_OPERATOR_NAMESPACE,
-        "manila-csi-driver-operator-role",
-        "manila-csi-driver-operator-serving-cert",
-    ),
-];
-
 /// Adds `create` on Secrets to `rules` unless a rule already grants it.
 fn may_create_secrets(rules: &mut Vec<Value>) {
     let creates = rules.iter().any(|r| {
@@ -284,41 +249,46 @@ fn may_create_secrets(rules: &mut Vec<Value>) {
     }
 }
 
-/// A Role on Kubernetes: OpenShift's, plus the rights of [`METRICS_CERT_SECRETS`] and the
-/// cert-manager objects for them (`operator_kit::cert_manager`). The CRD the operators watch
-/// for is readable through their ClusterRoles already.
-fn role(role: &mut Value) {
-    let (ns, name) = (
-        role["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        role["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-    );
+/// A Role of `driver`'s operator on Kubernetes: OpenShift's, plus what the operator needs to
+/// keep its serving certificates where no service-ca does. In the driver's namespace: `create`
+/// on Secrets (not limitable by name) and `update`/`patch` of the driver's metrics serving
+/// certificate ([`Driver::metrics_serving_cert_secret`], `operator_kit::metrics_cert`), and
+/// the cert-manager objects for it (`operator_kit::cert_manager`). In the operator's namespace:
+/// `create` on Secrets and `get`/`update`/`patch` of `own_serving_cert`, the Secret its
+/// Deployment's `serving-cert` volume mounts (`--metrics-serving-cert-secret`,
+/// `operator_kit::own_serving_cert`). The plain-Kubernetes chain test fails on any missing
+/// right. The CRD the operators watch for is readable through their ClusterRoles already.
+fn role(role: &mut Value, driver: &Driver, own_serving_cert: Option<&str>) {
+    let ns = role["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let Some(rules) = role["rules"].as_array_mut() else {
         return;
     };
-    for (_, _, secret) in METRICS_CERT_SECRETS
-        .iter()
-        .filter(|(n, r, _)| *n == ns && *r == name)
-    {
+    if ns == driver.driver_namespace {
         may_create_secrets(rules);
-        rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["update", "patch"]}));
+        rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [driver.metrics_serving_cert_secret], "verbs": ["update", "patch"]}));
         rules.push(
             json!({"apiGroups": ["cert-manager.io"], "resources": ["certificates", "issuers"],
             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}),
         );
     }
-    for (_, _, secret) in OWN_SERVING_CERT_SECRETS
-        .iter()
-        .filter(|(n, r, _)| *n == ns && *r == name)
-    {
+    if let Some(secret) = own_serving_cert.filter(|_| ns == driver.operator_namespace) {
         may_create_secrets(rules);
         rules.push(json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["get", "update", "patch"]}));
     }
+}
+
+/// The Secret the operator Deployment's `serving-cert` volume mounts, if it has one.
+fn serving_cert_secret(d: &k8s_openapi::api::apps::v1::Deployment) -> Option<String> {
+    d.spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.volumes.as_ref())
+        .and_then(|v| v.iter().find(|v| v.name == "serving-cert"))
+        .and_then(|v| v.secret.as_ref())
+        .and_then(|s| s.secret_name.clone())
 }
 
 /// The operator Deployment on Kubernetes; see the module doc. `metrics_service`: the name of
@@ -326,14 +296,7 @@ fn role(role: &mut Value) {
 /// `serving-cert` volume mounts.
 fn deployment(d: &mut k8s_openapi::api::apps::v1::Deployment, metrics_service: &str) {
     hooks::kubernetes_control_plane(d);
-    let serving_secret = d
-        .spec
-        .as_ref()
-        .and_then(|s| s.template.spec.as_ref())
-        .and_then(|p| p.volumes.as_ref())
-        .and_then(|v| v.iter().find(|v| v.name == "serving-cert"))
-        .and_then(|v| v.secret.as_ref())
-        .and_then(|s| s.secret_name.clone());
+    let serving_secret = serving_cert_secret(d);
     if let Some(c) = d
         .spec
         .as_mut()
@@ -419,10 +382,9 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
         let (kind, name) = describe(o);
         let wanted = match kind.as_str() {
             "ClusterRole" => name.starts_with("openshift-csi-"),
-            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" => {
-                name.starts_with("manila-csi-driver-operator")
-                    || name.starts_with("openstack-cinder-csi-driver-operator")
-            }
+            "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" => DRIVERS
+                .iter()
+                .any(|d| name.starts_with(d.operator_deployment)),
             _ => false,
         };
         if wanted {
@@ -431,8 +393,8 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
             objects.push(o);
         }
     }
-    for operator in ["manila", "openstack-cinder"] {
-        let binding = format!("{operator}-csi-driver-operator-storageclasses-binding");
+    for driver in DRIVERS {
+        let binding = format!("{}-storageclasses-binding", driver.operator_deployment);
         if !objects.iter().any(|o| {
             o["kind"] == "ValidatingAdmissionPolicyBinding" && o["metadata"]["name"] == *binding
         }) {
@@ -446,18 +408,20 @@ pub fn manifests(inputs: &KubernetesInputs) -> Result<Vec<ManifestFile>, Kuberne
         env: environment(inputs),
         ..Inputs::default()
     };
-    // Cinder first: its namespace holds both operators.
+    // The drivers that run in the operators' namespace (Cinder) first, then those with a
+    // namespace of their own (Manila), each group in registry order.
     let mut drivers: Vec<&Driver> = DRIVERS.iter().collect();
-    drivers.sort_by_key(|d| *d != &CINDER);
+    drivers.sort_by_key(|d| d.driver_namespace != d.operator_namespace);
     for driver in drivers {
         let mut o = build::operator_objects(driver, &cso_inputs)?;
+        let own_serving_cert = serving_cert_secret(&o.deployment);
         if let Some(ns) = &o.namespace {
             objects.push(to_value("namespace", ns)?);
         }
         objects.push(to_value("service account", &o.service_account)?);
         for r in &o.roles {
             let mut r = to_value("role", r)?;
-            role(&mut r);
+            role(&mut r, driver, own_serving_cert.as_deref());
             objects.push(r);
         }
         for b in &o.role_bindings {
@@ -685,21 +649,46 @@ mod tests {
         );
     }
 
+    /// The Secret `driver`'s operator Deployment mounts as `serving-cert`, as built.
+    fn own_serving_cert(driver: &Driver) -> Option<String> {
+        let inputs = Inputs {
+            env: environment(&KubernetesInputs {
+                operator_image: "x:1".into(),
+                version: "1".into(),
+                openshift: Vec::new(),
+            }),
+            ..Inputs::default()
+        };
+        let o = build::operator_objects(driver, &inputs).expect("the operator objects build");
+        serving_cert_secret(&o.deployment)
+    }
+
+    /// The rules `role` adds for `driver` to an empty Role in `ns` that match `keep`.
+    fn added_rules(driver: &Driver, ns: &str, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut r = json!({"metadata": {"namespace": ns, "name": "r"}, "rules": []});
+        role(&mut r, driver, own_serving_cert(driver).as_deref());
+        r["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|rule| keep(rule))
+            .cloned()
+            .collect()
+    }
+
+    fn secrets(rule: &Value) -> bool {
+        rule["resources"] == json!(["secrets"])
+    }
+
     #[test]
     fn each_operator_may_keep_its_own_serving_cert_secret_and_no_other_by_name() {
-        let secret_rules = |ns: &str, name: &str| {
-            let mut r = json!({"metadata": {"namespace": ns, "name": name}, "rules": []});
-            role(&mut r);
-            r["rules"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|rule| rule["resources"] == json!(["secrets"]))
-                .cloned()
-                .collect::<Vec<_>>()
-        };
+        use crate::registry::{CINDER, MANILA};
         assert_eq!(
-            secret_rules(CSI_OPERATOR_NAMESPACE, "manila-csi-driver-operator-role"),
+            own_serving_cert(&MANILA).as_deref(),
+            Some("manila-csi-driver-operator-serving-cert")
+        );
+        assert_eq!(
+            added_rules(&MANILA, CSI_OPERATOR_NAMESPACE, secrets),
             [
                 json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}),
                 json!({"apiGroups": [""], "resources": ["secrets"],
@@ -707,10 +696,8 @@ mod tests {
                        "verbs": ["get", "update", "patch"]}),
             ]
         );
-        let cinder = secret_rules(
-            CSI_OPERATOR_NAMESPACE,
-            "openstack-cinder-csi-driver-operator-role",
-        );
+        // Cinder's operator and driver share a namespace: one create, both Secrets by name.
+        let cinder = added_rules(&CINDER, CSI_OPERATOR_NAMESPACE, secrets);
         assert_eq!(
             cinder
                 .iter()
@@ -719,44 +706,45 @@ mod tests {
             1,
             "{cinder:?}"
         );
-        assert!(
-            cinder.iter().any(|r| r["resourceNames"]
-                == json!(["openstack-cinder-csi-driver-operator-serving-cert"])),
-            "{cinder:?}"
+        for name in [
+            "openstack-cinder-csi-driver-operator-serving-cert",
+            "openstack-cinder-csi-driver-controller-metrics-serving-cert",
+        ] {
+            assert!(
+                cinder.iter().any(|r| r["resourceNames"] == json!([name])),
+                "{name}: {cinder:?}"
+            );
+        }
+        assert_eq!(
+            added_rules(&MANILA, MANILA.driver_namespace, secrets),
+            [
+                json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}),
+                json!({"apiGroups": [""], "resources": ["secrets"],
+                       "resourceNames": ["manila-csi-driver-controller-metrics-serving-cert"],
+                       "verbs": ["update", "patch"]}),
+            ]
         );
-        assert!(secret_rules(CONFIG_NAMESPACE, "manila-csi-driver-operator-role").is_empty());
+        assert!(added_rules(&MANILA, CONFIG_NAMESPACE, secrets).is_empty());
     }
 
     #[test]
     fn only_the_driver_namespace_roles_manage_cert_manager_objects() {
-        let cert_manager = |ns: &str, name: &str| {
-            let mut r = json!({"metadata": {"namespace": ns, "name": name}, "rules": []});
-            role(&mut r);
-            r["rules"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|rule| rule["apiGroups"] == json!(["cert-manager.io"]))
-                .cloned()
-                .collect::<Vec<_>>()
-        };
-        for (ns, name, _) in METRICS_CERT_SECRETS {
+        let cert_manager = |rule: &Value| rule["apiGroups"] == json!(["cert-manager.io"]);
+        for d in DRIVERS {
             assert_eq!(
-                cert_manager(ns, name),
+                added_rules(d, d.driver_namespace, cert_manager),
                 [
                     json!({"apiGroups": ["cert-manager.io"], "resources": ["certificates", "issuers"],
                     "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]})
                 ],
-                "{ns}/{name}"
+                "{}",
+                d.name
             );
+            assert!(added_rules(d, CONFIG_NAMESPACE, cert_manager).is_empty());
+            if d.driver_namespace != d.operator_namespace {
+                assert!(added_rules(d, d.operator_namespace, cert_manager).is_empty());
+            }
         }
-        assert!(
-            cert_manager(
-                CONFIG_NAMESPACE,
-                "openstack-cinder-csi-driver-operator-role"
-            )
-            .is_empty()
-        );
     }
 
     #[test]

@@ -77,53 +77,11 @@ pub const NAMESPACE_ANNOTATION_SUFFIX: &str = ".olm-removal.storage.openshift.io
 /// Suffix of the annotation holding its CSV name (Go `olmOperatorCSVAnnotation`).
 pub const CSV_ANNOTATION_SUFFIX: &str = ".olm-removal.storage.openshift.io/csvName";
 
-/// The old operator's CR type and the one object of it the flow deletes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OldCr {
-    /// API group, e.g. `csi.openshift.io`.
-    pub group: &'static str,
-    /// API version, e.g. `v1alpha1`.
-    pub version: &'static str,
-    /// Kind, e.g. `ManilaDriver`.
-    pub kind: &'static str,
-    /// Resource, e.g. `maniladrivers`.
-    pub plural: &'static str,
-    /// The (cluster-scoped) object's name: always `cluster` in Go (`oldCRName`).
-    pub name: &'static str,
-}
-
-impl OldCr {
-    /// `group/version`.
-    pub fn api_version(&self) -> String {
-        format!("{}/{}", self.group, self.version)
-    }
-}
-
-/// What identifies a driver operator that OLM installed (Go `OLMOptions`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OlmOptions {
-    /// Name of the Deployment OLM created for the operator; its namespace is the
-    /// Subscription's.
-    pub operator_deployment: &'static str,
-    /// The OLM package (`Subscription.spec.name`).
-    pub package: &'static str,
-    /// The old operator's CR.
-    pub old_cr: OldCr,
-}
+pub use operator_kit::spec::{OldCr, OlmOptions};
 
 /// Manila's options (CSO `csioperatorclient/manila.go` up to release-4.17); no other driver
-/// had any.
-pub const MANILA_OLM: OlmOptions = OlmOptions {
-    operator_deployment: "csi-driver-manila-operator",
-    package: "manila-csi-driver-operator",
-    old_cr: OldCr {
-        group: "csi.openshift.io",
-        version: "v1alpha1",
-        kind: "ManilaDriver",
-        plural: "maniladrivers",
-        name: "cluster",
-    },
-};
+/// had any. Declared by the driver (`manila::OLM`, its spec's `olm`).
+pub const MANILA_OLM: OlmOptions = manila::OLM;
 
 /// `<prefix>OLMOperatorRemovalProgressing`.
 pub fn progressing_type(prefix: &str) -> String {

@@ -20,7 +20,7 @@ pub struct StartArgs {
     #[command(flatten)]
     process: crate::client::ProcessFlags,
     /// Namespace of the driver and of the operator's lease.
-    #[arg(long, default_value = cinder::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = cinder::SPEC.driver_namespace)]
     namespace: String,
     /// How often to list OpenStack availability zones again to decide `enable_topology`
     /// (`0s`: only when the credentials change).
@@ -75,14 +75,14 @@ pub async fn start(
     let cache = operator::watches(clients.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
-    let metrics = Metrics::new("openstack_cinder_csi_driver_operator");
+    let metrics = Metrics::new(cinder::SPEC.metrics_prefix);
     let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
         .create_cluster_csi_driver(args.create_cluster_csi_driver);
     let launch = crate::client::Launch {
         namespace: args.namespace,
-        lock_name: cinder::OPERATOR_LOCK_NAME,
+        lock_name: cinder::SPEC.lock_name,
         identity: args.process.identity,
-        component: cinder::USER_AGENT,
+        component: cinder::SPEC.user_agent,
         metrics_listen: args.metrics_listen,
         endpoint: args.process.metrics.endpoint(),
         resync: args.process.resync,
@@ -94,7 +94,7 @@ pub async fn start(
 #[derive(clap::Args)]
 pub struct RenderArgs {
     /// Namespace of the driver.
-    #[arg(long, default_value = cinder::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = cinder::SPEC.driver_namespace)]
     namespace: String,
     /// The cluster ID (Infrastructure status.infrastructureName).
     #[arg(long, default_value = "cluster-id")]
@@ -135,8 +135,7 @@ pub struct RenderArgs {
 pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
     // Images matter little to what `render` shows; without any, the upstream releases that
     // manifests/kubernetes/ uses, so the command works as the docs type it.
-    let mut images =
-        cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::CINDER);
+    let mut images = cluster_storage::kubernetes::upstream_operand_images(&cinder::SPEC);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
     let level = LogLevel::parse(&args.log_level);

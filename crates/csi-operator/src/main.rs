@@ -63,14 +63,14 @@ enum Command {
     #[command(name = "cluster-storage", subcommand)]
     ClusterStorage(ClusterStorageCommand),
     /// The OpenStack Cinder CSI driver operator.
-    #[command(name = "openstack-cinder", subcommand)]
+    #[command(name = ::cinder::SPEC.name, subcommand)]
     OpenStackCinder(CinderCommand),
     /// The OpenStack Manila CSI driver operator.
-    #[command(name = "openstack-manila", subcommand)]
+    #[command(name = ::manila::SPEC.name, subcommand)]
     OpenStackManila(ManilaCommand),
     /// The SMB CSI driver operator (smb.csi.k8s.io); the Cluster Storage Operator starts it
     /// only when opted in (`cluster-storage start --optional-driver smb`).
-    #[command(name = "smb", subcommand)]
+    #[command(name = ::smb::SPEC.name, subcommand)]
     Smb(SmbCommand),
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
@@ -97,25 +97,64 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-/// What `cluster-storage start` needs besides its flags (printed by `--help`).
-const CSO_NEEDS: &str = "\
+/// What `cluster-storage start` needs besides its flags (printed by `--help`); the image
+/// variables are those of the registry's driver specs.
+fn cso_needs() -> String {
+    use ::cluster_storage::registry::{DRIVERS, OPTIONAL_DRIVERS, SIDECAR_IMAGE_VARS};
+    let (operators, operands): (Vec<_>, Vec<_>) = DRIVERS
+        .iter()
+        .flat_map(|d| d.image_vars)
+        .partition(|v| v.placeholder == "${OPERATOR_IMAGE}");
+    let env = |vars: &mut dyn Iterator<Item = &operator_kit::spec::ImageVar>| {
+        wrap_list(vars.map(|v| v.cso_env), "  ", 92)
+    };
+    format!(
+        "\
 Environment (set by the CSO Deployment in manifests/openshift/):
-  OPENSTACK_CINDER_DRIVER_OPERATOR_IMAGE, MANILA_DRIVER_OPERATOR_IMAGE
+{}
                       the driver operators' image (this binary)
-  OPENSTACK_CINDER_DRIVER_IMAGE, MANILA_DRIVER_IMAGE, MANILA_NFS_DRIVER_IMAGE,
-  PROVISIONER_IMAGE, ATTACHER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
-  NODE_DRIVER_REGISTRAR_IMAGE, LIVENESS_PROBE_IMAGE, KUBE_RBAC_PROXY_IMAGE, TOOLS_IMAGE
+{}
                       images handed to the driver operators
   OPERATOR_IMAGE_VERSION, OPERAND_IMAGE_VERSION
                       the versions reported in ClusterOperator/storage
   POD_NAME            the lease identity (or --identity)
+  CSO_OPTIONAL_DRIVERS (or --optional-driver), opted in only:
+{}
+                      the optional drivers' images (docs/smb.md)
 
 Objects it reads: Infrastructure/cluster (platform; without it, or on another platform, it
 installs no driver and says why in ClusterOperator/storage), Storage/cluster, the
-root credentials the CredentialsRequests are answered from (cloud credential operator).";
+root credentials the CredentialsRequests are answered from (cloud credential operator).",
+        env(&mut operators.into_iter()),
+        env(&mut operands.into_iter().chain(SIDECAR_IMAGE_VARS)),
+        env(&mut OPTIONAL_DRIVERS.iter().flat_map(|d| d.image_vars)),
+    )
+}
+
+/// `names` joined with ", " into lines of at most `width` characters, each starting with
+/// `indent` (a line holds at least one name).
+fn wrap_list<'a>(names: impl Iterator<Item = &'a str>, indent: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for name in names {
+        match lines.last_mut() {
+            Some(line) if line.len() + 2 + name.len() < width => {
+                line.push_str(", ");
+                line.push_str(name);
+            }
+            Some(line) => {
+                line.push(',');
+                lines.push(format!("{indent}{name}"));
+            }
+            None => lines.push(format!("{indent}{name}")),
+        }
+    }
+    lines.join("\n")
+}
 
 /// What `openstack-cinder start` needs besides its flags.
-const CINDER_NEEDS: &str = "\
+fn cinder_needs() -> String {
+    format!(
+        "\
 Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
   DRIVER_IMAGE, PROVISIONER_IMAGE, ATTACHER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
   LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
@@ -124,13 +163,18 @@ Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes)
                       the version reported in the ClusterCSIDriver status
   POD_NAME            the lease identity (or --identity)
 
-Objects: ClusterCSIDriver cinder.csi.openstack.org (nothing is installed until it exists),
+Objects: ClusterCSIDriver {} (nothing is installed until it exists),
 Secret openstack-cloud-credentials (clouds.yaml) in --namespace, the cloud-provider-config
 ConfigMap (the user's cloud.conf) that Infrastructure/cluster names, or the one synced into
---namespace; Infrastructure/cluster when present (else --cluster-id).";
+--namespace; Infrastructure/cluster when present (else --cluster-id).",
+        ::cinder::SPEC.cluster_csi_driver
+    )
+}
 
 /// What `openstack-manila start` needs besides its flags.
-const MANILA_NEEDS: &str = "\
+fn manila_needs() -> String {
+    format!(
+        "\
 Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
   DRIVER_IMAGE, NFS_DRIVER_IMAGE, PROVISIONER_IMAGE, RESIZER_IMAGE, SNAPSHOTTER_IMAGE,
   LIVENESS_PROBE_IMAGE, NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
@@ -141,30 +185,34 @@ Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes)
                       ReadWriteOnceWithFSType
   POD_NAME            the lease identity (or --identity)
 
-Objects: ClusterCSIDriver manila.csi.openstack.org (nothing is installed until it exists),
-Secret openstack-cloud-credentials (clouds.yaml) in openshift-cluster-csi-drivers, Secret
+Objects: ClusterCSIDriver {} (nothing is installed until it exists),
+Secret openstack-cloud-credentials (clouds.yaml) in {}, Secret
 manila-cloud-credentials in the driver namespace; Infrastructure/cluster when present (else
 --cluster-id). Without a Shared File Systems service in the catalog nothing is installed and
-CSIControllerDisabled says why.";
+CSIControllerDisabled says why.",
+        ::manila::SPEC.cluster_csi_driver,
+        ::manila::SPEC.operator_namespace,
+    )
+}
 
 #[derive(Subcommand)]
 enum ClusterStorageCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
-    #[command(after_long_help = CSO_NEEDS)]
+    #[command(after_long_help = cso_needs())]
     Start(cluster_storage::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum CinderCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
-    #[command(after_long_help = CINDER_NEEDS)]
+    #[command(after_long_help = cinder_needs())]
     Start(cinder::StartArgs),
 }
 
 #[derive(Subcommand)]
 enum ManilaCommand {
     /// Run the operator until SIGTERM or Ctrl-C.
-    #[command(after_long_help = MANILA_NEEDS)]
+    #[command(after_long_help = manila_needs())]
     Start(manila::StartArgs),
 }
 
@@ -192,12 +240,13 @@ enum SmbCommand {
 #[derive(Subcommand)]
 enum RenderCommand {
     /// The Cinder driver's objects.
-    #[command(name = "openstack-cinder")]
+    #[command(name = ::cinder::SPEC.name)]
     OpenStackCinder(cinder::RenderArgs),
     /// The Manila driver's objects, for the share types given.
-    #[command(name = "openstack-manila")]
+    #[command(name = ::manila::SPEC.name)]
     OpenStackManila(manila::RenderArgs),
     /// The SMB driver's objects.
+    #[command(name = ::smb::SPEC.name)]
     Smb(smb::RenderArgs),
 }
 

@@ -18,10 +18,10 @@ pub struct StartArgs {
     #[command(flatten)]
     process: crate::client::ProcessFlags,
     /// Namespace of the operator: its lease and the openstack-cloud-credentials Secret.
-    #[arg(long, default_value = manila::OPERATOR_NAMESPACE)]
+    #[arg(long, default_value = manila::SPEC.operator_namespace)]
     namespace: String,
     /// Namespace of the driver's objects.
-    #[arg(long, default_value = manila::DRIVER_NAMESPACE)]
+    #[arg(long, default_value = manila::SPEC.driver_namespace)]
     driver_namespace: String,
     /// How often to list Manila share types again (new share types get their StorageClass
     /// within one period; a credential change triggers a listing at once).
@@ -76,14 +76,14 @@ pub async fn start(
     let cache = operator::watches(clients.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
-    let metrics = Metrics::new("openstack_manila_csi_driver_operator");
+    let metrics = Metrics::new(manila::SPEC.metrics_prefix);
     let op = Operator::new(clients, opts, cache.clone(), metrics.clone(), log)
         .create_cluster_csi_driver(args.create_cluster_csi_driver);
     let launch = crate::client::Launch {
         namespace: args.namespace,
-        lock_name: manila::OPERATOR_LOCK_NAME,
+        lock_name: manila::SPEC.lock_name,
         identity: args.process.identity,
-        component: manila::USER_AGENT,
+        component: manila::SPEC.user_agent,
         metrics_listen: args.metrics_listen,
         endpoint: args.process.metrics.endpoint(),
         resync: args.process.resync,
@@ -95,7 +95,7 @@ pub async fn start(
 #[derive(clap::Args)]
 pub struct RenderArgs {
     /// Namespace of the driver.
-    #[arg(long, default_value = manila::DRIVER_NAMESPACE)]
+    #[arg(long, default_value = manila::SPEC.driver_namespace)]
     namespace: String,
     /// A Manila share type to make a StorageClass for; repeatable.
     #[arg(long = "share-type")]
@@ -128,8 +128,7 @@ pub struct RenderArgs {
 pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
     // Images matter little to what `render` shows; without any, the upstream releases that
     // manifests/kubernetes/ uses, so the command works as the docs type it.
-    let mut images =
-        cluster_storage::kubernetes::upstream_operand_images(&cluster_storage::registry::MANILA);
+    let mut images = cluster_storage::kubernetes::upstream_operand_images(&manila::SPEC);
     images.extend(operator::images_from_env());
     images.extend(args.images.iter().cloned());
     let level = LogLevel::parse(&args.log_level);

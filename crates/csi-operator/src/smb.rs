@@ -62,14 +62,14 @@ pub async fn start(
     let cache = smb::watches(clients.clone(), &opts)
         .context("cannot prepare the watches")?
         .start();
-    let metrics = Metrics::new("smb_csi_driver_operator");
+    let metrics = Metrics::new(smb::SPEC.metrics_prefix);
     let op = smb::operator(clients, opts, cache.clone(), metrics.clone(), log)
         .create_cluster_csi_driver(args.create_cluster_csi_driver);
     let launch = crate::client::Launch {
         namespace: args.namespace,
-        lock_name: smb::OPERATOR_LOCK_NAME,
+        lock_name: smb::SPEC.lock_name,
         identity: args.process.identity,
-        component: smb::USER_AGENT,
+        component: smb::SPEC.user_agent,
         metrics_listen: args.metrics_listen,
         endpoint: args.process.metrics.endpoint(),
         resync: args.process.resync,

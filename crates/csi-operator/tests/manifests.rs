@@ -1283,8 +1283,8 @@ fn no_default_deny_isolates_the_driver_pods_and_all_egress_is_openshifts() {
     }
     // The driver operators carry the label the policy selects.
     for asset in [
-        include_str!("../../cluster-storage/assets/openstack-cinder/deployment.yaml"),
-        include_str!("../../cluster-storage/assets/openstack-manila/deployment.yaml"),
+        cinder::SPEC.assets.deployment.content,
+        manila::SPEC.assets.deployment.content,
     ] {
         assert!(
             asset.contains("openshift.storage.network-policy.all-egress: allow"),

@@ -19,6 +19,11 @@ pub mod nodes;
 pub mod operator;
 pub mod storage_classes;
 
+use operator_kit::spec::{
+    self, CSI_OPERATOR_NAMESPACE, DriverAssets, DriverSpec, HostedSpec, ImageVar, OldCr,
+    OlmOptions, RBAC_GROUP, Related,
+};
+
 /// Name of the CSI driver, of its CSIDriver object and of the ClusterCSIDriver CR.
 pub const CSI_DRIVER_NAME: &str = "manila.csi.openstack.org";
 /// Namespace of the operator itself, its lease and the credentials Secret it reads
@@ -70,3 +75,105 @@ pub const CLOUD_PROVIDER_CONFIGMAP: &str = "cloud-provider-config";
 pub const CONFIG_NAMESPACE: &str = "openshift-config";
 /// Environment variable that sets the CSIDriver's `fsGroupPolicy`.
 pub const FSGROUP_POLICY_ENV: &str = "CSI_FSGROUP_POLICY";
+
+/// The operator's objects as the Cluster Storage Operator applies them (`assets/operator/`).
+pub const OPERATOR_ASSETS: DriverAssets =
+    operator_kit::driver_assets!("openstack-manila", "../assets/operator", namespace);
+
+/// How OpenShift 4.5 installed this operator through OLM (CSO `csioperatorclient/manila.go`
+/// up to release-4.17); the CSO removes that installation first (anchors §3.7).
+pub const OLM: OlmOptions = OlmOptions {
+    operator_deployment: "csi-driver-manila-operator",
+    package: "manila-csi-driver-operator",
+    old_cr: OldCr {
+        group: "csi.openshift.io",
+        version: "v1alpha1",
+        kind: "ManilaDriver",
+        plural: "maniladrivers",
+        name: "cluster",
+    },
+};
+
+/// OpenStack Manila, declared once (CSO `csioperatorclient/manila.go` and the operator's own
+/// names): what the CSO registry, the binary, the plain-Kubernetes manifests and the chart
+/// read.
+pub const SPEC: DriverSpec = DriverSpec {
+    name: "openstack-manila",
+    cluster_csi_driver: CSI_DRIVER_NAME,
+    operand: "OpenStackManilaCSIDriver",
+    controller_name_prefix: "OpenStackManila",
+    condition_prefix: "Manila",
+    platform: spec::OPENSTACK,
+    operator_deployment: OPERATOR_DEPLOYMENT_NAME,
+    operator_namespace: OPERATOR_NAMESPACE,
+    driver_namespace: DRIVER_NAMESPACE,
+    lock_name: OPERATOR_LOCK_NAME,
+    user_agent: USER_AGENT,
+    metrics_prefix: "openstack_manila_csi_driver_operator",
+    metrics_serving_cert_secret: METRICS_SERVING_CERT_SECRET,
+    image_vars: &[
+        ImageVar {
+            placeholder: "${OPERATOR_IMAGE}",
+            cso_env: "MANILA_DRIVER_OPERATOR_IMAGE",
+        },
+        ImageVar {
+            placeholder: "${DRIVER_IMAGE}",
+            cso_env: "MANILA_DRIVER_IMAGE",
+        },
+        ImageVar {
+            placeholder: "${NFS_DRIVER_IMAGE}",
+            cso_env: "MANILA_NFS_DRIVER_IMAGE",
+        },
+    ],
+    allow_disabled: true,
+    syncs_cloud_ca: true,
+    related_objects: &[
+        Related {
+            group: "",
+            resource: "namespaces",
+            namespace: "",
+            name: DRIVER_NAMESPACE,
+        },
+        Related {
+            group: "",
+            resource: "serviceaccounts",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "manila-csi-driver-operator",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "roles",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "manila-csi-driver-operator-role",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "rolebindings",
+            namespace: CSI_OPERATOR_NAMESPACE,
+            name: "manila-csi-driver-operator-rolebinding",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "clusterroles",
+            namespace: "",
+            name: "manila-csi-driver-operator-clusterrole",
+        },
+        Related {
+            group: RBAC_GROUP,
+            resource: "clusterrolebindings",
+            namespace: "",
+            name: "manila-csi-driver-operator-clusterrolebinding",
+        },
+    ],
+    olm: Some(&OLM),
+    assets: &OPERATOR_ASSETS,
+    hosted: Some(HostedSpec {
+        management_role: operator_kit::assets::Asset {
+            name: "openstack-manila/hypershift/role.yaml",
+            content: include_str!("../assets/operator/hypershift/role.yaml"),
+            requires_crd: None,
+        },
+        control_plane_image_env: "MANILA_DRIVER_CONTROL_PLANE_IMAGE",
+        guest_namespaced_objects: false,
+    }),
+};

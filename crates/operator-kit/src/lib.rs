@@ -41,5 +41,6 @@ pub mod redact;
 pub mod runtime;
 pub mod serving;
 pub mod settings;
+pub mod spec;
 pub mod status;
 pub mod steps;

@@ -25,6 +25,7 @@ use operator_kit::desired::{self, BuildError, Desired};
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
+use operator_kit::spec::{self, DriverAssets, DriverSpec, ImageVar, RBAC_GROUP, Related};
 
 /// The CSI driver, its CSIDriver and its ClusterCSIDriver.
 pub const CSI_DRIVER_NAME: &str = "smb.csi.k8s.io";
@@ -40,6 +41,69 @@ pub const OPERATOR_LOCK_NAME: &str = "smb-csi-driver-operator-lock";
 pub const CONTROLLER_DEPLOYMENT_NAME: &str = "smb-csi-driver-controller";
 /// The node DaemonSet.
 pub const NODE_DAEMONSET_NAME: &str = "smb-csi-driver-node";
+
+/// The controller's metrics serving certificate (service-ca on OpenShift; on plain Kubernetes
+/// the operator issues it, so it watches it by name).
+pub const METRICS_SERVING_CERT_SECRET: &str = "smb-csi-driver-controller-metrics-serving-cert";
+
+/// The operator's objects as the Cluster Storage Operator applies them (`assets/operator/`).
+pub const OPERATOR_ASSETS: DriverAssets = operator_kit::driver_assets!("smb", "../assets/operator");
+
+/// A related object of [`SPEC`]: RBAC kinds in their group, namespaced ones in [`NAMESPACE`].
+const fn related(resource: &'static str, namespaced: bool, name: &'static str) -> Related {
+    let rbac = !matches!(resource.as_bytes(), b"serviceaccounts");
+    Related {
+        group: if rbac { RBAC_GROUP } else { "" },
+        resource,
+        namespace: if namespaced { NAMESPACE } else { "" },
+        name,
+    }
+}
+
+/// SMB, declared once: what the CSO registry (an optional driver there, started only when the
+/// administrator opts in) and the binary read. Not in OpenShift's CSO, which leaves SMB to OLM;
+/// the names are those of OpenShift's OLM-installed operator.
+pub const SPEC: DriverSpec = DriverSpec {
+    name: "smb",
+    cluster_csi_driver: CSI_DRIVER_NAME,
+    operand: "SambaCSIDriver",
+    controller_name_prefix: "Samba",
+    condition_prefix: "Samba",
+    platform: spec::ANY_PLATFORM,
+    operator_deployment: OPERATOR_DEPLOYMENT_NAME,
+    operator_namespace: NAMESPACE,
+    driver_namespace: NAMESPACE,
+    lock_name: OPERATOR_LOCK_NAME,
+    user_agent: USER_AGENT,
+    metrics_prefix: "smb_csi_driver_operator",
+    metrics_serving_cert_secret: METRICS_SERVING_CERT_SECRET,
+    image_vars: &[
+        ImageVar {
+            placeholder: "${OPERATOR_IMAGE}",
+            cso_env: "SMB_DRIVER_OPERATOR_IMAGE",
+        },
+        ImageVar {
+            placeholder: "${DRIVER_IMAGE}",
+            cso_env: "SMB_DRIVER_IMAGE",
+        },
+    ],
+    allow_disabled: false,
+    syncs_cloud_ca: false,
+    related_objects: &[
+        related("serviceaccounts", true, "smb-csi-driver-operator"),
+        related("roles", true, "smb-csi-driver-operator-role"),
+        related("rolebindings", true, "smb-csi-driver-operator-rolebinding"),
+        related("clusterroles", false, "smb-csi-driver-operator-clusterrole"),
+        related(
+            "clusterrolebindings",
+            false,
+            "smb-csi-driver-operator-clusterrolebinding",
+        ),
+    ],
+    olm: None,
+    assets: &OPERATOR_ASSETS,
+    hosted: None,
+};
 
 /// Condition prefixes: library-go's controllers with OpenShift's `Samba` name prefix.
 pub const CONTROL_PLANE_STATIC_PREFIX: &str = "SambaDriverControlPlaneStaticResourcesController";
@@ -127,8 +191,8 @@ pub struct Smb;
 impl Driver for Smb {
     type Facts = BaseFacts;
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
-    const OPERAND: &'static str = "SambaCSIDriver";
-    const CONTROLLER_NAME_PREFIX: &'static str = "Samba";
+    const OPERAND: &'static str = SPEC.operand;
+    const CONTROLLER_NAME_PREFIX: &'static str = SPEC.controller_name_prefix;
 
     fn facts(&self, _kit: &Kit, base: BaseFacts) -> BaseFacts {
         base
