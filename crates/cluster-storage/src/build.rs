@@ -32,7 +32,7 @@ pub const OPERATOR_IMAGE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
 /// The key of the operator config ConfigMap that holds the `GenericOperatorConfig`.
 pub const OPERATOR_CONFIG_KEY: &str = "config.yaml";
 
-pub use crate::registry::{CINDER_ASSETS, DriverAssets, MANILA_ASSETS};
+pub use crate::registry::DriverAssets;
 
 /// The assets of a registered driver ([`Driver::assets`]); `Option` so that callers handle a
 /// driver registered without assets as an error rather than a panic.

@@ -112,11 +112,6 @@ pub fn drivers_for(platform: Option<&str>) -> Vec<&'static Driver> {
     select(platform).drivers
 }
 
-/// The Cinder operator's assets.
-pub const CINDER_ASSETS: DriverAssets = cinder::OPERATOR_ASSETS;
-/// The Manila operator's assets.
-pub const MANILA_ASSETS: DriverAssets = manila::OPERATOR_ASSETS;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +259,19 @@ mod tests {
             assert!(seen.insert(d.name));
             assert!(seen.insert(d.condition_prefix));
             assert!(seen.insert(d.cluster_csi_driver));
+        }
+        // Two operators sharing a lease, a Deployment, a user agent or a metrics prefix would
+        // fight or be indistinguishable.
+        for field in [
+            |d: &Driver| d.operator_deployment,
+            |d: &Driver| d.lock_name,
+            |d: &Driver| d.user_agent,
+            |d: &Driver| d.metrics_prefix,
+            |d: &Driver| d.operand,
+            |d: &Driver| d.controller_name_prefix,
+        ] {
+            let values: HashSet<_> = DRIVERS.iter().map(field).collect();
+            assert_eq!(values.len(), DRIVERS.len(), "{values:?}");
         }
         assert_eq!(find("openstack-cinder"), Some(&CINDER));
         assert_eq!(find("manila.csi.openstack.org"), Some(&MANILA));

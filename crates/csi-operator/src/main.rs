@@ -347,3 +347,34 @@ async fn terminated() {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cso_help_names_every_image_variable_of_the_registry() {
+        let help = cso_needs();
+        for d in ::cluster_storage::registry::DRIVERS {
+            for v in d.all_image_vars() {
+                assert!(help.contains(v.cso_env), "{}: {}", d.name, v.cso_env);
+            }
+        }
+        assert!(help.lines().all(|l| l.len() <= 92), "{help}");
+    }
+
+    #[test]
+    fn lists_wrap_at_the_width_with_a_comma_at_each_break() {
+        let names = ["AAAA", "BBBB", "CCCC"];
+        assert_eq!(
+            wrap_list(names.into_iter(), "  ", 14),
+            "  AAAA, BBBB,\n  CCCC"
+        );
+        assert_eq!(wrap_list(names.into_iter(), "  ", 80), "  AAAA, BBBB, CCCC");
+        // A name longer than the width still gets a line of its own.
+        assert_eq!(
+            wrap_list(["LONGER_THAN_WIDTH"].into_iter(), "", 4),
+            "LONGER_THAN_WIDTH"
+        );
+    }
+}
