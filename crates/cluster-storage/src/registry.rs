@@ -255,7 +255,8 @@ mod tests {
     #[test]
     fn registry_entries_are_unique() {
         let mut seen = HashSet::new();
-        for d in DRIVERS {
+        let all: Vec<&Driver> = DRIVERS.iter().chain(OPTIONAL_DRIVERS).collect();
+        for d in &all {
             assert!(seen.insert(d.name));
             assert!(seen.insert(d.condition_prefix));
             assert!(seen.insert(d.cluster_csi_driver));
@@ -270,8 +271,8 @@ mod tests {
             |d: &Driver| d.operand,
             |d: &Driver| d.controller_name_prefix,
         ] {
-            let values: HashSet<_> = DRIVERS.iter().map(field).collect();
-            assert_eq!(values.len(), DRIVERS.len(), "{values:?}");
+            let values: HashSet<_> = all.iter().map(|d| field(d)).collect();
+            assert_eq!(values.len(), all.len(), "{values:?}");
         }
         assert_eq!(find("openstack-cinder"), Some(&CINDER));
         assert_eq!(find("manila.csi.openstack.org"), Some(&MANILA));
@@ -280,7 +281,7 @@ mod tests {
 
     #[test]
     fn related_objects_leave_out_the_metrics_service() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             assert!(d.related_objects.iter().all(|r| r.resource != "services"));
             assert!(d.related_objects.iter().any(|r| r.resource == "serviceaccounts"
                 && r.namespace == d.operator_namespace));

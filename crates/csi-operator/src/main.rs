@@ -355,7 +355,8 @@ mod tests {
     #[test]
     fn the_cso_help_names_every_image_variable_of_the_registry() {
         let help = cso_needs();
-        for d in ::cluster_storage::registry::DRIVERS {
+        use ::cluster_storage::registry::{DRIVERS, OPTIONAL_DRIVERS};
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             for v in d.all_image_vars() {
                 assert!(help.contains(v.cso_env), "{}: {}", d.name, v.cso_env);
             }
