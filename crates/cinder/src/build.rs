@@ -37,8 +37,8 @@ pub type Facts = operator_kit::csi::Facts<DriverFacts>;
 /// What the driver's pods mount: the trusted CA bundle, `openstack-cloud-credentials` and the
 /// metrics serving certificate.
 pub const MOUNTS: Mounts = Mounts {
-    trusted_ca_bundle: TRUSTED_CA_BUNDLE_CONFIGMAP,
-    credentials: CREDENTIALS_SECRET,
+    trusted_ca_bundle: Some(TRUSTED_CA_BUNDLE_CONFIGMAP),
+    credentials: Some(CREDENTIALS_SECRET),
     metrics_cert: METRICS_SERVING_CERT_SECRET,
 };
 

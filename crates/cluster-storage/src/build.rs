@@ -328,7 +328,7 @@ pub fn cluster_csi_driver(driver: &Driver, storage_log_level: &ApiLogLevel) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{CINDER, DRIVERS, MANILA};
+    use crate::registry::{CINDER, DRIVERS, MANILA, OPTIONAL_DRIVERS};
     use k8s_openapi::api::rbac::v1::PolicyRule;
     use std::path::Path;
 
@@ -337,7 +337,7 @@ mod tests {
     /// A CSO environment with every image and the version set.
     fn full_env() -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             for v in d.all_image_vars() {
                 env.insert(
                     v.cso_env.to_owned(),
@@ -494,7 +494,7 @@ mod tests {
     /// from the Go CSO changes neither.
     #[test]
     fn deployment_strategy_and_service_labels_are_the_go_assets() {
-        for driver in DRIVERS {
+        for driver in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let o = build(driver, &inputs());
             let spec = o.deployment.spec.as_ref().expect("spec");
             assert_eq!(
@@ -521,7 +521,7 @@ mod tests {
 
     #[test]
     fn every_asset_renders_with_no_placeholder_left() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let a = assets_for(d).unwrap();
             let repl = replacements(d, &inputs());
             for asset in a.all() {
@@ -549,7 +549,7 @@ mod tests {
             let mut env = full_env();
             env.insert(OPERATOR_IMAGE_VERSION_ENV.to_owned(), version.to_owned());
             env.insert("PROVISIONER_IMAGE".to_owned(), "1.5".to_owned());
-            for d in DRIVERS {
+            for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
                 let o = operator_objects(
                     d,
                     &Inputs {
@@ -574,7 +574,7 @@ mod tests {
 
     #[test]
     fn desired_objects_cover_every_static_object_then_the_deployment() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let o = build(d, &inputs());
             let statics = o.static_desired(d).unwrap();
             let kinds: Vec<&str> = statics.iter().map(|x| x.resource.kind.as_str()).collect();
@@ -935,7 +935,7 @@ mod tests {
                 "TLS_AES_256_GCM_SHA384".into(),
             ],
         };
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let o = build(
                 d,
                 &Inputs {
@@ -966,7 +966,7 @@ mod tests {
     #[test]
     fn cluster_roles_are_subsets_of_the_union_role_and_grant_no_secrets() {
         let union = manifest_rules("ClusterRole", None, UNION_ROLE).expect("union role shipped");
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let o = build(d, &inputs());
             let rules = o.cluster_role.rules.clone().unwrap_or_default();
             assert!(!rules.is_empty());
@@ -1009,7 +1009,7 @@ mod tests {
 
     #[test]
     fn roles_are_subsets_of_what_the_cso_holds_in_each_namespace() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let o = build(d, &inputs());
             for role in &o.roles {
                 let ns = role.metadata.namespace.as_deref().unwrap();
@@ -1066,7 +1066,7 @@ mod tests {
 
     #[test]
     fn external_control_plane_clears_the_node_selector() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             for (topology, cleared) in [
                 (TopologyMode::External, true),
                 (TopologyMode::HighlyAvailable, false),
@@ -1097,7 +1097,7 @@ mod tests {
             ("TraceAll", "8"),
             ("Loud", "2"),
         ] {
-            for d in DRIVERS {
+            for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
                 let o = build(
                     d,
                     &Inputs {
@@ -1114,7 +1114,7 @@ mod tests {
 
     #[test]
     fn missing_image_is_a_clear_error() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             for var in d.all_image_vars() {
                 let used = assets_for(d)
                     .unwrap()
@@ -1163,7 +1163,7 @@ mod tests {
             ("HTTPS_PROXY".to_owned(), "http://proxy:3128".to_owned()),
             ("NO_PROXY".to_owned(), ".cluster.local".to_owned()),
         ]);
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             let o = build(
                 d,
                 &Inputs {
@@ -1231,7 +1231,7 @@ mod tests {
 
     #[test]
     fn cluster_csi_driver_takes_both_log_levels_from_storage() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             for (storage, want) in [
                 (ApiLogLevel::Debug, ApiLogLevel::Debug),
                 (ApiLogLevel::TraceAll, ApiLogLevel::TraceAll),

@@ -55,7 +55,7 @@ use crate::build::{self, Inputs, OPERATOR_IMAGE_VERSION_ENV};
 use crate::hosted;
 use crate::olm_sync;
 use crate::ownership::{self, Owner};
-use crate::registry::{self, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver, Selection};
+use crate::registry::{self, CSI_OPERATOR_NAMESPACE, DRIVERS, Driver, OPTIONAL_DRIVERS, Selection};
 use crate::status as roll_up;
 
 /// The CSO's own namespace (lease, Events).
@@ -134,6 +134,10 @@ pub struct Options {
     /// run beside the CSO; `Storage`, `ClusterOperator/storage` and the driver operators'
     /// guest objects are the guest's.
     pub hosted: Option<operator_kit::hosted::Hosted>,
+    /// The optional drivers the administrator opted in to ([`registry::OPTIONAL_DRIVERS`],
+    /// `--optional-driver`): started on any platform besides the platform's own. Empty by
+    /// default; OpenShift installs these through OLM.
+    pub optional_drivers: Vec<&'static Driver>,
 }
 
 impl Options {
@@ -144,7 +148,13 @@ impl Options {
             env,
             degraded_inertia: roll_up::DEGRADED_INERTIA,
             hosted: None,
+            optional_drivers: Vec::new(),
         }
+    }
+
+    /// Every driver this CSO may start: the registered ones and the opted-in optional ones.
+    pub fn drivers(&self) -> impl Iterator<Item = &'static Driver> + '_ {
+        DRIVERS.iter().chain(self.optional_drivers.iter().copied())
     }
 
     /// Where the driver operators run: the control-plane namespace when hosted.
@@ -161,6 +171,7 @@ impl Options {
 pub fn env_from_process() -> BTreeMap<String, String> {
     DRIVERS
         .iter()
+        .chain(OPTIONAL_DRIVERS)
         .flat_map(Driver::all_image_vars)
         .map(|v| v.cso_env)
         .chain([OPERATOR_IMAGE_VERSION_ENV])
@@ -185,7 +196,11 @@ fn placeholder_inputs() -> Inputs {
     {
         env.insert(name.to_owned(), "placeholder".to_owned());
     }
-    for v in DRIVERS.iter().flat_map(Driver::all_image_vars) {
+    for v in DRIVERS
+        .iter()
+        .chain(OPTIONAL_DRIVERS)
+        .flat_map(Driver::all_image_vars)
+    {
         env.insert(v.cso_env.to_owned(), "placeholder".to_owned());
     }
     env.insert(
@@ -222,7 +237,7 @@ pub fn watches(
         builder = operator_kit::hosted::watch(builder, &opts.namespace);
     }
     let inputs = placeholder_inputs();
-    for driver in DRIVERS {
+    for driver in opts.drivers() {
         builder = builder
             .cluster_object(
                 &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
@@ -480,7 +495,7 @@ impl Operator {
         let platform = infra
             .and_then(Infrastructure::platform_type)
             .map(|p| p.as_str().to_owned());
-        let selection = registry::select(platform.as_deref());
+        let selection = registry::select_with(platform.as_deref(), &self.opts.optional_drivers);
         let mut blocked = Vec::new();
         for driver in &selection.drivers {
             if self.started.iter().any(|d| d.name == driver.name) {
@@ -512,6 +527,7 @@ impl Operator {
         self.started.sort_by_key(|d| {
             DRIVERS
                 .iter()
+                .chain(OPTIONAL_DRIVERS)
                 .position(|x| x.name == d.name)
                 .unwrap_or(usize::MAX)
         });

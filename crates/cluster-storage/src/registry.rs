@@ -12,7 +12,8 @@
 //! says *what* exists; the steps that apply it live elsewhere.
 
 pub use operator_kit::spec::{
-    CSI_OPERATOR_NAMESPACE, DriverAssets, ImageVar, OPENSTACK, Related, SIDECAR_IMAGE_VARS,
+    ANY_PLATFORM, CSI_OPERATOR_NAMESPACE, DriverAssets, ImageVar, OPENSTACK, Related,
+    SIDECAR_IMAGE_VARS,
 };
 
 /// One CSI driver operator the CSO can start (Go `CSIOperatorConfig`), as its crate declares it.
@@ -23,14 +24,39 @@ pub const MANILA: Driver = manila::SPEC;
 /// OpenStack Cinder (`csioperatorclient/cinder.go`).
 pub const CINDER: Driver = cinder::SPEC;
 
+/// SMB (`smb.csi.k8s.io`, openshift/csi-operator `pkg/driver/samba`): an optional driver, not
+/// in [`DRIVERS`]. OpenShift installs its operator through OLM and its CSO never starts it;
+/// this CSO starts it only when the administrator opts in (`cluster-storage start
+/// --optional-driver smb`, [`select_with`]).
+pub const SMB: Driver = smb::SPEC;
+
+/// The drivers started only when the administrator names them ([`select_with`]).
+pub const OPTIONAL_DRIVERS: &[Driver] = &[SMB];
+
+/// The optional driver with this [`Driver::name`], or an error that lists the known ones.
+pub fn optional(name: &str) -> Result<&'static Driver, String> {
+    OPTIONAL_DRIVERS
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = OPTIONAL_DRIVERS.iter().map(|d| d.name).collect();
+            format!(
+                "{name:?} is not an optional driver; the optional drivers are: {}",
+                known.join(", ")
+            )
+        })
+}
+
 /// Every driver operator, in the order of the Go CSO's standalone list (Manila before Cinder).
 /// The order matters: drivers start in it, and their related objects are listed in it.
 pub const DRIVERS: &[Driver] = &[manila::SPEC, cinder::SPEC];
 
-/// The driver with this [`Driver::name`] or [`Driver::cluster_csi_driver`], if registered.
+/// The driver with this [`Driver::name`] or [`Driver::cluster_csi_driver`], if registered
+/// (optional drivers included).
 pub fn find(name: &str) -> Option<&'static Driver> {
     DRIVERS
         .iter()
+        .chain(OPTIONAL_DRIVERS)
         .find(|d| d.name == name || d.cluster_csi_driver == name)
 }
 
@@ -47,10 +73,23 @@ pub struct Selection {
 /// `platformStatus` is missing). Go `shouldRunController` steps 1–2; Cinder and Manila are GA,
 /// so no feature gate applies.
 pub fn select(platform: Option<&str>) -> Selection {
-    let drivers: Vec<&'static Driver> = match platform {
+    select_with(platform, &[])
+}
+
+/// [`select`], plus the optional drivers the administrator opted in to (`opted_in`, from
+/// [`OPTIONAL_DRIVERS`]), on any platform, after the platform's own.
+pub fn select_with(platform: Option<&str>, opted_in: &[&'static Driver]) -> Selection {
+    let mut drivers: Vec<&'static Driver> = match platform {
         Some(p) if !p.is_empty() => DRIVERS.iter().filter(|d| d.platform == p).collect(),
         _ => Vec::new(),
     };
+    for d in opted_in {
+        if (d.platform == ANY_PLATFORM || Some(d.platform) == platform)
+            && !drivers.iter().any(|x| x.name == d.name)
+        {
+            drivers.push(d);
+        }
+    }
     let message = if !drivers.is_empty() {
         None
     } else {
@@ -87,6 +126,30 @@ mod tests {
             .collect();
         assert_eq!(names, ["openstack-manila", "openstack-cinder"]);
         assert_eq!(select(Some("OpenStack")).message, None);
+    }
+
+    #[test]
+    fn smb_starts_only_when_opted_in_on_any_platform() {
+        let names = |s: Selection| s.drivers.iter().map(|d| d.name).collect::<Vec<_>>();
+        // Not opted in: never, on any platform (OpenShift installs SMB through OLM).
+        for platform in [Some("OpenStack"), Some("AWS"), None] {
+            assert!(!names(select(platform)).contains(&"smb"), "{platform:?}");
+        }
+        let smb = optional("smb").expect("smb is optional");
+        assert_eq!(
+            names(select_with(Some("OpenStack"), &[smb])),
+            ["openstack-manila", "openstack-cinder", "smb"]
+        );
+        let aws = select_with(Some("AWS"), &[smb, smb]);
+        assert_eq!(aws.message, None);
+        assert_eq!(names(aws), ["smb"]);
+        let err = optional("nfs").unwrap_err();
+        assert!(err.contains("\"nfs\"") && err.contains("smb"), "{err}");
+        assert!(!DRIVERS.iter().any(|d| d.name == "smb"));
+        assert_eq!(find("smb.csi.k8s.io"), Some(&SMB));
+        assert!(openshift_api::operator::ClusterCSIDriver::is_valid_name(
+            SMB.cluster_csi_driver
+        ));
     }
 
     #[test]
@@ -192,7 +255,8 @@ mod tests {
     #[test]
     fn registry_entries_are_unique() {
         let mut seen = HashSet::new();
-        for d in DRIVERS {
+        let all: Vec<&Driver> = DRIVERS.iter().chain(OPTIONAL_DRIVERS).collect();
+        for d in &all {
             assert!(seen.insert(d.name));
             assert!(seen.insert(d.condition_prefix));
             assert!(seen.insert(d.cluster_csi_driver));
@@ -207,8 +271,8 @@ mod tests {
             |d: &Driver| d.operand,
             |d: &Driver| d.controller_name_prefix,
         ] {
-            let values: HashSet<_> = DRIVERS.iter().map(field).collect();
-            assert_eq!(values.len(), DRIVERS.len(), "{values:?}");
+            let values: HashSet<_> = all.iter().map(|d| field(d)).collect();
+            assert_eq!(values.len(), all.len(), "{values:?}");
         }
         assert_eq!(find("openstack-cinder"), Some(&CINDER));
         assert_eq!(find("manila.csi.openstack.org"), Some(&MANILA));
@@ -217,7 +281,7 @@ mod tests {
 
     #[test]
     fn related_objects_leave_out_the_metrics_service() {
-        for d in DRIVERS {
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             assert!(d.related_objects.iter().all(|r| r.resource != "services"));
             assert!(d.related_objects.iter().any(|r| r.resource == "serviceaccounts"
                 && r.namespace == d.operator_namespace));

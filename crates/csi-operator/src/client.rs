@@ -64,6 +64,7 @@ pub const LOG_TARGETS: &[&str] = &[
     "cluster_storage",
     "cinder",
     "manila",
+    "smb",
     "openstack",
 ];
 

@@ -21,6 +21,21 @@ pub struct StartArgs {
     /// How long a Degraded condition must last before ClusterOperator/storage says Degraded.
     #[arg(long, default_value = "2m", value_parser = parse_duration, hide = true)]
     degraded_inertia: Duration,
+    /// Also start this optional driver operator, on any platform; repeatable, or a
+    /// comma-separated list in CSO_OPTIONAL_DRIVERS. The one optional driver is `smb`
+    /// (smb.csi.k8s.io, docs/smb.md); it needs SMB_DRIVER_OPERATOR_IMAGE and SMB_DRIVER_IMAGE
+    /// in the environment. None by default: OpenShift installs SMB through OLM.
+    #[arg(
+        long = "optional-driver",
+        env = "CSO_OPTIONAL_DRIVERS",
+        value_delimiter = ',',
+        value_parser = optional_driver
+    )]
+    optional_drivers: Vec<&'static cluster_storage::registry::Driver>,
+}
+
+fn optional_driver(name: &str) -> Result<&'static cluster_storage::registry::Driver, String> {
+    cluster_storage::registry::optional(name.trim())
 }
 
 /// The Cluster Storage Operator process's lease, component and metrics prefix.
@@ -35,12 +50,22 @@ pub async fn start(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
-    let options = async |_: &kube::Client, hosted| {
+    let optional_drivers = args.optional_drivers;
+    let options = async |_: &kube::Client, hosted: Option<_>| {
+        if hosted.is_some()
+            && let Some(d) = optional_drivers.first()
+        {
+            anyhow::bail!(
+                "--optional-driver {}: optional drivers run on standalone clusters only, not in a hosted control plane",
+                d.name
+            );
+        }
         Ok(Options {
             namespace: args.namespace,
             env: operator::env_from_process(),
             degraded_inertia: args.degraded_inertia,
             hosted,
+            optional_drivers,
         })
     };
     shell

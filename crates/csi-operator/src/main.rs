@@ -21,6 +21,7 @@ mod reference_docs;
 mod render;
 #[cfg(feature = "lab")]
 mod sim;
+mod smb;
 
 use clap::{Parser, Subcommand};
 
@@ -68,6 +69,10 @@ enum Command {
     /// The OpenStack Manila CSI driver operator.
     #[command(name = ::manila::SPEC.name, subcommand)]
     OpenStackManila(ManilaCommand),
+    /// The SMB CSI driver operator (smb.csi.k8s.io); the Cluster Storage Operator starts it
+    /// only when opted in (`cluster-storage start --optional-driver smb`).
+    #[command(name = ::smb::SPEC.name, subcommand)]
+    Smb(SmbCommand),
     /// Print, as YAML, every object an operator would apply, with no cluster.
     #[command(subcommand)]
     Render(RenderCommand),
@@ -96,7 +101,7 @@ enum Command {
 /// What `cluster-storage start` needs besides its flags (printed by `--help`); the image
 /// variables are those of the registry's driver specs.
 fn cso_needs() -> String {
-    use ::cluster_storage::registry::{DRIVERS, SIDECAR_IMAGE_VARS};
+    use ::cluster_storage::registry::{DRIVERS, OPTIONAL_DRIVERS, SIDECAR_IMAGE_VARS};
     let (operators, operands): (Vec<_>, Vec<_>) = DRIVERS
         .iter()
         .flat_map(|d| d.image_vars)
@@ -114,12 +119,16 @@ Environment (set by the CSO Deployment in manifests/openshift/):
   OPERATOR_IMAGE_VERSION, OPERAND_IMAGE_VERSION
                       the versions reported in ClusterOperator/storage
   POD_NAME            the lease identity (or --identity)
+  CSO_OPTIONAL_DRIVERS (or --optional-driver), opted in only:
+{}
+                      the optional drivers' images (docs/smb.md)
 
 Objects it reads: Infrastructure/cluster (platform; without it, or on another platform, it
 installs no driver and says why in ClusterOperator/storage), Storage/cluster, the
 root credentials the CredentialsRequests are answered from (cloud credential operator).",
         env(&mut operators.into_iter()),
         env(&mut operands.into_iter().chain(SIDECAR_IMAGE_VARS)),
+        env(&mut OPTIONAL_DRIVERS.iter().flat_map(|d| d.image_vars)),
     )
 }
 
@@ -208,6 +217,27 @@ enum ManilaCommand {
     Start(manila::StartArgs),
 }
 
+/// What `smb start` needs besides its flags.
+const SMB_NEEDS: &str = "\
+Environment (set by the Cluster Storage Operator, or by you on plain Kubernetes):
+  DRIVER_IMAGE, PROVISIONER_IMAGE, RESIZER_IMAGE, LIVENESS_PROBE_IMAGE,
+  NODE_DRIVER_REGISTRAR_IMAGE, KUBE_RBAC_PROXY_IMAGE
+                      the driver's and sidecars' images
+  OPERATOR_IMAGE_VERSION
+                      the version reported in the ClusterCSIDriver status
+  POD_NAME            the lease identity (or --identity)
+
+Objects: ClusterCSIDriver smb.csi.k8s.io (nothing is installed until it exists);
+Infrastructure/cluster when present (else --cluster-id). No cloud and no credentials: the
+shares' credentials are Secrets the administrator names in each StorageClass (docs/smb.md).";
+
+#[derive(Subcommand)]
+enum SmbCommand {
+    /// Run the operator until SIGTERM or Ctrl-C.
+    #[command(after_long_help = SMB_NEEDS)]
+    Start(smb::StartArgs),
+}
+
 #[derive(Subcommand)]
 enum RenderCommand {
     /// The Cinder driver's objects.
@@ -216,6 +246,9 @@ enum RenderCommand {
     /// The Manila driver's objects, for the share types given.
     #[command(name = ::manila::SPEC.name)]
     OpenStackManila(manila::RenderArgs),
+    /// The SMB driver's objects.
+    #[command(name = ::smb::SPEC.name)]
+    Smb(smb::RenderArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -245,6 +278,11 @@ fn main() -> anyhow::Result<()> {
             }
             Command::OpenStackManila(ManilaCommand::Start(args)) => {
                 manila::start(args, terminated()).await
+            }
+            Command::Smb(SmbCommand::Start(args)) => smb::start(args, terminated()).await,
+            Command::Render(RenderCommand::Smb(args)) => {
+                print!("{}", smb::render(&args)?);
+                Ok(())
             }
             Command::Render(RenderCommand::OpenStackManila(args)) => {
                 print!("{}", manila::render(&args)?);
@@ -283,6 +321,7 @@ impl Command {
             Command::ClusterStorage(ClusterStorageCommand::Start(_))
                 | Command::OpenStackCinder(CinderCommand::Start(_))
                 | Command::OpenStackManila(ManilaCommand::Start(_))
+                | Command::Smb(SmbCommand::Start(_))
         )
     }
 }
@@ -317,7 +356,8 @@ mod tests {
     #[test]
     fn the_cso_help_names_every_image_variable_of_the_registry() {
         let help = cso_needs();
-        for d in ::cluster_storage::registry::DRIVERS {
+        use ::cluster_storage::registry::{DRIVERS, OPTIONAL_DRIVERS};
+        for d in DRIVERS.iter().chain(OPTIONAL_DRIVERS) {
             for v in d.all_image_vars() {
                 assert!(help.contains(v.cso_env), "{}: {}", d.name, v.cso_env);
             }

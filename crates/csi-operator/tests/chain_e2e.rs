@@ -156,6 +156,136 @@ async fn openstack_with_manila_comes_up_through_the_cso_with_every_rbac_rule_gra
             .into(),
         "nobody else talks to the API server"
     );
+
+    // Not opted in, the optional SMB driver is not started: no operator, no ClusterCSIDriver,
+    // no condition of it on Storage/cluster (OpenShift installs SMB through OLM).
+    assert!(deployment_in(&chain.bed, NS, SMB_OPERATOR).await.is_none());
+    assert!(
+        cluster_object(
+            &chain.bed,
+            "operator.openshift.io/v1",
+            "ClusterCSIDriver",
+            SMB_CR
+        )
+        .await
+        .is_none()
+    );
+    let st = conditions_of(&storage(&chain.bed).await);
+    assert!(
+        !st.keys().any(|t| t.starts_with("Samba")),
+        "{:?}",
+        st.keys()
+    );
+}
+
+/// The ClusterCSIDriver of the SMB driver and its operator.
+const SMB_CR: &str = "smb.csi.k8s.io";
+const SMB_OPERATOR: &str = "smb-csi-driver-operator";
+const SMB_OPERATOR_USER: &str =
+    "system:serviceaccount:openshift-cluster-csi-drivers:smb-csi-driver-operator";
+/// The Available conditions of an SMB driver that is up.
+const SMB_AVAILABLE: [&str; 2] = [
+    "SambaDriverControllerServiceControllerAvailable",
+    "SambaDriverNodeServiceControllerAvailable",
+];
+
+/// The release with the CSO opted in to SMB as docs/smb.md has the administrator do it: the
+/// CSO Deployment's `CSO_OPTIONAL_DRIVERS=smb` and the SMB images.
+fn release_with_smb() -> Vec<testbed::cvo::Manifest> {
+    let mut manifests = release(None, &[]);
+    let cso = manifests
+        .iter_mut()
+        .find(|m| {
+            m.object["kind"] == "Deployment" && m.object["metadata"]["name"] == CSO_DEPLOYMENT
+        })
+        .expect("the CSO Deployment manifest");
+    let env = cso.object["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array_mut()
+        .expect("the CSO's env");
+    for (name, value) in [
+        ("CSO_OPTIONAL_DRIVERS", "smb"),
+        ("SMB_DRIVER_OPERATOR_IMAGE", RELEASE_IMAGE),
+        ("SMB_DRIVER_IMAGE", "quay.io/example/smb-csi-driver:v4.20"),
+    ] {
+        env.push(json!({"name": name, "value": value}));
+    }
+    manifests
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opted_in_the_cso_starts_the_smb_operator_which_installs_its_driver() {
+    let manifests = release_with_smb();
+    let chain = Chain::start(
+        Settings::for_cluster_storage_operator(),
+        processes_for(&manifests),
+        None,
+        &manifests,
+    )
+    .await;
+
+    chain.wait_driver(SMB_CR, &SMB_AVAILABLE).await;
+    chain.wait_driver(CR, &CINDER_AVAILABLE).await;
+    let co = chain.wait_co(&HEALTHY).await;
+    let pod = chain.wait_running(NS, SMB_OPERATOR).await;
+    assert_eq!(pod.restarts, 0, "{pod:#?}\n{}", chain.report());
+    chain.assert_no_denials();
+    chain.wait_pods_admitted().await;
+
+    // The CSO reports it beside the platform's drivers, and lists its objects.
+    let st = conditions_of(&storage(&chain.bed).await);
+    assert_eq!(
+        st.get("SambaCSIDriverOperatorCRAvailable")
+            .map(|c| c.0.as_str()),
+        Some("True"),
+        "{st:#?}"
+    );
+    let related = co["status"]["relatedObjects"].to_string();
+    for name in [SMB_CR, "smb-csi-driver-operator-clusterrole"] {
+        assert!(related.contains(name), "{name}: {related}");
+    }
+
+    // Each object was created by the operator that owns it, as its service account.
+    for (resource, ns, name, user) in [
+        ("apps/deployments", NS, SMB_OPERATOR, CSO_USER),
+        (
+            "operator.openshift.io/clustercsidrivers",
+            "",
+            SMB_CR,
+            CSO_USER,
+        ),
+        (
+            "apps/deployments",
+            NS,
+            "smb-csi-driver-controller",
+            SMB_OPERATOR_USER,
+        ),
+        (
+            "apps/daemonsets",
+            NS,
+            "smb-csi-driver-node",
+            SMB_OPERATOR_USER,
+        ),
+        ("storage.k8s.io/csidrivers", "", SMB_CR, SMB_OPERATOR_USER),
+    ] {
+        assert_eq!(
+            chain.writers(Some("create"), resource, Some(""), ns, name),
+            [user.to_string()].into(),
+            "creators of {resource} {ns}/{name}"
+        );
+    }
+    assert_eq!(
+        chain.writers(
+            None,
+            "operator.openshift.io/clustercsidrivers",
+            Some("status"),
+            "",
+            SMB_CR
+        ),
+        [SMB_OPERATOR_USER.to_string()].into()
+    );
+    // SMB ships no class of either kind.
+    let classes = storage_classes(&chain).await;
+    assert!(!classes.iter().any(|c| c.contains("smb")), "{classes:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2019,7 +2019,7 @@ fn driver_asset_rbac() -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>)
     let mut bound = BTreeSet::new();
     let mut cluster_roles = BTreeSet::new();
     let mut cluster_bindings = BTreeSet::new();
-    for crate_name in ["cinder", "manila"] {
+    for crate_name in ["cinder", "manila", "smb"] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../{crate_name}/assets"));
         for entry in std::fs::read_dir(&dir).expect("driver assets exist") {
             let path = entry.expect("entry").path();

@@ -43,6 +43,11 @@ pub enum BuildError {
         #[source]
         source: KindError,
     },
+    /// The driver declares no VolumeSnapshotClass (the default of
+    /// [`Driver::snapshot_class`](crate::csi::Driver::snapshot_class)): the kit then has no
+    /// snapshot-class step and posts no condition for one.
+    #[error("the driver declares no VolumeSnapshotClass")]
+    NoSnapshotClass,
 }
 
 /// A JSON object (with apiVersion and kind) as a desired object.

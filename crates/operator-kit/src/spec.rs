@@ -19,6 +19,10 @@ use crate::assets::Asset;
 /// The platform (`Infrastructure.status.platformStatus.type`) on which Cinder and Manila run.
 pub const OPENSTACK: &str = "OpenStack";
 
+/// `platform` of a driver that needs no cloud and runs on any platform (SMB); the CSO starts
+/// such a driver only when the administrator opts in.
+pub const ANY_PLATFORM: &str = "*";
+
 /// The namespace of the CSI driver operators' Deployments on OpenShift
 /// (`manifests/02_…namespace.yaml`).
 pub const CSI_OPERATOR_NAMESPACE: &str = "openshift-cluster-csi-drivers";

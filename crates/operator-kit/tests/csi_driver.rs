@@ -44,8 +44,8 @@ fn pod_template(image: &str) -> Value {
 impl Driver for Fake {
     type Own = ();
     const MOUNTS: Mounts = Mounts {
-        trusted_ca_bundle: "fake-trusted-ca-bundle",
-        credentials: "fake-cloud-credentials",
+        trusted_ca_bundle: Some("fake-trusted-ca-bundle"),
+        credentials: Some("fake-cloud-credentials"),
         metrics_cert: "fake-metrics-serving-cert",
     };
     const CR_NAME: &'static str = NAME;

@@ -24,10 +24,11 @@ use crate::redact::RedactedSecret;
 /// guest namespace too). Their hashes roll the pods; the kit reads them for [`Facts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mounts {
-    /// The trusted CA bundle ConfigMap (the network operator injects `ca-bundle.crt`).
-    pub trusted_ca_bundle: &'static str,
-    /// The driver's OpenStack credentials Secret.
-    pub credentials: &'static str,
+    /// The trusted CA bundle ConfigMap (the network operator injects `ca-bundle.crt`), if the
+    /// driver's pods take one.
+    pub trusted_ca_bundle: Option<&'static str>,
+    /// The driver's cloud credentials Secret, if it has any (SMB has none).
+    pub credentials: Option<&'static str>,
     /// The controller's metrics serving certificate Secret.
     pub metrics_cert: &'static str,
 }
@@ -114,15 +115,19 @@ impl<E> Facts<E> {
             Some(_) => {
                 let node_ns = base.node_namespace.as_str();
                 (
-                    cache.config_map(node_ns, mounts.trusted_ca_bundle),
-                    cache.secret(node_ns, mounts.credentials),
+                    mounts
+                        .trusted_ca_bundle
+                        .and_then(|n| cache.config_map(node_ns, n)),
+                    mounts.credentials.and_then(|n| cache.secret(node_ns, n)),
                 )
             }
             None => (None, None),
         };
         Self {
-            trusted_ca_bundle: cache.config_map(ns, mounts.trusted_ca_bundle),
-            credentials: cache.secret(ns, mounts.credentials),
+            trusted_ca_bundle: mounts
+                .trusted_ca_bundle
+                .and_then(|n| cache.config_map(ns, n)),
+            credentials: mounts.credentials.and_then(|n| cache.secret(ns, n)),
             metrics_cert: cache.secret(ns, mounts.metrics_cert),
             node_trusted_ca_bundle,
             node_credentials,
@@ -223,13 +228,12 @@ impl<E> Facts<E> {
             hooks::inject_proxy(&mut d, &base.proxy);
             hooks::replicas(&mut d, &base.topology);
         }
-        hooks::inject_trusted_ca_bundle(
-            &mut d,
-            ns,
-            mounts.trusted_ca_bundle,
-            self.trusted_ca_bundle.as_ref(),
-        );
-        hooks::secret_hash_annotation(&mut d, ns, mounts.credentials, self.credentials.as_ref());
+        if let Some(name) = mounts.trusted_ca_bundle {
+            hooks::inject_trusted_ca_bundle(&mut d, ns, name, self.trusted_ca_bundle.as_ref());
+        }
+        if let Some(name) = mounts.credentials {
+            hooks::secret_hash_annotation(&mut d, ns, name, self.credentials.as_ref());
+        }
         hooks::secret_hash_annotation(&mut d, ns, mounts.metrics_cert, self.metrics_cert.as_ref());
         Ok(d)
     }
@@ -240,9 +244,13 @@ impl<E> Facts<E> {
         let mut ds: DaemonSet = asset.render_object(&self.replacements())?;
         let ns = self.node_namespace();
         let (ca_bundle, credentials) = self.node_inputs();
-        hooks::inject_trusted_ca_bundle(&mut ds, ns, mounts.trusted_ca_bundle, ca_bundle);
+        if let Some(name) = mounts.trusted_ca_bundle {
+            hooks::inject_trusted_ca_bundle(&mut ds, ns, name, ca_bundle);
+        }
         hooks::inject_proxy(&mut ds, &self.base.proxy);
-        hooks::secret_hash_annotation(&mut ds, ns, mounts.credentials, credentials);
+        if let Some(name) = mounts.credentials {
+            hooks::secret_hash_annotation(&mut ds, ns, name, credentials);
+        }
         Ok(ds)
     }
 }
@@ -255,8 +263,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     const MOUNTS: Mounts = Mounts {
-        trusted_ca_bundle: "ca",
-        credentials: "creds",
+        trusted_ca_bundle: Some("ca"),
+        credentials: Some("creds"),
         metrics_cert: "metrics",
     };
 

@@ -237,8 +237,13 @@ pub trait Driver: Send + Sync + 'static {
     fn controller(&self, facts: &Facts<Self::Own>) -> Workload;
     /// The node DaemonSets.
     fn daemonsets(&self, facts: &Facts<Self::Own>) -> Vec<Workload>;
-    /// The VolumeSnapshotClass, applied once its CRD is served.
-    fn snapshot_class(&self, facts: &Facts<Self::Own>) -> Result<Desired, BuildError>;
+    /// The VolumeSnapshotClass, applied once its CRD is served. A driver without one (SMB: its
+    /// CSI driver takes no snapshots, and OpenShift ships no class for it) leaves this out; the
+    /// default, [`BuildError::NoSnapshotClass`], tells the kit to run no snapshot-class step and
+    /// post no `VolumeSnapshotClassControllerDegraded`.
+    fn snapshot_class(&self, _facts: &Facts<Self::Own>) -> Result<Desired, BuildError> {
+        Err(BuildError::NoSnapshotClass)
+    }
 
     /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
     /// StorageClass of the driver settings may not take it.

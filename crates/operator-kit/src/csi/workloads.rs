@@ -120,12 +120,16 @@ impl Kit {
     }
 
     /// Applies the VolumeSnapshotClass once its CRD is served; waits for the CRD rather than
-    /// failing (anchors §4.6).
+    /// failing (anchors §4.6). A driver without one ([`BuildError::NoSnapshotClass`]) has no
+    /// such step and no condition of it.
     pub(super) async fn snapshot_class_step(
         &self,
         pass: &mut Pass,
         desired: Result<Desired, BuildError>,
     ) {
+        if matches!(desired, Err(BuildError::NoSnapshotClass)) {
+            return;
+        }
         let crd = ar("apiextensions.k8s.io/v1", "CustomResourceDefinition");
         let served = matches!(
             self.cache.lookup(&crd, None, VOLUME_SNAPSHOT_CLASS_CRD),
