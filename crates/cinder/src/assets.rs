@@ -13,7 +13,7 @@
 //! `${NAME}` placeholders (operator-kit's `assets::PLACEHOLDERS` and images) that its replacer fills; this module
 //! does not replace, parse or apply anything.
 
-pub use operator_kit::assets::Asset;
+pub use operator_kit::assets::{Asset, AssetSet};
 use operator_kit::csi::shared::Prefixes;
 use operator_kit::{asset, shared_asset};
 
@@ -73,31 +73,18 @@ pub const GUEST_STATIC: &[Asset] = &[
     shared_asset!(PREFIXES, NODE_SA),
 ];
 
-/// Every asset once: the static lists, then the Deployment, DaemonSet, StorageClass and
-/// VolumeSnapshotClass. `csi-operator render` prints in this order.
-pub fn all() -> impl Iterator<Item = &'static Asset> {
-    const SINGLES: &[Asset] = &[
+/// Every asset once, in the order `csi-operator render` prints them: the static lists, then
+/// the Deployment, DaemonSet, StorageClass and VolumeSnapshotClass.
+pub const ASSETS: AssetSet = AssetSet(&[
+    CONTROL_PLANE_STATIC,
+    GUEST_STATIC,
+    &[
         CONTROLLER_DEPLOYMENT,
         NODE_DAEMONSET,
         STORAGE_CLASS,
         VOLUME_SNAPSHOT_CLASS,
-    ];
-    CONTROL_PLANE_STATIC
-        .iter()
-        .chain(GUEST_STATIC.iter())
-        .chain(SINGLES.iter())
-}
-
-/// The images the assets use (the environment variables the operator reads them from), in
-/// operator-kit's order; derived from the assets so it cannot disagree with them.
-pub fn image_placeholders() -> Vec<&'static str> {
-    operator_kit::assets::image_placeholders(all())
-}
-
-/// The asset with this file name, if any.
-pub fn get(name: &str) -> Option<&'static Asset> {
-    all().find(|a| a.name == name)
-}
+    ],
+]);
 
 #[cfg(test)]
 mod tests {
@@ -140,7 +127,7 @@ mod tests {
 
     #[test]
     fn every_placeholder_is_known() {
-        for asset in all() {
+        for asset in ASSETS.all() {
             assert_eq!(
                 asset.unknown_placeholders(),
                 Vec::<String>::new(),
@@ -149,7 +136,7 @@ mod tests {
             );
         }
         assert_eq!(
-            image_placeholders(),
+            ASSETS.image_placeholders(),
             [
                 "DRIVER_IMAGE",
                 "PROVISIONER_IMAGE",
@@ -166,7 +153,7 @@ mod tests {
     #[test]
     fn every_asset_is_one_valid_yaml_object() {
         let mut names = BTreeSet::new();
-        for asset in all() {
+        for asset in ASSETS.all() {
             assert!(names.insert(asset.name), "{} listed twice", asset.name);
             let docs = serde_saphyr::from_multiple::<Value>(&render(asset)).unwrap();
             assert_eq!(docs.len(), 1, "{} must hold exactly one object", asset.name);
@@ -178,10 +165,10 @@ mod tests {
                 "{}: metadata.name",
                 asset.name
             );
-            assert_eq!(get(asset.name), Some(asset));
+            assert_eq!(ASSETS.get(asset.name), Some(asset));
         }
         assert_eq!(names.len(), 25);
-        assert_eq!(get("nope.yaml"), None);
+        assert_eq!(ASSETS.get("nope.yaml"), None);
     }
 
     /// Anchors §4.2: file, kind, name and namespace of every standalone object we ship.
@@ -216,9 +203,13 @@ mod tests {
 
     #[test]
     fn inventory_matches_anchors() {
-        assert_eq!(all().count(), INVENTORY.len());
+        assert_eq!(ASSETS.all().count(), INVENTORY.len());
         for (file, kind, name, namespace) in INVENTORY {
-            let v = value(get(file).unwrap_or_else(|| panic!("{file} is not embedded")));
+            let v = value(
+                ASSETS
+                    .get(file)
+                    .unwrap_or_else(|| panic!("{file} is not embedded")),
+            );
             assert_eq!(v["kind"], *kind, "{file}");
             assert_eq!(v["metadata"]["name"], *name, "{file}");
             assert_eq!(v["metadata"]["namespace"].as_str(), *namespace, "{file}");
@@ -274,7 +265,7 @@ mod tests {
 
     #[test]
     fn crd_backed_assets_name_their_crd() {
-        for asset in all() {
+        for asset in ASSETS.all() {
             let expected = match kind_of(asset).as_str() {
                 "ServiceMonitor" => Some(SERVICE_MONITOR_CRD),
                 "VolumeSnapshotClass" => Some(VOLUME_SNAPSHOT_CLASS_CRD),
@@ -949,7 +940,7 @@ mod tests {
     /// Anchors §4.2 and §4.7: metrics Service and ServiceMonitor.
     #[test]
     fn metrics_service_and_monitor_golden() {
-        let svc: Service = typed(get("service.yaml").unwrap());
+        let svc: Service = typed(ASSETS.get("service.yaml").unwrap());
         assert_eq!(
             svc.metadata.annotations.as_ref().unwrap()["service.beta.openshift.io/serving-cert-secret-name"],
             "openstack-cinder-csi-driver-controller-metrics-serving-cert"
@@ -988,7 +979,7 @@ mod tests {
         .collect();
         assert_eq!(ports, want);
 
-        let sm = value(get("servicemonitor.yaml").unwrap());
+        let sm = value(ASSETS.get("servicemonitor.yaml").unwrap());
         assert_eq!(sm["spec"]["jobLabel"], "component");
         assert_eq!(
             sm["spec"]["selector"]["matchLabels"]["app"],
@@ -1031,14 +1022,14 @@ mod tests {
     /// Anchors §4.2: the trusted CA bundle ConfigMap and the PDB.
     #[test]
     fn cabundle_and_pdb_golden() {
-        let cm = value(get("cabundle_cm.yaml").unwrap());
+        let cm = value(ASSETS.get("cabundle_cm.yaml").unwrap());
         assert_eq!(
             cm["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"],
             "true"
         );
         assert!(cm.get("data").is_none(), "the injector owns the data");
 
-        let pdb: PodDisruptionBudget = typed(get("controller_pdb.yaml").unwrap());
+        let pdb: PodDisruptionBudget = typed(ASSETS.get("controller_pdb.yaml").unwrap());
         let spec = pdb.spec.unwrap();
         assert_eq!(
             serde_json::to_value(&spec.max_unavailable).unwrap(),
@@ -1057,7 +1048,7 @@ mod tests {
     /// Anchors §4.6: CSIDriver, StorageClass and VolumeSnapshotClass.
     #[test]
     fn driver_and_classes_golden() {
-        let d: CSIDriver = typed(get("csidriver.yaml").unwrap());
+        let d: CSIDriver = typed(ASSETS.get("csidriver.yaml").unwrap());
         assert_eq!(
             d.metadata.annotations.as_ref().unwrap()["csi.openshift.io/managed"],
             "true"
@@ -1137,7 +1128,7 @@ mod tests {
             ("volumesnapshot_reader_provisioner_binding.yaml", "ClusterRole", "openshift-csi-provisioner-volumesnapshot-reader-role"),
         ];
         for (file, kind, role) in controller_bindings {
-            let v = value(get(file).unwrap());
+            let v = value(ASSETS.get(file).unwrap());
             assert_eq!(v["roleRef"]["kind"], kind, "{file}");
             assert_eq!(v["roleRef"]["name"], role, "{file}");
             assert_eq!(v["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
@@ -1161,7 +1152,7 @@ mod tests {
             }
         }
 
-        let v = value(get("node_privileged_binding.yaml").unwrap());
+        let v = value(ASSETS.get("node_privileged_binding.yaml").unwrap());
         assert_eq!(v["roleRef"]["name"], "openstack-cinder-privileged-role");
         assert_eq!(
             subjects_of(&v),
@@ -1171,7 +1162,7 @@ mod tests {
                 NS.to_string()
             )]
         );
-        let v = value(get("prometheus_binding.yaml").unwrap());
+        let v = value(ASSETS.get("prometheus_binding.yaml").unwrap());
         assert_eq!(v["roleRef"]["kind"], "Role");
         assert_eq!(
             v["roleRef"]["name"],
@@ -1186,11 +1177,11 @@ mod tests {
             )]
         );
         // Typed parses check apiVersion and kind against the Kubernetes schema.
-        let _: RoleBinding = typed(get("prometheus_binding.yaml").unwrap());
-        let _: RoleBinding = typed(get("lease_leader_election_binding.yaml").unwrap());
-        let _: ClusterRoleBinding = typed(get("kube_rbac_proxy_binding.yaml").unwrap());
+        let _: RoleBinding = typed(ASSETS.get("prometheus_binding.yaml").unwrap());
+        let _: RoleBinding = typed(ASSETS.get("lease_leader_election_binding.yaml").unwrap());
+        let _: ClusterRoleBinding = typed(ASSETS.get("kube_rbac_proxy_binding.yaml").unwrap());
 
-        let r: ClusterRole = typed(get("kube_rbac_proxy_role.yaml").unwrap());
+        let r: ClusterRole = typed(ASSETS.get("kube_rbac_proxy_role.yaml").unwrap());
         let rule = &r.rules.unwrap()[0];
         assert_eq!(
             rule.api_groups.as_deref(),
@@ -1202,7 +1193,7 @@ mod tests {
         );
         assert_eq!(rule.verbs, ["create"]);
 
-        let r: Role = typed(get("lease_leader_election_role.yaml").unwrap());
+        let r: Role = typed(ASSETS.get("lease_leader_election_role.yaml").unwrap());
         let rule = &r.rules.unwrap()[0];
         assert_eq!(
             rule.api_groups.as_deref(),
@@ -1214,7 +1205,7 @@ mod tests {
             ["get", "watch", "list", "delete", "update", "create"]
         );
 
-        let r: ClusterRole = typed(get("privileged_role.yaml").unwrap());
+        let r: ClusterRole = typed(ASSETS.get("privileged_role.yaml").unwrap());
         let rule = &r.rules.unwrap()[0];
         assert_eq!(
             rule.api_groups.as_deref(),
@@ -1230,7 +1221,7 @@ mod tests {
         );
         assert_eq!(rule.verbs, ["use"]);
 
-        let r: Role = typed(get("prometheus_role.yaml").unwrap());
+        let r: Role = typed(ASSETS.get("prometheus_role.yaml").unwrap());
         let rule = &r.rules.unwrap()[0];
         assert_eq!(rule.api_groups.as_deref(), Some(&[String::new()][..]));
         assert_eq!(

@@ -288,7 +288,7 @@ mod tests {
     pub(crate) fn facts() -> Facts {
         let base = BaseFacts::example(
             crate::DEFAULT_NAMESPACE,
-            &crate::assets::image_placeholders(),
+            &crate::assets::ASSETS.image_placeholders(),
         );
         Facts::new(base, DriverFacts::default())
     }

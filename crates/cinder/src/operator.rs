@@ -35,11 +35,8 @@ use crate::{
     METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP,
 };
 
-/// Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
-const CONTROLLER_PREFIX: &str = "OpenStackCinderDriverControllerServiceController";
-const NODE_PREFIX: &str = "OpenStackCinderDriverNodeServiceController";
-const CP_STATIC_PREFIX: &str = "OpenStackCinderDriverControlPlaneStaticResourcesController";
-const GUEST_STATIC_PREFIX: &str = "OpenStackCinderDriverGuestStaticResourcesController";
+// Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
+operator_kit::condition_prefixes!("OpenStackCinder");
 const STORAGE_CLASS_PREFIX: &str = "StorageClassController";
 
 /// How the operator is started: the kit's common options (it derefs to them) and Cinder's own.
@@ -122,8 +119,12 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         }
     }
     // Register every desired object; placeholder values do not change names or kinds.
-    let base = BaseFacts::placeholder(ns, &opts.images, &crate::assets::image_placeholders())
-        .with_node_side(&node_ns, opts.hosted.clone());
+    let base = BaseFacts::placeholder(
+        ns,
+        &opts.images,
+        &crate::assets::ASSETS.image_placeholders(),
+    )
+    .with_node_side(&node_ns, opts.hosted.clone());
     let objects = build::everything(&Facts::new(base, DriverFacts::default()))?;
     // A Secret it writes is among `secrets_read`, watched by name above.
     Ok(csi::watch_written(
@@ -345,7 +346,7 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
 /// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
 pub fn images_from_env() -> BTreeMap<String, String> {
-    let mut names = crate::assets::image_placeholders();
+    let mut names = crate::assets::ASSETS.image_placeholders();
     names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
     csi::images_from_env(&names)
 }

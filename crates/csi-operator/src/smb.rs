@@ -45,7 +45,7 @@ pub async fn start(
             namespace: args.namespace,
             flags: &args.driver,
         };
-        let images = operator_kit::csi::images_from_env(&smb::image_placeholders());
+        let images = operator_kit::csi::images_from_env(&smb::ASSETS.image_placeholders());
         Ok(common.options(client, images, hosted).await)
     };
     shell
@@ -75,7 +75,7 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
     let mut images = cluster_storage::kubernetes::upstream_operand_images(&smb::SPEC);
     images.insert("DRIVER_IMAGE".into(), UPSTREAM_DRIVER_IMAGE.into());
     images.extend(operator_kit::csi::images_from_env(
-        &smb::image_placeholders(),
+        &smb::ASSETS.image_placeholders(),
     ));
     images.extend(args.images.iter().cloned());
     let environment = crate::render::EnvironmentFlags {

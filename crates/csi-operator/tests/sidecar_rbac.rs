@@ -378,7 +378,7 @@ fn render_cinder() -> Vec<Value> {
     let ini = golden_dir().join("render-cloud-config.ini");
     render(
         "openstack-cinder",
-        &cinder::assets::image_placeholders(),
+        &cinder::assets::ASSETS.image_placeholders(),
         &[
             "--cloud-config".into(),
             ini.to_string_lossy().into_owned(),
@@ -395,7 +395,7 @@ fn render_manila() -> Vec<Value> {
     }
     render(
         "openstack-manila",
-        &manila::assets::image_placeholders(),
+        &manila::assets::ASSETS.image_placeholders(),
         &extra,
     )
 }

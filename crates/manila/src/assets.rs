@@ -17,7 +17,7 @@
 //! placeholders (operator-kit's `assets::PLACEHOLDERS` and images) that its replacer fills; this module does not
 //! replace, parse or apply anything.
 
-pub use operator_kit::assets::Asset;
+pub use operator_kit::assets::{Asset, AssetSet};
 use operator_kit::csi::shared::Prefixes;
 use operator_kit::{asset, shared_asset};
 
@@ -79,31 +79,19 @@ pub const GUEST_STATIC: &[Asset] = &[
     shared_asset!(PREFIXES, NODE_SA),
 ];
 
-/// Every asset once, in the order `csi-operator render` prints them.
-pub fn all() -> impl Iterator<Item = &'static Asset> {
-    const SINGLES: &[Asset] = &[
+/// Every asset once, in the order `csi-operator render` prints them: the static lists, then
+/// the CSIDriver, the Deployment, both DaemonSets and the VolumeSnapshotClass.
+pub const ASSETS: AssetSet = AssetSet(&[
+    CONTROL_PLANE_STATIC,
+    GUEST_STATIC,
+    &[
         CSI_DRIVER,
         CONTROLLER_DEPLOYMENT,
         NODE_DAEMONSET,
         NFS_DAEMONSET,
         VOLUME_SNAPSHOT_CLASS,
-    ];
-    CONTROL_PLANE_STATIC
-        .iter()
-        .chain(GUEST_STATIC.iter())
-        .chain(SINGLES.iter())
-}
-
-/// The images the assets use (the environment variables the operator reads them from), in
-/// operator-kit's order; derived from the assets so it cannot disagree with them.
-pub fn image_placeholders() -> Vec<&'static str> {
-    operator_kit::assets::image_placeholders(all())
-}
-
-/// The asset with this file name, if any.
-pub fn get(name: &str) -> Option<&'static Asset> {
-    all().find(|a| a.name == name)
-}
+    ],
+]);
 
 #[cfg(test)]
 mod tests {
@@ -135,7 +123,7 @@ mod tests {
 
     #[test]
     fn every_placeholder_is_known() {
-        for asset in all() {
+        for asset in ASSETS.all() {
             assert_eq!(
                 asset.unknown_placeholders(),
                 Vec::<String>::new(),
@@ -144,7 +132,7 @@ mod tests {
             );
         }
         assert_eq!(
-            image_placeholders(),
+            ASSETS.image_placeholders(),
             [
                 "DRIVER_IMAGE",
                 "PROVISIONER_IMAGE",
@@ -193,11 +181,11 @@ mod tests {
 
     #[test]
     fn inventory_matches_anchors() {
-        let files: Vec<&str> = all().map(|a| a.name).collect();
+        let files: Vec<&str> = ASSETS.all().map(|a| a.name).collect();
         let expected: Vec<&str> = INVENTORY.iter().map(|i| i.0).collect();
         assert_eq!(files, expected);
         for (file, kind, name, namespace) in INVENTORY {
-            let v = value(get(file).expect("embedded"));
+            let v = value(ASSETS.get(file).expect("embedded"));
             assert_eq!(v["kind"], *kind, "{file}");
             assert_eq!(v["metadata"]["name"], *name, "{file}");
             assert_eq!(v["metadata"]["namespace"].as_str(), *namespace, "{file}");
@@ -207,10 +195,11 @@ mod tests {
             );
             assert!(kinds.is_ok(), "{file}: {kinds:?}");
         }
-        assert_eq!(get("nope.yaml"), None);
+        assert_eq!(ASSETS.get("nope.yaml"), None);
         // No attacher anywhere: Manila shares are not attached.
         assert!(
-            all()
+            ASSETS
+                .all()
                 .all(|a| !a.content.contains("ATTACHER_IMAGE")
                     && !a.content.contains("main-attacher"))
         );
@@ -362,7 +351,7 @@ mod tests {
 
     #[test]
     fn secret_driver_and_snapshot_class_golden() {
-        let s = value(get("config_secret.yaml").unwrap());
+        let s = value(ASSETS.get("config_secret.yaml").unwrap());
         assert_eq!(
             s["stringData"],
             serde_json::json!({"os-cloud": "openstack", "os-cloudsFile": "/etc/openstack/clouds.yaml", "os-useClouds": "true"})
@@ -387,7 +376,7 @@ mod tests {
             v["metadata"].get("annotations").is_none(),
             "not the default class"
         );
-        for a in all() {
+        for a in ASSETS.all() {
             assert_eq!(
                 a.requires_crd.is_some(),
                 matches!(a.name, "servicemonitor.yaml" | "volumesnapshotclass.yaml"),

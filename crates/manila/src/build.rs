@@ -322,7 +322,7 @@ mod tests {
     pub(crate) fn facts() -> Facts {
         let base = BaseFacts::example(
             crate::DRIVER_NAMESPACE,
-            &crate::assets::image_placeholders(),
+            &crate::assets::ASSETS.image_placeholders(),
         );
         Facts::new(base, DriverFacts::default())
     }

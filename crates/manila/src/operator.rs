@@ -50,11 +50,8 @@ use crate::{
 pub const DISABLED_CONDITION: &str = "CSIControllerDisabled";
 /// Reason of [`DISABLED_CONDITION`].
 pub const DISABLED_REASON: &str = "PreConditionNotSatisfied";
-const CONTROLLER_PREFIX: &str = "OpenStackManilaDriverControllerServiceController";
-const NODE_PREFIX: &str = "OpenStackManilaDriverNodeServiceController";
+operator_kit::condition_prefixes!("OpenStackManila");
 const NFS_PREFIX: &str = "NFSDriverNodeServiceController";
-const CP_STATIC_PREFIX: &str = "OpenStackManilaDriverControlPlaneStaticResourcesController";
-const GUEST_STATIC_PREFIX: &str = "OpenStackManilaDriverGuestStaticResourcesController";
 const RESOURCE_SYNC_PREFIX: &str = "ResourceSyncController";
 /// Ours: OpenShift applied the CSIDriver from the precondition and reported its errors in
 /// `StarterControllerDegraded`.
@@ -166,7 +163,7 @@ pub fn secrets_read(opts: &Options) -> [(&str, &'static str); 4] {
 
 /// Facts with every image set, for what does not depend on values (names, kinds).
 fn placeholder_facts(opts: &Options) -> Facts {
-    let images = crate::assets::image_placeholders();
+    let images = crate::assets::ASSETS.image_placeholders();
     let base = BaseFacts::placeholder(&opts.namespace, &opts.images, &images)
         .with_node_side(&opts.node_namespace(), opts.hosted.clone());
     Facts::new(base, DriverFacts::default())
@@ -443,7 +440,7 @@ async fn resource_sync(kit: &Kit, ns: &str) -> Result<(), StepError> {
 /// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
 /// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
 pub fn images_from_env() -> BTreeMap<String, String> {
-    let mut names = crate::assets::image_placeholders();
+    let mut names = crate::assets::ASSETS.image_placeholders();
     names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
     csi::images_from_env(&names)
 }

@@ -63,6 +63,26 @@ pub fn is_known_placeholder(name: &str) -> bool {
     PLACEHOLDERS.contains(&name) || IMAGE_ENV_VARS.contains(&name)
 }
 
+/// A driver's assets, as its lists in render order (static lists, then its single objects).
+#[derive(Debug, Clone, Copy)]
+pub struct AssetSet(pub &'static [&'static [Asset]]);
+
+impl AssetSet {
+    /// Every asset once, in the order `render` prints them.
+    pub fn all(&self) -> impl Iterator<Item = &'static Asset> + use<> {
+        self.0.iter().flat_map(|list| list.iter())
+    }
+    /// The images the assets use (the environment variables the operator reads them from), in
+    /// [`IMAGE_ENV_VARS`] order; derived from the assets so it cannot disagree with them.
+    pub fn image_placeholders(&self) -> Vec<&'static str> {
+        image_placeholders(self.all())
+    }
+    /// The asset with this file name, if any.
+    pub fn get(&self, name: &str) -> Option<&'static Asset> {
+        self.all().find(|a| a.name == name)
+    }
+}
+
 /// The images `assets` use, in [`IMAGE_ENV_VARS`] order: what a driver reads from its
 /// environment, derived from its assets so the list cannot fall out of step with them.
 pub fn image_placeholders<'a>(assets: impl IntoIterator<Item = &'a Asset>) -> Vec<&'static str> {

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use operator_kit::assets::Asset;
+use operator_kit::assets::{Asset, AssetSet};
 use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::clusters::Clients;
 use operator_kit::csi::shared::Prefixes;
@@ -106,11 +106,8 @@ pub const SPEC: DriverSpec = DriverSpec {
     hosted: None,
 };
 
-/// Condition prefixes: library-go's controllers with OpenShift's `Samba` name prefix.
-pub const CONTROL_PLANE_STATIC_PREFIX: &str = "SambaDriverControlPlaneStaticResourcesController";
-pub const GUEST_STATIC_PREFIX: &str = "SambaDriverGuestStaticResourcesController";
-pub const CONTROLLER_PREFIX: &str = "SambaDriverControllerServiceController";
-pub const NODE_PREFIX: &str = "SambaDriverNodeServiceController";
+// Condition prefixes: library-go's controllers with OpenShift's `Samba` name prefix.
+operator_kit::condition_prefixes!("Samba");
 
 /// The controller Deployment asset.
 /// OpenShift's names for SMB's sidecar objects (`smb-csi-driver-…`, `smb-…`).
@@ -153,16 +150,8 @@ pub const MOUNTS: Mounts = Mounts {
     metrics_cert: METRICS_SERVING_CERT_SECRET,
 };
 
-pub fn assets() -> impl Iterator<Item = &'static Asset> {
-    CONTROL_PLANE_STATIC
-        .iter()
-        .chain(GUEST_STATIC)
-        .chain([&CONTROLLER, &NODE])
-}
-
-pub fn image_placeholders() -> Vec<&'static str> {
-    operator_kit::assets::image_placeholders(assets())
-}
+/// Every asset once, in the order `render smb` prints them.
+pub const ASSETS: AssetSet = AssetSet(&[CONTROL_PLANE_STATIC, GUEST_STATIC, &[CONTROLLER, NODE]]);
 
 pub fn statics(facts: &Facts<()>, assets: &[Asset]) -> Result<Vec<Desired>, BuildError> {
     assets.iter().map(|a| facts.render(a)).collect()
@@ -198,7 +187,7 @@ impl Driver for Smb {
     fn static_groups(&self, _kit: &Kit, facts: &Facts<()>) -> Vec<Group> {
         vec![
             Group {
-                prefix: CONTROL_PLANE_STATIC_PREFIX,
+                prefix: CP_STATIC_PREFIX,
                 objects: statics(facts, CONTROL_PLANE_STATIC),
             },
             Group {
@@ -239,7 +228,7 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         // The one Secret it reads: its metrics certificate (self-issued on plain Kubernetes;
         // unwatched, it would be rewritten on every reconcile).
         .namespaced_object(&ar("v1", "Secret"), ns, METRICS_SERVING_CERT_SECRET);
-    let base = BaseFacts::placeholder(ns, &opts.images, &image_placeholders());
+    let base = BaseFacts::placeholder(ns, &opts.images, &ASSETS.image_placeholders());
     let objects = everything(&Facts::new(base, ()))?;
     Ok(csi::watch_written(
         builder,

@@ -78,7 +78,8 @@ async fn cluster(snapshot_crd: bool) -> (KubeSim, Client) {
 /// Reconciles until both workloads are Available (at most 50 times) and returns the CR's
 /// conditions as type → status.
 async fn install(client: &Client) -> (BTreeMap<String, String>, CsiOperator<smb::Smb>) {
-    let images = smb::image_placeholders()
+    let images = smb::ASSETS
+        .image_placeholders()
         .into_iter()
         .map(|i| (i.to_string(), format!("example.org/{}:1", i.to_lowercase())))
         .collect();
@@ -211,7 +212,7 @@ async fn the_smb_driver_installs_from_its_description_and_reports_samba_conditio
 
 #[test]
 fn every_asset_renders_with_known_placeholders_only() {
-    for a in smb::assets() {
+    for a in smb::ASSETS.all() {
         assert!(
             a.unknown_placeholders().is_empty(),
             "{}: {:?}",
@@ -219,10 +220,13 @@ fn every_asset_renders_with_known_placeholders_only() {
             a.unknown_placeholders()
         );
     }
-    let base =
-        operator_kit::csi::BaseFacts::placeholder(NS, &BTreeMap::new(), &smb::image_placeholders());
+    let base = operator_kit::csi::BaseFacts::placeholder(
+        NS,
+        &BTreeMap::new(),
+        &smb::ASSETS.image_placeholders(),
+    );
     let objects = smb::everything(&operator_kit::csi::Facts::new(base, ())).expect("renders");
-    assert_eq!(objects.len(), smb::assets().count());
+    assert_eq!(objects.len(), smb::ASSETS.all().count());
     // Every namespaced object is in the namespace, and the names are OpenShift's.
     for d in &objects {
         if let Some(ns) = &d.object.metadata.namespace {
@@ -248,7 +252,7 @@ fn every_asset_renders_with_known_placeholders_only() {
         assert!(kinds.iter().any(|k| k == want), "{want}: {kinds:?}");
     }
     assert_eq!(
-        smb::image_placeholders(),
+        smb::ASSETS.image_placeholders(),
         [
             "DRIVER_IMAGE",
             "PROVISIONER_IMAGE",

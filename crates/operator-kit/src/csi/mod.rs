@@ -69,6 +69,28 @@ pub fn base_watches(
         .cluster_object(&crd, SERVICE_MONITOR_CRD)
 }
 
+/// The condition prefixes of a driver's four standard steps, from its controller name prefix
+/// (`OpenStackCinder`, `Samba`), as library-go names the controllers of a CSI driver operator:
+/// `<prefix>DriverControllerServiceController`, `<prefix>DriverNodeServiceController`,
+/// `<prefix>DriverControlPlaneStaticResourcesController` and
+/// `<prefix>DriverGuestStaticResourcesController`. Alerts and users' tooling read these names,
+/// so a driver does not spell them itself.
+#[macro_export]
+macro_rules! condition_prefixes {
+    ($prefix:literal) => {
+        /// `<prefix>DriverControllerServiceController`: the controller Deployment's step.
+        pub const CONTROLLER_PREFIX: &str = concat!($prefix, "DriverControllerServiceController");
+        /// `<prefix>DriverNodeServiceController`: the node DaemonSet's step.
+        pub const NODE_PREFIX: &str = concat!($prefix, "DriverNodeServiceController");
+        /// `<prefix>DriverControlPlaneStaticResourcesController`: the control-plane objects.
+        pub const CP_STATIC_PREFIX: &str =
+            concat!($prefix, "DriverControlPlaneStaticResourcesController");
+        /// `<prefix>DriverGuestStaticResourcesController`: the guest (node-side) objects.
+        pub const GUEST_STATIC_PREFIX: &str =
+            concat!($prefix, "DriverGuestStaticResourcesController");
+    };
+}
+
 /// Condition prefix of the snapshot-class step.
 pub const SNAPSHOT_CLASS_PREFIX: &str = "VolumeSnapshotClassController";
 /// Condition prefix of the log-level check (named after library-go's LoggingSyncer, which only
