@@ -8,6 +8,9 @@
 //! The child's environment is cleared so that image variables (or `CSI_FSGROUP_POLICY`) of the
 //! caller's shell cannot change the output.
 
+#[path = "common/golden.rs"]
+mod golden;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -124,30 +127,7 @@ fn render_matches_the_reviewed_golden_file() {
     assert!(out.status.success(), "render failed: {}", stderr(&out));
     let rendered = String::from_utf8(out.stdout).expect("UTF-8 output");
     let golden = golden_dir().join("render-openstack-manila.yaml");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &rendered).expect("write the golden file");
-    }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}; generate it with UPDATE_GOLDEN=1",
-            golden.display()
-        )
-    });
-    if rendered != want {
-        let first = rendered
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| rendered.lines().count().min(want.lines().count()));
-        panic!(
-            "render output differs from {} at line {}:\n  got:  {:?}\n  want: {:?}\n\
-             (regenerate with UPDATE_GOLDEN=1 and review the diff)",
-            golden.display(),
-            first + 1,
-            rendered.lines().nth(first),
-            want.lines().nth(first)
-        );
-    }
+    golden::assert_matches(&rendered, &golden);
 }
 
 #[test]

@@ -5,6 +5,9 @@
 //! the operator needs, and malformed flags fail with a clear message and nothing on stdout.
 //! The child's environment is cleared so the caller's image variables cannot change the output.
 
+#[path = "common/golden.rs"]
+mod golden;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -63,29 +66,7 @@ fn render_matches_the_reviewed_golden_file() {
     assert!(out.status.success(), "render failed: {}", text(&out.stderr));
     let rendered = text(&out.stdout);
     let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/render-smb.yaml");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &rendered).expect("write the golden file");
-    }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}; generate it with UPDATE_GOLDEN=1",
-            golden.display()
-        )
-    });
-    if rendered != want {
-        let first = rendered
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!(
-            "render output differs from {} at line {}:\n  got:  {:?}\n  want: {:?}\n(regenerate with UPDATE_GOLDEN=1 and review the diff)",
-            golden.display(),
-            first + 1,
-            rendered.lines().nth(first),
-            want.lines().nth(first)
-        );
-    }
+    golden::assert_matches(&rendered, &golden);
     // What SMB is not: no StorageClass, no VolumeSnapshotClass, no Secret.
     for kind in ["StorageClass", "VolumeSnapshotClass", "Secret"] {
         assert!(!rendered.contains(&format!("\nkind: {kind}\n")), "{kind}");
