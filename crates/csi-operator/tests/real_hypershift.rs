@@ -513,7 +513,16 @@ async fn a_hosted_control_plane_runs_both_drivers_across_the_management_cluster_
     )
     .await;
     // ClusterOperator/storage names what the guest holds, nothing of the management cluster.
-    let co = storage_healthy(&guest, V1).await.expect("still healthy");
+    // Waited for, not read once: the version annotation just written moves each Deployment's
+    // generation (the apps strategy bumps it on annotation changes), so the controllers are
+    // briefly Progressing until the deployment controller observes it, as with Go's operators.
+    let co = wait_both(
+        &management,
+        &guest,
+        "the guest's ClusterOperator/storage healthy again",
+        async |_, g| storage_healthy(g, V1).await,
+    )
+    .await;
     let related = co["status"]["relatedObjects"]
         .as_array()
         .cloned()
