@@ -16,23 +16,18 @@ use kube::api::{Api, DynamicObject, ListParams};
 use openshift_api::operator::StorageClassState;
 use operator_kit::cache::{Cache, CacheBuilder, Lookup};
 use operator_kit::clusters::Clients;
-use operator_kit::csi::{
-    self, BaseFacts, CommonOptions, CsiOperator, Group, Kit, Pass, StepError, Workload,
-};
-use operator_kit::hosted::HostedReads;
+use operator_kit::csi::{self, BaseFacts, CommonOptions, Group, Kit, Pass, StepError, Workload};
 use operator_kit::kinds::known as ar;
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::{Metrics, WriteVerb};
-use std::sync::Arc;
+use operator_kit::metrics::WriteVerb;
 
 use crate::adoption::Adoption;
-use crate::build::{self, BuildError, Desired, DriverFacts, Facts};
+use crate::build::{self, BuildError, Desired, DriverFacts, Facts, controller_desired};
 use crate::config;
 use crate::config_sync::ConfigSync;
 use crate::volume_type_classes::VolumeTypeClasses;
 use crate::{
     CONTROLLER_DEPLOYMENT_NAME, CONTROLLER_NAME_PREFIX, CREDENTIALS_SECRET, CSI_DRIVER_NAME,
-    METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME, TRUSTED_CA_BUNDLE_CONFIGMAP,
+    METRICS_SERVING_CERT_SECRET, NODE_DAEMONSET_NAME,
 };
 
 // Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
@@ -109,7 +104,13 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     }
     if opts.hosted.is_some() {
         builder = operator_kit::hosted::watch(builder, ns);
-        builder = hosted_reads(ns, &node_ns).watch(builder, &[ns, node_ns.as_str()]);
+        // The node plugins' mounts in the guest, and the CA config sync copies here.
+        let mut reads = build::MOUNTS.hosted_reads(&node_ns);
+        reads.config_maps.push((
+            ns.to_string(),
+            operator_kit::hosted::CLOUD_CA_CONFIG_MAP.into(),
+        ));
+        builder = reads.watch(builder, &[ns, node_ns.as_str()]);
     }
     // The chart's classes, by name, when they are to be adopted (and kept after `helm
     // uninstall` deletes them). The adoption record is a ConfigMap of `ns`, watched above.
@@ -146,47 +147,17 @@ pub fn secrets_read(namespace: &str) -> [(&str, &'static str); 2] {
     ]
 }
 
-/// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
-/// namespace's ConfigMap watch cover (its namespace being the control-plane namespace
-/// `control_plane`): the ConfigMaps and the Secrets, as (namespace, name), that the watches
-/// must add. The CA of config sync in the control-plane namespace, and the node DaemonSet's
-/// trusted CA bundle and credentials in the guest namespace `guest` (their hashes roll the
-/// node plugins).
-pub fn hosted_reads(control_plane: &str, guest: &str) -> HostedReads {
-    let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
-    HostedReads {
-        config_maps: vec![
-            pair(control_plane, operator_kit::hosted::CLOUD_CA_CONFIG_MAP),
-            pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP),
-        ],
-        secrets: vec![pair(guest, CREDENTIALS_SECRET)],
+impl csi::DriverOptions for Options {
+    type Driver = Cinder;
+    const SPEC: &'static operator_kit::spec::DriverSpec = &crate::SPEC;
+    const ASSETS: operator_kit::assets::AssetSet = crate::assets::ASSETS;
+    fn into_driver(self, _clients: &Clients, _cache: &Cache) -> Cinder {
+        Cinder {
+            config_sync: ConfigSync::new(self.topology_refresh),
+            volume_types: VolumeTypeClasses::new(self.topology_refresh),
+            adoption: self.adopt_helm_release.map(Adoption::new),
+        }
     }
-}
-
-/// The Cinder operator: operator-kit's reconcile around [`Cinder`].
-pub type Operator = CsiOperator<Cinder>;
-
-/// The Cinder operator for `opts`.
-pub fn new(
-    clients: impl Into<Clients>,
-    opts: Options,
-    cache: Cache,
-    metrics: Arc<Metrics>,
-    log: LogControl,
-) -> Operator {
-    let driver = Cinder {
-        config_sync: ConfigSync::new(opts.topology_refresh),
-        volume_types: VolumeTypeClasses::new(opts.topology_refresh),
-        adoption: opts.adopt_helm_release.map(Adoption::new),
-    };
-    CsiOperator::for_spec(
-        clients,
-        cache,
-        metrics,
-        log,
-        (&crate::SPEC, &opts.common),
-        driver,
-    )
 }
 
 /// The Cinder driver, described for operator-kit.
@@ -249,19 +220,16 @@ impl csi::Driver for Cinder {
     }
 
     fn controller(&self, facts: &Facts) -> Workload {
-        Workload {
-            prefix: CONTROLLER_PREFIX,
-            name: CONTROLLER_DEPLOYMENT_NAME,
-            desired: build::controller_desired(facts),
-        }
+        let desired = controller_desired(facts);
+        Workload::new(CONTROLLER_PREFIX, CONTROLLER_DEPLOYMENT_NAME, desired)
     }
 
     fn daemonsets(&self, facts: &Facts) -> Vec<Workload> {
-        vec![Workload {
-            prefix: NODE_PREFIX,
-            name: NODE_DAEMONSET_NAME,
-            desired: build::node_desired(facts),
-        }]
+        vec![Workload::new(
+            NODE_PREFIX,
+            NODE_DAEMONSET_NAME,
+            build::node_desired(facts),
+        )]
     }
 
     async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, facts: &Facts) {
@@ -341,14 +309,6 @@ async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), St
         .map_err(StorageClassError::List)?;
     build::set_default_storage_class(&mut desired.object, &classes.items);
     Ok(())
-}
-
-/// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
-/// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
-pub fn images_from_env() -> BTreeMap<String, String> {
-    let mut names = crate::assets::ASSETS.image_placeholders();
-    names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
-    csi::images_from_env(&names)
 }
 
 /// The prefix used in condition names, for callers and tests.

@@ -4,53 +4,22 @@
 use std::time::Duration;
 
 use cinder::operator::{self, Options};
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
-use operator_kit::process::{self, ProcessOptions};
-use operator_kit::runtime::LoopOptions;
+use testbed::operators::{Lease, run_driver_operator};
 use testbed::{Settings, Testbed, wait_for};
 
 const CR: &str = "cinder.csi.openstack.org";
+const USER: &str =
+    "system:serviceaccount:openshift-cluster-csi-drivers:openstack-cinder-csi-driver-operator";
 
 async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
-    let client = testbed::client_for(
-        &bed.kube,
-        "system:serviceaccount:openshift-cluster-csi-drivers:openstack-cinder-csi-driver-operator",
-    )
-    .await
-    .expect("client");
-    let opts = Options::new(testbed::example_images());
-    let cache = operator::watches(client.clone(), &opts)
-        .expect("watches")
-        .start();
-    let metrics = Metrics::new("test");
-    let op = operator::new(
-        client.clone(),
-        opts,
-        cache.clone(),
-        metrics.clone(),
-        LogControl::detached(),
-    );
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let options = ProcessOptions {
-        namespace: testbed::DRIVER_NAMESPACE.into(),
-        lock_name: cinder::OPERATOR_LOCK_NAME.into(),
-        identity: "test".into(),
-        timing: operator_kit::leader_timing::LeaderTiming::DEFAULT,
-        metrics_addr: None,
-        endpoint: operator_kit::process::EndpointOptions::default(),
-        loop_options: LoopOptions {
-            resync: Duration::from_secs(2),
-            ..LoopOptions::default()
-        },
+    let client = testbed::client_for(&bed.kube, USER).await.expect("client");
+    let lease = Lease {
+        namespace: testbed::DRIVER_NAMESPACE,
+        name: cinder::OPERATOR_LOCK_NAME,
+        resync: Duration::from_secs(2),
     };
-    tokio::spawn(async move {
-        let _ = process::run(client, options, cache, metrics, op, async move {
-            let _ = rx.await;
-        })
-        .await;
-    });
-    tx
+    let opts = Options::new(testbed::example_images());
+    run_driver_operator(client, opts, operator::watches, lease)
 }
 
 #[tokio::test]

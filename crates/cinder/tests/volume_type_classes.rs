@@ -11,10 +11,7 @@ use kube::Api;
 use kube::api::{DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use openstack_sim::SimVolumeType;
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
-use operator_kit::process::{self, ProcessOptions};
-use operator_kit::runtime::LoopOptions;
+use testbed::operators::{Lease, run_driver_operator};
 use testbed::{Settings, Testbed, wait_for};
 
 const CR: &str = "cinder.csi.openstack.org";
@@ -29,37 +26,12 @@ async fn start_operator(bed: &Testbed) -> tokio::sync::oneshot::Sender<()> {
     .await
     .expect("client");
     let opts = Options::new(testbed::example_images());
-    let cache = operator::watches(client.clone(), &opts)
-        .expect("watches")
-        .start();
-    let metrics = Metrics::new("test");
-    let op = operator::new(
-        client.clone(),
-        opts,
-        cache.clone(),
-        metrics.clone(),
-        LogControl::detached(),
-    );
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let options = ProcessOptions {
-        namespace: testbed::DRIVER_NAMESPACE.into(),
-        lock_name: cinder::OPERATOR_LOCK_NAME.into(),
-        identity: "test".into(),
-        timing: operator_kit::leader_timing::LeaderTiming::DEFAULT,
-        metrics_addr: None,
-        endpoint: operator_kit::process::EndpointOptions::default(),
-        loop_options: LoopOptions {
-            resync: Duration::from_secs(1),
-            ..LoopOptions::default()
-        },
+    let lease = Lease {
+        namespace: testbed::DRIVER_NAMESPACE,
+        name: cinder::OPERATOR_LOCK_NAME,
+        resync: Duration::from_secs(1),
     };
-    tokio::spawn(async move {
-        let _ = process::run(client, options, cache, metrics, op, async move {
-            let _ = rx.await;
-        })
-        .await;
-    });
-    tx
+    run_driver_operator(client, opts, operator::watches, lease)
 }
 
 /// Opts the ClusterCSIDriver in to per-type classes, with `storageClassState` as given.

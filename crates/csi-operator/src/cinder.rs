@@ -44,23 +44,27 @@ pub async fn start(
     args: StartArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
-    let options = async |client: &kube::Client, hosted| {
-        let common = crate::flags::CommonFlags {
-            operator_namespace: args.namespace.clone(),
-            namespace: args.namespace,
-            flags: &args.driver,
-        };
-        Ok(Options {
-            common: common
-                .options(client, operator::images_from_env(), hosted)
-                .await,
-            topology_refresh: args.topology_refresh,
-            adopt_helm_release: args.adopt_helm_release,
-        })
+    let StartArgs {
+        process,
+        namespace,
+        topology_refresh,
+        metrics_listen,
+        driver,
+        adopt_helm_release,
+    } = args;
+    let own = |common| Options {
+        common,
+        topology_refresh,
+        adopt_helm_release,
     };
-    shell
-        .start(options, operator::watches, operator::new, shutdown)
+    // Cinder's operator and driver share one namespace.
+    Shell::new(process, &namespace, metrics_listen, NAMES)
+        .start_driver(
+            (&driver, namespace.clone()),
+            own,
+            operator::watches,
+            shutdown,
+        )
         .await
 }
 
@@ -96,14 +100,10 @@ pub struct RenderArgs {
 
 /// The facts `render` builds from its flags, with no cluster.
 pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
-    // Images matter little to what `render` shows; without any, the upstream releases that
-    // manifests/kubernetes/ uses, so the command works as the docs type it.
-    let mut images = cluster_storage::kubernetes::upstream_operand_images(&cinder::SPEC);
-    images.extend(operator::images_from_env());
-    images.extend(args.images.iter().cloned());
-    crate::render::log_level(&args.cluster.log_level)?;
-    let hosted = args.environment.hosted.hosted(&mut images)?;
-    if hosted.is_some() && args.cloud_config.is_some() {
+    let images = crate::render::images::<Options>(&args.images);
+    let base =
+        crate::render::base_facts(&args.namespace, &args.cluster, &args.environment, images)?;
+    if base.hosted.is_some() && args.cloud_config.is_some() {
         anyhow::bail!(
             "--cloud-config with --hypershift: a hosted control plane reads no user cloud config (anchors §4.5)"
         );
@@ -148,13 +148,6 @@ pub fn render_facts(args: &RenderArgs) -> anyhow::Result<Facts> {
             Some(p) => format!("--cloud-config {}", p.display()),
             None => "the generated cloud.conf".to_string(),
         })?;
-    let base = crate::render::base_facts(
-        &args.namespace,
-        &args.cluster,
-        &args.environment,
-        hosted,
-        images,
-    )?;
     let cloud_conf: ConfigMap = cinder::config::cloud_conf_configmap(&base.namespace, data);
     let own = DriverFacts {
         cloud_conf: Some(cloud_conf),

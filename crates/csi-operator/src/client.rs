@@ -6,6 +6,9 @@ use std::path::Path;
 use anyhow::Context;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use operator_kit::cache::CacheBuilder;
+use operator_kit::clusters::Clients;
+use operator_kit::csi::{CommonOptions, CsiOperator, DriverOptions};
 
 /// Installs the process-wide TLS provider (kube-rs and reqwest share one; without it the
 /// first TLS connection panics).
@@ -261,6 +264,32 @@ impl Shell {
             leader_election: process.leader_election,
         };
         run_operator(own, &client, launch, cache, metrics, op, shutdown).await
+    }
+}
+
+impl Shell {
+    /// Starts a driver operator: the kit's options from `flags` (its objects in
+    /// `driver_namespace`, the images from the environment), the driver's own made by `own`
+    /// from them, and the operator they describe ([`CsiOperator::from_options`]).
+    pub async fn start_driver<O, E>(
+        self,
+        (flags, driver_namespace): (&crate::flags::DriverFlags, String),
+        own: impl FnOnce(CommonOptions) -> O,
+        watches: impl FnOnce(Clients, &O) -> Result<CacheBuilder, E>,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()>
+    where
+        O: DriverOptions,
+        E: std::error::Error + Send + Sync + 'static,
+        CsiOperator<O::Driver>: operator_kit::process::Reconciler,
+    {
+        let namespaces = (self.namespace.clone(), driver_namespace);
+        let options = async |client: &Client, hosted| {
+            let images = O::images_from_env();
+            Ok(own(flags.options(client, namespaces, images, hosted).await))
+        };
+        self.start(options, watches, CsiOperator::from_options, shutdown)
+            .await
     }
 }
 

@@ -559,31 +559,29 @@ pub struct DriverFlags {
     cert_manager: CertManagerFlags,
 }
 
-/// What a driver operator's `start` flags give the kit, besides the driver's own knobs: the
-/// namespaces and the flags every driver takes, read with the images from the environment and
-/// the hosted environment.
-pub struct CommonFlags<'a> {
-    pub operator_namespace: String,
-    pub namespace: String,
-    pub flags: &'a DriverFlags,
-}
-
-impl CommonFlags<'_> {
-    /// The kit's options, with `images` and the cert-manager issuer read through `client`.
+impl DriverFlags {
+    /// The kit's options of a driver operator in `operator_namespace` whose objects go to
+    /// `driver_namespace`, with `images` and the cert-manager issuer read through `client`.
+    /// Hosted, the driver's controller runs beside the operator in the control-plane namespace;
+    /// the node side keeps the spec's driver namespace, in the guest.
     pub async fn options(
-        self,
+        &self,
         client: &kube::Client,
+        (operator_namespace, driver_namespace): (String, String),
         images: std::collections::BTreeMap<String, String>,
         hosted: Option<operator_kit::hosted::Hosted>,
     ) -> operator_kit::csi::CommonOptions {
         operator_kit::csi::CommonOptions {
-            operator_namespace: self.operator_namespace,
-            namespace: self.namespace,
+            namespace: match hosted {
+                Some(_) => operator_namespace.clone(),
+                None => driver_namespace,
+            },
+            operator_namespace,
             images,
-            cluster_id: self.flags.cluster_id.clone(),
-            cert_manager: self.flags.cert_manager.settings(client).await,
+            cluster_id: self.cluster_id.clone(),
+            cert_manager: self.cert_manager.settings(client).await,
             hosted,
-            create_cluster_csi_driver: self.flags.create_cluster_csi_driver,
+            create_cluster_csi_driver: self.create_cluster_csi_driver,
         }
     }
 }

@@ -39,28 +39,15 @@ pub async fn start(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
-    let options = async |client: &kube::Client, hosted: Option<_>| {
-        let common = crate::flags::CommonFlags {
-            // Hosted, the driver's controller runs beside the operator in the control-plane
-            // namespace; the node side keeps the spec's driver namespace in the guest.
-            namespace: if hosted.is_some() {
-                args.namespace.clone()
-            } else {
-                args.driver_namespace
-            },
-            operator_namespace: args.namespace,
-            flags: &args.driver,
-        };
-        Ok(Options {
-            common: common
-                .options(client, operator::images_from_env(), hosted)
-                .await,
-            share_type_refresh: args.share_type_refresh,
-            fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
-        })
+    let share_type_refresh = args.share_type_refresh;
+    let own = |common| Options {
+        common,
+        share_type_refresh,
+        fs_group_policy: std::env::var(manila::FSGROUP_POLICY_ENV).ok(),
     };
+    let driver = (&args.driver, args.driver_namespace);
     shell
-        .start(options, operator::watches, operator::new, shutdown)
+        .start_driver(driver, own, operator::watches, shutdown)
         .await
 }
 
@@ -88,25 +75,14 @@ pub struct RenderArgs {
 
 /// Prints every object the operator would apply once Manila offers these share types.
 pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
-    // Images matter little to what `render` shows; without any, the upstream releases that
-    // manifests/kubernetes/ uses, so the command works as the docs type it.
-    let mut images = cluster_storage::kubernetes::upstream_operand_images(&manila::SPEC);
-    images.extend(operator::images_from_env());
-    images.extend(args.images.iter().cloned());
-    crate::render::log_level(&args.cluster.log_level)?;
     if args.share_types.is_empty() {
         anyhow::bail!(
             "give at least one --share-type NAME: without share types the operator deploys nothing (Manila is disabled)"
         );
     }
-    let hosted = args.environment.hosted.hosted(&mut images)?;
-    let base = crate::render::base_facts(
-        &args.namespace,
-        &args.cluster,
-        &args.environment,
-        hosted,
-        images,
-    )?;
+    let images = crate::render::images::<Options>(&args.images);
+    let base =
+        crate::render::base_facts(&args.namespace, &args.cluster, &args.environment, images)?;
     let own = DriverFacts {
         fs_group_policy: FsGroupPolicy::parse(Some(&args.fs_group_policy))?,
     };

@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 
 use anyhow::Context;
-use operator_kit::csi::BaseFacts;
+use operator_kit::csi::{BaseFacts, DriverOptions};
 use operator_kit::desired::Desired;
-use operator_kit::hosted::Hosted;
 use operator_kit::loglevel::LogLevel;
 use operator_kit::observed_config::ServingInfo;
 
@@ -43,15 +42,27 @@ pub fn log_level(value: &str) -> anyhow::Result<LogLevel> {
     Ok(level.level)
 }
 
-/// The kit's facts of a `render`, with no cluster. Hosted, the control-plane objects go to the
-/// control-plane namespace and `--namespace` is the guest's.
+/// The images a `render` of the driver of `O` shows: the upstream releases that
+/// manifests/kubernetes/ uses (images matter little to what `render` shows, and so the command
+/// works as the docs type it), then the operator's environment, then `--image` (`given`).
+pub fn images<O: DriverOptions>(given: &[(String, String)]) -> BTreeMap<String, String> {
+    let mut images = cluster_storage::kubernetes::upstream_operand_images(O::SPEC);
+    images.extend(O::images_from_env());
+    images.extend(given.iter().cloned());
+    images
+}
+
+/// The kit's facts of a `render`, with no cluster. Hosted (`--hypershift`, which also sets
+/// the control-plane images), the control-plane objects go to the control-plane namespace and
+/// `--namespace` is the guest's.
 pub fn base_facts(
     namespace: &str,
     cluster: &ClusterFlags,
     environment: &EnvironmentFlags,
-    hosted: Option<Hosted>,
-    images: BTreeMap<String, String>,
+    mut images: BTreeMap<String, String>,
 ) -> anyhow::Result<BaseFacts> {
+    let log_level = log_level(&cluster.log_level)?;
+    let hosted = environment.hosted.hosted(&mut images)?;
     let control_plane_namespace = match &hosted {
         Some(h) => h.control_plane.namespace.clone(),
         None => namespace.to_string(),
@@ -63,7 +74,7 @@ pub fn base_facts(
         images,
         cluster_id: cluster.cluster_id.clone(),
         topology: crate::flags::topology(&cluster.control_plane_topology)?,
-        log_level: log_level(&cluster.log_level)?,
+        log_level,
         proxy: environment.proxy.iter().cloned().collect(),
         serving: ServingInfo::intermediate(),
         ..BaseFacts::default()
@@ -117,30 +128,39 @@ mod tests {
             control_plane_topology: "External".into(),
             log_level: "Debug".into(),
         };
-        let environment = EnvironmentFlags {
-            proxy: vec![],
-            hosted: Default::default(),
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            environment: EnvironmentFlags,
+        }
+        let standalone = <Flags as clap::Parser>::parse_from(["render"]).environment;
+        let facts = |cluster: &ClusterFlags, environment: &EnvironmentFlags| {
+            base_facts("guest-ns", cluster, environment, BTreeMap::new())
         };
-        let facts = |cluster: &ClusterFlags, hosted| {
-            base_facts("guest-ns", cluster, &environment, hosted, BTreeMap::new())
-        };
-        let standalone = facts(&cluster, None).expect("valid");
+        let standalone_facts = facts(&cluster, &standalone).expect("valid");
         assert_eq!(
             (
-                standalone.namespace.as_str(),
-                standalone.node_namespace.as_str()
+                standalone_facts.namespace.as_str(),
+                standalone_facts.node_namespace.as_str()
             ),
             ("guest-ns", "guest-ns")
         );
-        let mut hosted = Hosted::default();
-        hosted.control_plane.namespace = "clusters-x".into();
-        let hosted = facts(&cluster, Some(hosted)).expect("valid");
+        let hosted = <Flags as clap::Parser>::parse_from([
+            "render",
+            "--hypershift",
+            "--control-plane-namespace",
+            "clusters-x",
+            "--release-version",
+            "4.99.0",
+        ])
+        .environment;
+        let hosted = facts(&cluster, &hosted).expect("valid");
         assert_eq!(
             (hosted.namespace.as_str(), hosted.node_namespace.as_str()),
             ("clusters-x", "guest-ns")
         );
         cluster.log_level = "Loud".into();
-        let e = facts(&cluster, None).unwrap_err();
+        let e = facts(&cluster, &standalone).unwrap_err();
         assert!(e.to_string().contains("--log-level \"Loud\""), "{e}");
     }
 }

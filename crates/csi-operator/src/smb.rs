@@ -38,18 +38,10 @@ pub async fn start(
             "--guest-kubeconfig: the SMB driver runs on standalone clusters only, as OpenShift's (no hosted control plane)"
         );
     }
-    let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
-    let options = async |client: &kube::Client, hosted| {
-        let common = crate::flags::CommonFlags {
-            operator_namespace: args.namespace.clone(),
-            namespace: args.namespace,
-            flags: &args.driver,
-        };
-        let images = operator_kit::csi::images_from_env(&smb::ASSETS.image_placeholders());
-        Ok(common.options(client, images, hosted).await)
-    };
-    shell
-        .start(options, smb::watches, smb::operator, shutdown)
+    let namespace = args.namespace.clone();
+    let own = |common| smb::Options { common };
+    Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES)
+        .start_driver((&args.driver, namespace), own, smb::watches, shutdown)
         .await
 }
 
@@ -72,18 +64,13 @@ pub struct RenderArgs {
 
 /// Prints every object the operator would apply.
 pub fn render(args: &RenderArgs) -> anyhow::Result<String> {
-    let mut images = cluster_storage::kubernetes::upstream_operand_images(&smb::SPEC);
-    images.insert("DRIVER_IMAGE".into(), UPSTREAM_DRIVER_IMAGE.into());
-    images.extend(operator_kit::csi::images_from_env(
-        &smb::ASSETS.image_placeholders(),
-    ));
-    images.extend(args.images.iter().cloned());
+    let upstream = [("DRIVER_IMAGE".to_owned(), UPSTREAM_DRIVER_IMAGE.to_owned())];
+    let images = crate::render::images::<smb::Options>(&[&upstream[..], &args.images].concat());
     let environment = crate::render::EnvironmentFlags {
         proxy: args.proxy.clone(),
         hosted: Default::default(),
     };
-    let base =
-        crate::render::base_facts(&args.namespace, &args.cluster, &environment, None, images)?;
+    let base = crate::render::base_facts(&args.namespace, &args.cluster, &environment, images)?;
     let objects = smb::everything(&Facts::new(base, ())).context(
         "cannot build the objects; give every image with --image NAME=IMAGE (or the environment variable of the same name)",
     )?;

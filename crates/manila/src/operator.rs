@@ -15,7 +15,6 @@
 //! at once. Until the very first check has answered nothing is written.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -25,16 +24,14 @@ use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::clusters::Clients;
 use operator_kit::conditions::{self, OperatorCondition};
 use operator_kit::csi::{
-    self, BaseFacts, CommonOptions, CsiOperator, Flow, Group, Kit, Pass, StepError, Workload,
-    clouds_yaml_of,
+    self, BaseFacts, CommonOptions, Flow, Group, Kit, Pass, StepError, Workload, clouds_yaml_of,
 };
-use operator_kit::hosted::HostedReads;
 use operator_kit::kinds::known as ar;
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
 use tracing::debug;
 
-use crate::build::{self, BuildError, Desired, DriverFacts, Facts, FsGroupPolicy};
+use crate::build::{
+    self, BuildError, Desired, DriverFacts, Facts, FsGroupPolicy, controller_desired,
+};
 use crate::check::ManilaCheck;
 pub use crate::check::SERVICE_REACHABLE;
 use crate::detect::{self, Status};
@@ -43,7 +40,7 @@ use crate::nodes::NodeView;
 use crate::{
     CLOUD_PROVIDER_CONFIGMAP, CONFIG_NAMESPACE, CONTROLLER_DEPLOYMENT_NAME, CSI_DRIVER_NAME,
     DRIVER_CREDENTIALS_SECRET, METRICS_SERVING_CERT_SECRET, NFS_DAEMONSET_NAME,
-    NODE_DAEMONSET_NAME, OPERATOR_CREDENTIALS_SECRET, TRUSTED_CA_BUNDLE_CONFIGMAP,
+    NODE_DAEMONSET_NAME, OPERATOR_CREDENTIALS_SECRET,
 };
 
 /// Condition names, exactly as the Go operator's controllers are named (anchors §5.2).
@@ -131,7 +128,9 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
     if opts.hosted.is_some() {
         builder = operator_kit::hosted::watch(builder, &opts.namespace);
         let node_ns = opts.node_namespace();
-        builder = hosted_reads(&node_ns).watch(
+        // The node plugins' mounts in the guest (the controller's `openstack-cloud-config` is
+        // mounted, not read).
+        builder = build::MOUNTS.hosted_reads(&node_ns).watch(
             builder,
             &[&opts.operator_namespace, &opts.namespace, &node_ns],
         );
@@ -169,48 +168,19 @@ fn placeholder_facts(opts: &Options) -> Facts {
     Facts::new(base, DriverFacts::default())
 }
 
-/// What the operator reads on a hosted control plane besides what [`secrets_read`] and the
-/// namespace's ConfigMap watch cover (`opts.namespace` being the control-plane namespace): the
-/// ConfigMaps and the Secrets, as (namespace, name), that the watches must add: the node
-/// DaemonSet's trusted CA bundle and credentials in the guest namespace `guest` (the
-/// credentials' hash rolls the node plugin). The controller's `openstack-cloud-config` is
-/// mounted, not read.
-pub fn hosted_reads(guest: &str) -> HostedReads {
-    let pair = |ns: &str, name: &str| (ns.to_string(), name.to_string());
-    HostedReads {
-        config_maps: vec![pair(guest, TRUSTED_CA_BUNDLE_CONFIGMAP)],
-        secrets: vec![pair(guest, DRIVER_CREDENTIALS_SECRET)],
+impl csi::DriverOptions for Options {
+    type Driver = Manila;
+    const SPEC: &'static operator_kit::spec::DriverSpec = &crate::SPEC;
+    const ASSETS: operator_kit::assets::AssetSet = crate::assets::ASSETS;
+    fn into_driver(self, clients: &Clients, cache: &Cache) -> Manila {
+        Manila {
+            check: ManilaCheck::new(self.operator_namespace.clone(), self.share_type_refresh),
+            nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
+            opts: self,
+            share_types: Vec::new(),
+            gone: Vec::new(),
+        }
     }
-}
-
-/// The Manila operator: operator-kit's reconcile around [`Manila`].
-pub type Operator = CsiOperator<Manila>;
-
-/// The Manila operator for `opts`.
-pub fn new(
-    clients: impl Into<Clients>,
-    opts: Options,
-    cache: Cache,
-    metrics: Arc<Metrics>,
-    log: LogControl,
-) -> Operator {
-    let clients: Clients = clients.into();
-    let common = opts.common.clone();
-    let driver = Manila {
-        check: ManilaCheck::new(opts.operator_namespace.clone(), opts.share_type_refresh),
-        nodes: NodeView::start(clients.guest().clone(), cache.nudger()),
-        opts,
-        share_types: Vec::new(),
-        gone: Vec::new(),
-    };
-    CsiOperator::for_spec(
-        clients,
-        cache,
-        metrics,
-        log,
-        (&crate::SPEC, &common),
-        driver,
-    )
 }
 
 /// The Manila driver, described for operator-kit.
@@ -333,25 +303,14 @@ impl csi::Driver for Manila {
     }
 
     fn controller(&self, facts: &Facts) -> Workload {
-        Workload {
-            prefix: CONTROLLER_PREFIX,
-            name: CONTROLLER_DEPLOYMENT_NAME,
-            desired: build::controller_desired(facts),
-        }
+        let desired = controller_desired(facts);
+        Workload::new(CONTROLLER_PREFIX, CONTROLLER_DEPLOYMENT_NAME, desired)
     }
 
     fn daemonsets(&self, facts: &Facts) -> Vec<Workload> {
         vec![
-            Workload {
-                prefix: NODE_PREFIX,
-                name: NODE_DAEMONSET_NAME,
-                desired: build::node_desired(facts),
-            },
-            Workload {
-                prefix: NFS_PREFIX,
-                name: NFS_DAEMONSET_NAME,
-                desired: build::nfs_desired(facts),
-            },
+            Workload::new(NODE_PREFIX, NODE_DAEMONSET_NAME, build::node_desired(facts)),
+            Workload::new(NFS_PREFIX, NFS_DAEMONSET_NAME, build::nfs_desired(facts)),
         ]
     }
 
@@ -435,14 +394,6 @@ async fn resource_sync(kit: &Kit, ns: &str) -> Result<(), StepError> {
         }
     }
     Ok(())
-}
-
-/// Reads the image env vars (and OPERATOR_IMAGE_VERSION) from the process environment.
-/// Also the control-plane images a hosted controller uses (`*_CONTROL_PLANE_IMAGE`).
-pub fn images_from_env() -> BTreeMap<String, String> {
-    let mut names = crate::assets::ASSETS.image_placeholders();
-    names.extend(operator_kit::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
-    csi::images_from_env(&names)
 }
 
 #[cfg(test)]

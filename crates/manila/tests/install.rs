@@ -14,10 +14,7 @@ use kube::api::{DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use manila::operator::{self, Options};
 use openstack_sim::{Fault, SimService, SimShareType};
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
-use operator_kit::process::{self, ProcessOptions};
-use operator_kit::runtime::LoopOptions;
+use testbed::operators::{Lease, run_driver_operator};
 use testbed::{Settings, Testbed, wait_for};
 
 const CR: &str = "manila.csi.openstack.org";
@@ -44,37 +41,12 @@ async fn start_operator(
     let mut opts = Options::new(images());
     opts.share_type_refresh = refresh;
     opts.fs_group_policy = fs_group_policy.map(str::to_string);
-    let cache = operator::watches(client.clone(), &opts)
-        .expect("watches")
-        .start();
-    let metrics = Metrics::new("test");
-    let op = operator::new(
-        client.clone(),
-        opts,
-        cache.clone(),
-        metrics.clone(),
-        LogControl::detached(),
-    );
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let options = ProcessOptions {
-        namespace: manila::OPERATOR_NAMESPACE.into(),
-        lock_name: manila::OPERATOR_LOCK_NAME.into(),
-        identity: "test".into(),
-        timing: operator_kit::leader_timing::LeaderTiming::DEFAULT,
-        metrics_addr: None,
-        endpoint: operator_kit::process::EndpointOptions::default(),
-        loop_options: LoopOptions {
-            resync: Duration::from_secs(1),
-            ..LoopOptions::default()
-        },
+    let lease = Lease {
+        namespace: manila::OPERATOR_NAMESPACE,
+        name: manila::OPERATOR_LOCK_NAME,
+        resync: Duration::from_secs(1),
     };
-    tokio::spawn(async move {
-        let _ = process::run(client, options, cache, metrics, op, async move {
-            let _ = rx.await;
-        })
-        .await;
-    });
-    tx
+    run_driver_operator(client, opts, operator::watches, lease)
 }
 
 fn settings(share_types: Option<&[&str]>) -> Settings {

@@ -12,19 +12,15 @@
 //! Names, condition prefixes (`Samba…`) and ports are OpenShift's; the assets are ours.
 //! Nothing here reads the environment or does I/O but [`watches`] and the kit's reconcile.
 
-use std::sync::Arc;
-
 use operator_kit::assets::{Asset, AssetSet};
 use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::clusters::Clients;
 use operator_kit::csi::shared::Prefixes;
 use operator_kit::csi::{
-    self, BaseFacts, CommonOptions, CsiOperator, Driver, Facts, Group, Kit, Mounts, Workload,
+    self, BaseFacts, CommonOptions, Driver, Facts, Group, Kit, Mounts, Workload,
 };
 use operator_kit::desired::{self, BuildError, Desired};
 use operator_kit::kinds::known as ar;
-use operator_kit::logging::LogControl;
-use operator_kit::metrics::Metrics;
 use operator_kit::spec::{self, DriverAssets, DriverSpec, ImageVar, RBAC_GROUP, Related};
 use operator_kit::{asset, shared_asset};
 
@@ -197,24 +193,37 @@ impl Driver for Smb {
         ]
     }
     fn controller(&self, facts: &Facts<()>) -> Workload {
-        Workload {
-            prefix: CONTROLLER_PREFIX,
-            name: CONTROLLER_DEPLOYMENT_NAME,
-            desired: controller(facts),
-        }
+        Workload::new(
+            CONTROLLER_PREFIX,
+            CONTROLLER_DEPLOYMENT_NAME,
+            controller(facts),
+        )
     }
     fn daemonsets(&self, facts: &Facts<()>) -> Vec<Workload> {
-        vec![Workload {
-            prefix: NODE_PREFIX,
-            name: NODE_DAEMONSET_NAME,
-            desired: node(facts),
-        }]
+        vec![Workload::new(NODE_PREFIX, NODE_DAEMONSET_NAME, node(facts))]
     }
 }
 
-/// How the operator is started: the kit's common options; SMB has no knobs of its own.
-pub type Options = CommonOptions;
+/// How the operator is started: the kit's common options (it derefs to them); SMB has no
+/// knobs of its own.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub common: CommonOptions,
+}
 
+operator_kit::deref_common_options!(Options);
+
+impl csi::DriverOptions for Options {
+    type Driver = Smb;
+    const SPEC: &'static operator_kit::spec::DriverSpec = &SPEC;
+    const ASSETS: AssetSet = ASSETS;
+    fn into_driver(self, _clients: &Clients, _cache: &Cache) -> Smb {
+        Smb
+    }
+}
+
+/// What the operator watches: its CR, the cluster singletons, its namespace's objects, the
+/// extra classes of the driver settings and each cluster-scoped object it writes (by name).
 pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let ns = opts.namespace.as_str();
     let builder = csi::base_watches(CacheBuilder::new(clients, [ns]), CSI_DRIVER_NAME)
@@ -235,14 +244,4 @@ pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuild
         objects,
         opts.cert_manager.is_some(),
     ))
-}
-
-pub fn operator(
-    clients: impl Into<Clients>,
-    opts: Options,
-    cache: Cache,
-    metrics: Arc<Metrics>,
-    log: LogControl,
-) -> CsiOperator<Smb> {
-    CsiOperator::for_spec(clients, cache, metrics, log, (&SPEC, &opts), Smb)
 }

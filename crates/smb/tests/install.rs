@@ -9,7 +9,7 @@ use kube::api::{Api, DynamicObject, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use kube_sim::{KubeSim, SimConfig};
-use operator_kit::csi::CsiOperator;
+use operator_kit::csi::{CommonOptions, CsiOperator};
 use operator_kit::kinds::known as ar;
 use operator_kit::logging::LogControl;
 use operator_kit::metrics::Metrics;
@@ -84,14 +84,16 @@ async fn install(client: &Client) -> (BTreeMap<String, String>, CsiOperator<smb:
         .map(|i| (i.to_string(), format!("example.org/{}:1", i.to_lowercase())))
         .collect();
     let opts = smb::Options {
-        cluster_id: Some("c1".into()),
-        ..smb::Options::standalone(&smb::SPEC, images)
+        common: CommonOptions {
+            cluster_id: Some("c1".into()),
+            ..CommonOptions::standalone(&smb::SPEC, images)
+        },
     };
     let cache = smb::watches(client.clone(), &opts)
         .expect("watches")
         .start();
     cache.wait_until_ready().await;
-    let mut op = smb::operator(
+    let mut op = CsiOperator::from_options(
         client.clone(),
         opts,
         cache,

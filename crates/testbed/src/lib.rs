@@ -18,6 +18,7 @@ pub mod csi_provisioner;
 pub mod cvo;
 mod in_process;
 pub mod kubelet;
+pub mod operators;
 pub mod scheduler;
 pub mod service_ca;
 

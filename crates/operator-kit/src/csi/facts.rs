@@ -33,6 +33,19 @@ pub struct Mounts {
     pub metrics_cert: &'static str,
 }
 
+impl Mounts {
+    /// What the operator must read in the guest namespace `guest` on a hosted control plane:
+    /// the node plugins' copies of the trusted CA bundle and the credentials (their hashes roll
+    /// the node DaemonSets). A driver adds whatever else it reads there.
+    pub fn hosted_reads(&self, guest: &str) -> crate::hosted::HostedReads {
+        let in_guest = |name: &str| (guest.to_string(), name.to_string());
+        crate::hosted::HostedReads {
+            config_maps: self.trusted_ca_bundle.map(in_guest).into_iter().collect(),
+            secrets: self.credentials.map(in_guest).into_iter().collect(),
+        }
+    }
+}
+
 /// Everything a driver's desired objects depend on, gathered by the operator (or given to
 /// `render`): the kit's [`BaseFacts`] (reached through `Deref`), the mounted objects as read
 /// from the cache, and the driver's own fields in `driver`.
@@ -267,6 +280,22 @@ mod tests {
         credentials: Some("creds"),
         metrics_cert: "metrics",
     };
+
+    /// Hosted, the operator reads the node plugins' mounts in the guest namespace, and only
+    /// those the driver has (SMB mounts no credentials and no CA bundle).
+    #[test]
+    fn hosted_reads_are_the_node_side_mounts_in_the_guest() {
+        let reads = MOUNTS.hosted_reads("guest");
+        let pair = |name: &str| ("guest".to_string(), name.to_string());
+        assert_eq!(reads.config_maps, vec![pair("ca")]);
+        assert_eq!(reads.secrets, vec![pair("creds")]);
+        let bare = Mounts {
+            trusted_ca_bundle: None,
+            credentials: None,
+            metrics_cert: "metrics",
+        };
+        assert_eq!(bare.hosted_reads("guest"), Default::default());
+    }
 
     fn secret(name: &str, key: &str, value: &str) -> Secret {
         Secret {

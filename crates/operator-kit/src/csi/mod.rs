@@ -37,8 +37,8 @@ use crate::observed_config::ServingInfo;
 
 pub use facts::{Facts, Mounts};
 pub use operator::{
-    CommonOptions, CsiOperator, EXTRA_CLASSES_PREFIX, Kit, Settings, SettingsFailure,
-    SettingsFailures,
+    CommonOptions, CsiOperator, DriverOptions, EXTRA_CLASSES_PREFIX, Kit, Settings,
+    SettingsFailure, SettingsFailures,
 };
 pub use step::{Hold, Pass, StepBoard, StepError};
 pub use type_classes::{ClassError, ClassesFailed, Offered, TypeClasses};
@@ -219,6 +219,21 @@ pub struct Workload {
     /// The object's name in the driver namespace.
     pub name: &'static str,
     pub desired: Result<Desired, BuildError>,
+}
+
+impl Workload {
+    /// The workload `name`, built as `desired`, whose step posts conditions under `prefix`.
+    pub fn new(
+        prefix: &'static str,
+        name: &'static str,
+        desired: Result<Desired, BuildError>,
+    ) -> Self {
+        Self {
+            prefix,
+            name,
+            desired,
+        }
+    }
 }
 
 /// What becomes of a reconcile after [`Driver::prepare`].

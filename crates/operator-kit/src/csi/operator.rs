@@ -177,6 +177,29 @@ pub struct CommonOptions {
     pub create_cluster_csi_driver: bool,
 }
 
+/// A driver operator's start options: the kit's [`CommonOptions`] (through `Deref`), the
+/// driver's own knobs, and the driver they make ([`CsiOperator::from_options`]).
+pub trait DriverOptions: std::ops::Deref<Target = CommonOptions> {
+    /// The driver these options configure.
+    type Driver: Driver;
+    /// The driver's declaration: names, prefixes, the Events reference.
+    const SPEC: &'static DriverSpec;
+    /// The driver's operand assets (what the operator applies).
+    const ASSETS: crate::assets::AssetSet;
+    /// The images of the operator's environment that its assets use, and, for a driver that
+    /// runs on hosted control planes, the control-plane variants (anchors §4.8).
+    fn images_from_env() -> BTreeMap<String, String> {
+        let mut names = Self::ASSETS.image_placeholders();
+        if Self::SPEC.hosted.is_some() {
+            names.extend(crate::hosted::CONTROL_PLANE_IMAGE_ENV_VARS);
+        }
+        super::images_from_env(&names)
+    }
+    /// The driver, with its own state; `clients` and `cache` are the operator's, for state
+    /// that follows the cluster (Manila's view of the nodes).
+    fn into_driver(self, clients: &Clients, cache: &Cache) -> Self::Driver;
+}
+
 /// Makes a driver's `Options` (a struct with a `common: CommonOptions` field) deref to its
 /// [`CommonOptions`], so the kit's knobs read the same in every driver (`opts.namespace`).
 #[macro_export]
@@ -308,8 +331,24 @@ impl<D: Driver> CsiOperator<D> {
         }
     }
 
+    /// The operator that `opts` describe: its driver, made from them, run with the kit's
+    /// settings of the driver's spec. Every driver's operator is made this way, so a driver
+    /// only says what its options make ([`DriverOptions::into_driver`]).
+    pub fn from_options<O: DriverOptions<Driver = D>>(
+        clients: impl Into<Clients>,
+        opts: O,
+        cache: Cache,
+        metrics: Arc<Metrics>,
+        log: LogControl,
+    ) -> Self {
+        let clients: Clients = clients.into();
+        let common = CommonOptions::clone(&opts);
+        let driver = opts.into_driver(&clients, &cache);
+        Self::for_spec(clients, cache, metrics, log, (O::SPEC, &common), driver)
+    }
+
     /// The operator of the driver of `spec`, started with `options`.
-    pub fn for_spec(
+    fn for_spec(
         clients: impl Into<Clients>,
         cache: Cache,
         metrics: Arc<Metrics>,
