@@ -7,7 +7,6 @@
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::DynamicObject;
 use operator_kit::csi::Mounts;
 use operator_kit::desired;
 use operator_kit::hooks;
@@ -102,59 +101,13 @@ pub fn node_desired(facts: &Facts) -> Result<Desired, BuildError> {
     desired::from_typed(NODE_DAEMONSET.name, None, &node_daemonset(facts)?)
 }
 
-/// StorageClass `standard-csi`; [`set_default_storage_class`] then settles its default-class
-/// annotation against the cluster's other classes.
+/// StorageClass `standard-csi`; the kit's default-class step settles its default-class
+/// annotation against the cluster's other classes (`operator_kit::csi::default_class`).
 pub fn storage_class(facts: &Facts) -> Result<Desired, BuildError> {
     facts.render(&STORAGE_CLASS)
 }
 
 pub use operator_kit::class_names::DEFAULT_CLASS_ANNOTATION;
-
-/// Whether [`set_default_storage_class`] needs the list of every StorageClass: only when the
-/// desired class asks to be default and the live class of its name is missing or carries no
-/// default-class key (otherwise the live value is kept, whatever the other classes say).
-pub fn default_class_needs_list(desired: &DynamicObject, live: Option<&DynamicObject>) -> bool {
-    let asks = annotation(desired, DEFAULT_CLASS_ANNOTATION).is_some_and(|v| !v.is_empty());
-    asks && live.is_none_or(|l| annotation(l, DEFAULT_CLASS_ANNOTATION).is_none())
-}
-
-/// library-go's `SetDefaultStorageClass` (anchors §1.12), so that the operator never makes a
-/// second default StorageClass: when `desired` asks to be default, the live class of its name
-/// keeps its default-class value (any value, `""` included), and when that class is missing or
-/// has no such key while another class is already default, `desired` says `"false"`.
-pub fn set_default_storage_class(desired: &mut DynamicObject, existing: &[DynamicObject]) {
-    if annotation(desired, DEFAULT_CLASS_ANNOTATION).is_none_or(str::is_empty) {
-        return;
-    }
-    let name = desired.metadata.name.clone().unwrap_or_default();
-    let other_defaults = existing
-        .iter()
-        .filter(|sc| sc.metadata.name.as_deref() != Some(name.as_str()))
-        .filter(|sc| annotation(sc, DEFAULT_CLASS_ANNOTATION) == Some("true"))
-        .count();
-    let same = existing
-        .iter()
-        .find(|sc| sc.metadata.name.as_deref() == Some(name.as_str()));
-    let kept = same.and_then(|sc| annotation(sc, DEFAULT_CLASS_ANNOTATION));
-    let value = match kept {
-        Some(v) => v.to_string(),
-        None if other_defaults > 0 => "false".to_string(),
-        None => return,
-    };
-    desired
-        .metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(DEFAULT_CLASS_ANNOTATION.to_string(), value);
-}
-
-fn annotation<'a>(obj: &'a DynamicObject, key: &str) -> Option<&'a str> {
-    obj.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
-}
 
 /// VolumeSnapshotClass `standard-csi`.
 pub fn volume_snapshot_class(facts: &Facts) -> Result<Desired, BuildError> {
@@ -209,74 +162,6 @@ pub fn everything(facts: &Facts) -> Result<Vec<Desired>, BuildError> {
 mod tests {
     use super::*;
 
-    fn class(name: &str, default: Option<&str>) -> DynamicObject {
-        let mut v = serde_json::json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": name}, "provisioner": "p"});
-        if let Some(d) = default {
-            v["metadata"]["annotations"] = serde_json::json!({DEFAULT_CLASS_ANNOTATION: d});
-        }
-        serde_json::from_value(v).expect("a StorageClass")
-    }
-
-    fn default_of(obj: &DynamicObject) -> Option<&str> {
-        annotation(obj, DEFAULT_CLASS_ANNOTATION)
-    }
-
-    /// Anchors §1.12: never a second default; the admin's value on our class always wins.
-    #[test]
-    fn default_class_follows_library_go() {
-        let ours = || class("standard-csi", Some("true"));
-        // Nothing else is default: we are.
-        let mut d = ours();
-        set_default_storage_class(&mut d, &[class("other", Some("false"))]);
-        assert_eq!(default_of(&d), Some("true"));
-        // Another class is default and ours does not exist yet: "false".
-        let mut d = ours();
-        set_default_storage_class(&mut d, &[class("gp-ssd", Some("true"))]);
-        assert_eq!(default_of(&d), Some("false"));
-        // Ours exists without the key while another is default: "false".
-        let mut d = ours();
-        set_default_storage_class(
-            &mut d,
-            &[class("gp-ssd", Some("true")), class("standard-csi", None)],
-        );
-        assert_eq!(default_of(&d), Some("false"));
-        // Ours exists with a value: it is kept, even "" and even "true" beside another default.
-        for kept in ["", "false", "true"] {
-            let mut d = ours();
-            set_default_storage_class(
-                &mut d,
-                &[
-                    class("gp-ssd", Some("true")),
-                    class("standard-csi", Some(kept)),
-                ],
-            );
-            assert_eq!(default_of(&d), Some(kept));
-        }
-        // Ours being default does not count as "another" default.
-        let mut d = ours();
-        set_default_storage_class(&mut d, &[class("standard-csi", Some("true"))]);
-        assert_eq!(default_of(&d), Some("true"));
-        // A class that does not ask to be default is left alone.
-        let mut d = class("x", None);
-        set_default_storage_class(&mut d, &[class("gp-ssd", Some("true"))]);
-        assert_eq!(default_of(&d), None);
-    }
-
-    #[test]
-    fn the_class_list_is_read_only_when_it_can_change_the_answer() {
-        let d = class("standard-csi", Some("true"));
-        assert!(default_class_needs_list(&d, None));
-        assert!(default_class_needs_list(
-            &d,
-            Some(&class("standard-csi", None))
-        ));
-        assert!(!default_class_needs_list(
-            &d,
-            Some(&class("standard-csi", Some("false")))
-        ));
-        assert!(!default_class_needs_list(&class("x", None), None));
-    }
     use k8s_openapi::ByteString;
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::ObjectMeta;

@@ -1,5 +1,6 @@
 //! The Cinder CSI driver operator at runtime: the driver as operator-kit's [`csi`] describes
-//! one, plus its own steps (the cloud-config sync in [`crate::config_sync`], the StorageClass).
+//! one (its default StorageClass declared for the kit's step), plus its own steps (the
+//! cloud-config sync in [`crate::config_sync`], the volume-type classes, Helm adoption).
 //!
 //! Every step reads the same snapshot (from watch caches), builds its objects with the pure
 //! functions of `build`, applies them with the one apply engine and yields its own
@@ -11,14 +12,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, ListParams};
-
-use openshift_api::operator::StorageClassState;
-use operator_kit::cache::{Cache, CacheBuilder, Lookup};
+use operator_kit::cache::{Cache, CacheBuilder};
 use operator_kit::clusters::Clients;
-use operator_kit::csi::{self, BaseFacts, CommonOptions, Group, Kit, Pass, StepError, Workload};
+use operator_kit::csi::{self, BaseFacts, CommonOptions, Group, Kit, Pass, Workload};
 use operator_kit::kinds::known as ar;
-use operator_kit::metrics::WriteVerb;
 
 use crate::adoption::Adoption;
 use crate::build::{self, BuildError, Desired, DriverFacts, Facts, controller_desired};
@@ -32,7 +29,6 @@ use crate::{
 
 // Condition-name prefixes, exactly as the Go operator's controllers are named (anchors §4.1).
 operator_kit::condition_prefixes!("OpenStackCinder");
-const STORAGE_CLASS_PREFIX: &str = "StorageClassController";
 
 /// How the operator is started: the kit's common options (it derefs to them) and Cinder's own.
 #[derive(Debug, Clone)]
@@ -232,83 +228,20 @@ impl csi::Driver for Cinder {
         )]
     }
 
-    async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, facts: &Facts) {
-        let result = storage_class(kit, facts, &pass.cr.spec.storage_class_state()).await;
-        pass.post(STORAGE_CLASS_PREFIX, result);
+    async fn after_workloads(&mut self, kit: &Kit, pass: &mut Pass, _facts: &Facts) {
         self.volume_types.step(kit, pass).await;
         if let Some(adoption) = self.adoption.as_mut() {
             adoption.after(kit, pass).await;
         }
     }
 
+    fn storage_class(&self, facts: &Facts) -> Option<Result<Desired, BuildError>> {
+        Some(build::storage_class(facts))
+    }
+
     fn snapshot_class(&self, facts: &Facts) -> Result<Desired, BuildError> {
         build::volume_snapshot_class(facts)
     }
-}
-
-/// Why the StorageClass step failed, besides building and applying (reason `SyncError`).
-#[derive(Debug, thiserror::Error)]
-pub enum StorageClassError {
-    #[error(
-        "invalid StorageClassState {0}; set spec.storageClassState to Managed, Unmanaged or Removed"
-    )]
-    InvalidState(String),
-    #[error("cannot list StorageClasses to settle the default class: {0}")]
-    List(#[source] kube::Error),
-}
-
-impl From<StorageClassError> for StepError {
-    fn from(e: StorageClassError) -> Self {
-        StepError::other(e)
-    }
-}
-
-/// The StorageClass as `spec.storageClassState` asks: applied, left alone, or deleted.
-async fn storage_class(
-    kit: &Kit,
-    facts: &Facts,
-    state: &StorageClassState,
-) -> Result<(), StepError> {
-    let mut desired = build::storage_class(facts)?;
-    match state {
-        StorageClassState::Managed | StorageClassState::Unset => {
-            settle_default_class(kit, &mut desired).await?;
-            kit.apply(&desired, None).await?;
-            Ok(())
-        }
-        StorageClassState::Unmanaged => Ok(()),
-        StorageClassState::Removed => {
-            let name = desired.object.metadata.name.clone().unwrap_or_default();
-            if kit.applier.delete(&desired.resource, None, &name).await? {
-                kit.metrics.write("StorageClass", WriteVerb::Delete);
-            }
-            Ok(())
-        }
-        StorageClassState::Unknown(other) => {
-            Err(StorageClassError::InvalidState(other.clone()).into())
-        }
-    }
-}
-
-/// Settles the default-class annotation of `desired` as library-go does (anchors §1.12),
-/// listing the cluster's StorageClasses only when the live class of its name is missing or
-/// has no default-class key (so a steady state reads nothing live).
-async fn settle_default_class(kit: &Kit, desired: &mut Desired) -> Result<(), StepError> {
-    let name = desired.object.metadata.name.clone().unwrap_or_default();
-    let live = match kit.cache.lookup(&desired.resource, None, &name) {
-        Lookup::Found(o) => Some(o),
-        _ => None,
-    };
-    if !build::default_class_needs_list(&desired.object, live.as_deref()) {
-        return Ok(());
-    }
-    let api: Api<DynamicObject> = Api::all_with(kit.client.clone(), &desired.resource);
-    let classes = api
-        .list(&ListParams::default())
-        .await
-        .map_err(StorageClassError::List)?;
-    build::set_default_storage_class(&mut desired.object, &classes.items);
-    Ok(())
 }
 
 /// The prefix used in condition names, for callers and tests.

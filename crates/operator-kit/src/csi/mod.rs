@@ -16,6 +16,7 @@
 //!
 //! docs/architecture.md walks through adding a driver.
 
+pub mod default_class;
 mod facts;
 mod operator;
 pub mod shared;
@@ -280,6 +281,14 @@ pub trait Driver: Send + Sync + 'static {
     /// post no `VolumeSnapshotClassControllerDegraded`.
     fn snapshot_class(&self, _facts: &Facts<Self::Own>) -> Result<Desired, BuildError> {
         Err(BuildError::NoSnapshotClass)
+    }
+
+    /// The driver's default StorageClass (Cinder's `standard-csi`), kept as the CR's
+    /// `spec.storageClassState` asks by the kit's [`default_class`] step, which runs after the
+    /// workloads and before [`Driver::after_workloads`]. A driver without one (Manila, SMB)
+    /// leaves this out: no step, no `StorageClassControllerDegraded`.
+    fn storage_class(&self, _facts: &Facts<Self::Own>) -> Option<Result<Desired, BuildError>> {
+        None
     }
 
     /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra

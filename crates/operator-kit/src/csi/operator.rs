@@ -497,6 +497,14 @@ impl<D: Driver> CsiOperator<D> {
                 }
             }
         }
+        if let Some(desired) = self.driver.storage_class(&facts) {
+            let state = pass.cr.spec.storage_class_state();
+            let result = match desired {
+                Ok(desired) => super::default_class::step(&self.kit, desired, &state).await,
+                Err(e) => Err(e.into()),
+            };
+            pass.post(super::default_class::STORAGE_CLASS_PREFIX, result);
+        }
         self.driver
             .after_workloads(&self.kit, &mut pass, &facts)
             .await;
