@@ -97,123 +97,84 @@ mod tests {
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    use operator_kit::assets::Replacements;
     use serde_json::Value;
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeMap;
 
     const NS: &str = "openshift-cluster-csi-drivers";
 
-    /// Renders with the values a real run would use on a standalone cluster, so the golden
-    /// args below read like the rendered objects of the anchors.
-    fn render(asset: &Asset) -> String {
+    /// The asset `file` rendered with the values a real run would use on a standalone cluster
+    /// (so the golden args below read like the rendered objects of the anchors), parsed as the
+    /// operator parses it.
+    fn object<T: serde::de::DeserializeOwned>(file: &str) -> T {
+        let asset = ASSETS
+            .get(file)
+            .unwrap_or_else(|| panic!("{file} is not embedded"));
         asset
-            .render(&operator_kit::assets::Replacements::examples(NS))
+            .render_object(&Replacements::examples(NS))
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn value(asset: &Asset) -> Value {
-        let text = render(asset);
-        serde_saphyr::from_str::<Value>(&text)
-            .unwrap_or_else(|e| panic!("{} is not valid YAML after replacement: {e}", asset.name))
-    }
-
-    fn typed<T: serde::de::DeserializeOwned>(asset: &Asset) -> T {
-        serde_json::from_value(value(asset))
-            .unwrap_or_else(|e| panic!("{} does not match its kind's schema: {e}", asset.name))
-    }
-
+    /// The kind an asset declares, checked by the kit's contract on the way.
     fn kind_of(asset: &Asset) -> String {
-        value(asset)["kind"].as_str().unwrap().to_string()
+        asset
+            .declared(&Replacements::examples(NS))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .kind
     }
 
-    #[test]
-    fn every_placeholder_is_known() {
-        for asset in ASSETS.all() {
-            assert_eq!(
-                asset.unknown_placeholders(),
-                Vec::<String>::new(),
-                "{} uses placeholders operator-kit cannot fill",
-                asset.name
-            );
-        }
-        assert_eq!(
-            ASSETS.image_placeholders(),
-            [
-                "DRIVER_IMAGE",
-                "PROVISIONER_IMAGE",
-                "ATTACHER_IMAGE",
-                "RESIZER_IMAGE",
-                "SNAPSHOTTER_IMAGE",
-                "LIVENESS_PROBE_IMAGE",
-                "NODE_DRIVER_REGISTRAR_IMAGE",
-                "KUBE_RBAC_PROXY_IMAGE",
-            ]
-        );
-    }
-
-    #[test]
-    fn every_asset_is_one_valid_yaml_object() {
-        let mut names = BTreeSet::new();
-        for asset in ASSETS.all() {
-            assert!(names.insert(asset.name), "{} listed twice", asset.name);
-            let docs = serde_saphyr::from_multiple::<Value>(&render(asset)).unwrap();
-            assert_eq!(docs.len(), 1, "{} must hold exactly one object", asset.name);
-            let v = &docs[0];
-            assert!(v["apiVersion"].is_string(), "{}: apiVersion", asset.name);
-            assert!(v["kind"].is_string(), "{}: kind", asset.name);
-            assert!(
-                v["metadata"]["name"].is_string(),
-                "{}: metadata.name",
-                asset.name
-            );
-            assert_eq!(ASSETS.get(asset.name), Some(asset));
-        }
-        assert_eq!(names.len(), 25);
-        assert_eq!(ASSETS.get("nope.yaml"), None);
-    }
-
-    /// Anchors §4.2: file, kind, name and namespace of every standalone object we ship.
+    /// Anchors §4.2: file, kind, name and namespace of every standalone object we ship, in
+    /// render order.
     #[rustfmt::skip]
     const INVENTORY: &[(&str, &str, &str, Option<&str>)] = &[
         ("cabundle_cm.yaml", "ConfigMap", "openstack-cinder-csi-driver-trusted-ca-bundle", Some(NS)),
-        ("controller.yaml", "Deployment", "openstack-cinder-csi-driver-controller", Some(NS)),
         ("controller_pdb.yaml", "PodDisruptionBudget", "openstack-cinder-csi-driver-controller-pdb", Some(NS)),
         ("controller_sa.yaml", "ServiceAccount", "openstack-cinder-csi-driver-controller-sa", Some(NS)),
         ("service.yaml", "Service", "openstack-cinder-csi-driver-controller-metrics", Some(NS)),
         ("servicemonitor.yaml", "ServiceMonitor", "openstack-cinder-csi-driver-controller-monitor", Some(NS)),
-        ("csidriver.yaml", "CSIDriver", "cinder.csi.openstack.org", None),
         ("kube_rbac_proxy_role.yaml", "ClusterRole", "openstack-cinder-kube-rbac-proxy-role", None),
-        ("kube_rbac_proxy_binding.yaml", "ClusterRoleBinding", "openstack-cinder-kube-rbac-proxy-binding", None),
         ("lease_leader_election_role.yaml", "Role", "openstack-cinder-csi-driver-lease-leader-election", Some(NS)),
+        ("privileged_role.yaml", "ClusterRole", "openstack-cinder-privileged-role", None),
+        ("prometheus_role.yaml", "Role", "openstack-cinder-csi-driver-prometheus", Some(NS)),
+        ("kube_rbac_proxy_binding.yaml", "ClusterRoleBinding", "openstack-cinder-kube-rbac-proxy-binding", None),
         ("lease_leader_election_binding.yaml", "RoleBinding", "openstack-cinder-csi-driver-lease-leader-election", Some(NS)),
         ("main_attacher_binding.yaml", "ClusterRoleBinding", "openstack-cinder-csi-main-attacher-binding", None),
         ("main_provisioner_binding.yaml", "ClusterRoleBinding", "openstack-cinder-csi-main-provisioner-binding", None),
         ("main_resizer_binding.yaml", "ClusterRoleBinding", "openstack-cinder-csi-main-resizer-binding", None),
         ("main_snapshotter_binding.yaml", "ClusterRoleBinding", "openstack-cinder-csi-main-snapshotter-binding", None),
+        ("node_privileged_binding.yaml", "ClusterRoleBinding", "openstack-cinder-node-privileged-binding", None),
+        ("prometheus_binding.yaml", "RoleBinding", "openstack-cinder-csi-driver-prometheus", Some(NS)),
         ("storageclass_reader_resizer_binding.yaml", "ClusterRoleBinding", "openstack-cinder-csi-storageclass-reader-resizer-binding", None),
         ("volumesnapshot_reader_provisioner_binding.yaml", "ClusterRoleBinding", "openstack-cinder-csi-volumesnapshot-reader-provisioner-binding", None),
-        ("node.yaml", "DaemonSet", "openstack-cinder-csi-driver-node", Some(NS)),
-        ("privileged_role.yaml", "ClusterRole", "openstack-cinder-privileged-role", None),
-        ("node_privileged_binding.yaml", "ClusterRoleBinding", "openstack-cinder-node-privileged-binding", None),
+        ("csidriver.yaml", "CSIDriver", "cinder.csi.openstack.org", None),
         ("node_sa.yaml", "ServiceAccount", "openstack-cinder-csi-driver-node-sa", Some(NS)),
-        ("prometheus_role.yaml", "Role", "openstack-cinder-csi-driver-prometheus", Some(NS)),
-        ("prometheus_binding.yaml", "RoleBinding", "openstack-cinder-csi-driver-prometheus", Some(NS)),
+        ("controller.yaml", "Deployment", "openstack-cinder-csi-driver-controller", Some(NS)),
+        ("node.yaml", "DaemonSet", "openstack-cinder-csi-driver-node", Some(NS)),
         ("storageclass.yaml", "StorageClass", "standard-csi", None),
         ("volumesnapshotclass.yaml", "VolumeSnapshotClass", "standard-csi", None),
     ];
 
+    /// The images Cinder's operator reads from its environment (`${…_IMAGE}` in the assets).
+    const IMAGES: &[&str] = &[
+        "DRIVER_IMAGE",
+        "PROVISIONER_IMAGE",
+        "ATTACHER_IMAGE",
+        "RESIZER_IMAGE",
+        "SNAPSHOTTER_IMAGE",
+        "LIVENESS_PROBE_IMAGE",
+        "NODE_DRIVER_REGISTRAR_IMAGE",
+        "KUBE_RBAC_PROXY_IMAGE",
+    ];
+
+    /// Every asset keeps operator-kit's contract for a driver's assets (known placeholders, one
+    /// object of a kind the kit can write, a namespace that fits the kind's scope, nothing
+    /// twice) and declares the object anchors §4.2 lists, in render order; the images are
+    /// those Cinder's operator reads from its environment.
     #[test]
-    fn inventory_matches_anchors() {
-        assert_eq!(ASSETS.all().count(), INVENTORY.len());
-        for (file, kind, name, namespace) in INVENTORY {
-            let v = value(
-                ASSETS
-                    .get(file)
-                    .unwrap_or_else(|| panic!("{file} is not embedded")),
-            );
-            assert_eq!(v["kind"], *kind, "{file}");
-            assert_eq!(v["metadata"]["name"], *name, "{file}");
-            assert_eq!(v["metadata"]["namespace"].as_str(), *namespace, "{file}");
-        }
+    fn assets_match_anchors() {
+        let inventory = ASSETS.inventory(&Replacements::examples(NS));
+        assert_eq!(inventory.unwrap_or_else(|e| panic!("{e}")), INVENTORY);
+        assert_eq!(ASSETS.image_placeholders(), IMAGES);
     }
 
     fn stage(kind: &str) -> u8 {
@@ -351,7 +312,7 @@ mod tests {
     /// Anchors §4.3 and §6.1: the controller Deployment.
     #[test]
     fn controller_deployment_golden() {
-        let d: Deployment = typed(&CONTROLLER_DEPLOYMENT);
+        let d: Deployment = object(CONTROLLER_DEPLOYMENT.name);
         let ann = d.metadata.annotations.as_ref().unwrap();
         assert_eq!(ann["config.openshift.io/inject-proxy"], "csi-driver");
         assert_eq!(
@@ -687,7 +648,7 @@ mod tests {
     /// Anchors §4.4 and §6.1: the node DaemonSet.
     #[test]
     fn node_daemonset_golden() {
-        let ds: DaemonSet = typed(&NODE_DAEMONSET);
+        let ds: DaemonSet = object(NODE_DAEMONSET.name);
         let ann = ds.metadata.annotations.as_ref().unwrap();
         assert_eq!(ann["config.openshift.io/inject-proxy"], "csi-driver");
         assert_eq!(
@@ -940,7 +901,7 @@ mod tests {
     /// Anchors §4.2 and §4.7: metrics Service and ServiceMonitor.
     #[test]
     fn metrics_service_and_monitor_golden() {
-        let svc: Service = typed(ASSETS.get("service.yaml").unwrap());
+        let svc: Service = object("service.yaml");
         assert_eq!(
             svc.metadata.annotations.as_ref().unwrap()["service.beta.openshift.io/serving-cert-secret-name"],
             "openstack-cinder-csi-driver-controller-metrics-serving-cert"
@@ -979,7 +940,7 @@ mod tests {
         .collect();
         assert_eq!(ports, want);
 
-        let sm = value(ASSETS.get("servicemonitor.yaml").unwrap());
+        let sm = object::<Value>("servicemonitor.yaml");
         assert_eq!(sm["spec"]["jobLabel"], "component");
         assert_eq!(
             sm["spec"]["selector"]["matchLabels"]["app"],
@@ -1022,14 +983,14 @@ mod tests {
     /// Anchors §4.2: the trusted CA bundle ConfigMap and the PDB.
     #[test]
     fn cabundle_and_pdb_golden() {
-        let cm = value(ASSETS.get("cabundle_cm.yaml").unwrap());
+        let cm = object::<Value>("cabundle_cm.yaml");
         assert_eq!(
             cm["metadata"]["labels"]["config.openshift.io/inject-trusted-cabundle"],
             "true"
         );
         assert!(cm.get("data").is_none(), "the injector owns the data");
 
-        let pdb: PodDisruptionBudget = typed(ASSETS.get("controller_pdb.yaml").unwrap());
+        let pdb: PodDisruptionBudget = object("controller_pdb.yaml");
         let spec = pdb.spec.unwrap();
         assert_eq!(
             serde_json::to_value(&spec.max_unavailable).unwrap(),
@@ -1048,7 +1009,7 @@ mod tests {
     /// Anchors §4.6: CSIDriver, StorageClass and VolumeSnapshotClass.
     #[test]
     fn driver_and_classes_golden() {
-        let d: CSIDriver = typed(ASSETS.get("csidriver.yaml").unwrap());
+        let d: CSIDriver = object("csidriver.yaml");
         assert_eq!(
             d.metadata.annotations.as_ref().unwrap()["csi.openshift.io/managed"],
             "true"
@@ -1065,7 +1026,7 @@ mod tests {
             Some(&["Persistent".to_string()][..])
         );
 
-        let sc: StorageClass = typed(&STORAGE_CLASS);
+        let sc: StorageClass = object(STORAGE_CLASS.name);
         assert_eq!(
             sc.metadata.annotations.as_ref().unwrap()["storageclass.kubernetes.io/is-default-class"],
             "true"
@@ -1079,7 +1040,7 @@ mod tests {
         );
         assert_eq!(sc.allow_volume_expansion, Some(true));
 
-        let vsc = value(&VOLUME_SNAPSHOT_CLASS);
+        let vsc = object::<Value>(VOLUME_SNAPSHOT_CLASS.name);
         assert_eq!(vsc["apiVersion"], "snapshot.storage.k8s.io/v1");
         assert_eq!(
             vsc["metadata"]["annotations"]["snapshot.storage.kubernetes.io/is-default-class"],
@@ -1128,7 +1089,7 @@ mod tests {
             ("volumesnapshot_reader_provisioner_binding.yaml", "ClusterRole", "openshift-csi-provisioner-volumesnapshot-reader-role"),
         ];
         for (file, kind, role) in controller_bindings {
-            let v = value(ASSETS.get(file).unwrap());
+            let v = object::<Value>(file);
             assert_eq!(v["roleRef"]["kind"], kind, "{file}");
             assert_eq!(v["roleRef"]["name"], role, "{file}");
             assert_eq!(v["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
@@ -1152,7 +1113,7 @@ mod tests {
             }
         }
 
-        let v = value(ASSETS.get("node_privileged_binding.yaml").unwrap());
+        let v = object::<Value>("node_privileged_binding.yaml");
         assert_eq!(v["roleRef"]["name"], "openstack-cinder-privileged-role");
         assert_eq!(
             subjects_of(&v),
@@ -1162,7 +1123,7 @@ mod tests {
                 NS.to_string()
             )]
         );
-        let v = value(ASSETS.get("prometheus_binding.yaml").unwrap());
+        let v = object::<Value>("prometheus_binding.yaml");
         assert_eq!(v["roleRef"]["kind"], "Role");
         assert_eq!(
             v["roleRef"]["name"],
@@ -1177,11 +1138,11 @@ mod tests {
             )]
         );
         // Typed parses check apiVersion and kind against the Kubernetes schema.
-        let _: RoleBinding = typed(ASSETS.get("prometheus_binding.yaml").unwrap());
-        let _: RoleBinding = typed(ASSETS.get("lease_leader_election_binding.yaml").unwrap());
-        let _: ClusterRoleBinding = typed(ASSETS.get("kube_rbac_proxy_binding.yaml").unwrap());
+        let _: RoleBinding = object("prometheus_binding.yaml");
+        let _: RoleBinding = object("lease_leader_election_binding.yaml");
+        let _: ClusterRoleBinding = object("kube_rbac_proxy_binding.yaml");
 
-        let r: ClusterRole = typed(ASSETS.get("kube_rbac_proxy_role.yaml").unwrap());
+        let r: ClusterRole = object("kube_rbac_proxy_role.yaml");
         let rule = &r.rules.unwrap()[0];
         assert_eq!(
             rule.api_groups.as_deref(),
@@ -1193,7 +1154,7 @@ mod tests {
         );
         assert_eq!(rule.verbs, ["create"]);
 
-        let r: Role = typed(ASSETS.get("lease_leader_election_role.yaml").unwrap());
+        let r: Role = object("lease_leader_election_role.yaml");
         let rule = &r.rules.unwrap()[0];
         assert_eq!(
             rule.api_groups.as_deref(),
@@ -1205,7 +1166,7 @@ mod tests {
             ["get", "watch", "list", "delete", "update", "create"]
         );
 
-        let r: ClusterRole = typed(ASSETS.get("privileged_role.yaml").unwrap());
+        let r: ClusterRole = object("privileged_role.yaml");
         let rule = &r.rules.unwrap()[0];
         assert_eq!(
             rule.api_groups.as_deref(),
@@ -1221,7 +1182,7 @@ mod tests {
         );
         assert_eq!(rule.verbs, ["use"]);
 
-        let r: Role = typed(ASSETS.get("prometheus_role.yaml").unwrap());
+        let r: Role = object("prometheus_role.yaml");
         let rule = &r.rules.unwrap()[0];
         assert_eq!(rule.api_groups.as_deref(), Some(&[String::new()][..]));
         assert_eq!(

@@ -43,7 +43,7 @@ pub const IMAGE_ENV_VARS: [&str; 14] = [
 pub const RELEASE_VERSION_ENV: &str = "OPERATOR_IMAGE_VERSION";
 
 /// Every placeholder a driver operator's assets may hold other than an image
-/// ([`IMAGE_ENV_VARS`]); the drivers' asset tests fail on anything else of the form `${…}`,
+/// ([`IMAGE_ENV_VARS`]); [`AssetSet::inventory`] fails on anything else of the form `${…}`,
 /// and the replacer fails on a placeholder it has no value for rather than ship it.
 pub const PLACEHOLDERS: &[&str] = &[
     "NAMESPACE",
@@ -80,6 +80,75 @@ impl AssetSet {
     /// The asset with this file name, if any.
     pub fn get(&self, name: &str) -> Option<&'static Asset> {
         self.all().find(|a| a.name == name)
+    }
+
+    /// The kit's contract for a driver's assets, checked by rendering each with `repl`: the
+    /// object every asset declares, in render order. Fails on the first asset that uses a
+    /// placeholder the kit does not know, does not render or parse, does not hold exactly one
+    /// object, lacks `apiVersion`, `kind` or `metadata.name`, has a kind
+    /// [`crate::kinds::api_resource`] does not know (the apply engine could not write it), sets
+    /// a namespace its kind's scope contradicts, is listed twice, or declares an object another
+    /// asset of the set declares too (two writers of one object).
+    ///
+    /// A driver's tests compare the result with its literal inventory (file, kind, name,
+    /// namespace: the anchors' list), so a renamed or reordered object shows up as a diff.
+    pub fn inventory(&self, repl: &Replacements) -> Result<Vec<Declared>, AssetError> {
+        let mut out: Vec<Declared> = Vec::new();
+        for asset in self.all() {
+            if out.iter().any(|d| d.file == asset.name) {
+                return Err(AssetError::ListedTwice {
+                    asset: asset.name.to_owned(),
+                });
+            }
+            let declared = asset.declared(repl)?;
+            if let Some(first) = out.iter().find(|d| {
+                d.kind == declared.kind
+                    && d.name == declared.name
+                    && d.namespace == declared.namespace
+            }) {
+                return Err(AssetError::SameObject {
+                    asset: asset.name.to_owned(),
+                    other: first.file.to_owned(),
+                    object: declared.object(),
+                });
+            }
+            out.push(declared);
+        }
+        Ok(out)
+    }
+}
+
+/// The object one asset declares: a row of a driver's inventory ([`AssetSet::inventory`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declared {
+    /// The asset's file name (`controller.yaml`).
+    pub file: &'static str,
+    /// The object's `kind`.
+    pub kind: String,
+    /// Its `metadata.name`.
+    pub name: String,
+    /// Its `metadata.namespace`; `None` for cluster-scoped kinds.
+    pub namespace: Option<String>,
+}
+
+impl Declared {
+    /// `Kind namespace/name` (`Kind name` when cluster-scoped), for messages.
+    pub fn object(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// A row written out literally as `(file, kind, name, namespace)`, as drivers' inventory tables
+/// are, so a table compares with [`AssetSet::inventory`]'s answer as a whole.
+impl PartialEq<(&str, &str, &str, Option<&str>)> for Declared {
+    fn eq(&self, (file, kind, name, namespace): &(&str, &str, &str, Option<&str>)) -> bool {
+        self.file == *file
+            && self.kind == *kind
+            && self.name == *name
+            && self.namespace.as_deref() == *namespace
     }
 }
 
@@ -144,8 +213,60 @@ impl Asset {
         parse_single(self.name, &self.render(repl)?)
     }
 
+    /// Checks this asset against the kit's contract ([`AssetSet::inventory`], but for the
+    /// checks that need the whole set) and names the object it declares.
+    pub fn declared(&self, repl: &Replacements) -> Result<Declared, AssetError> {
+        let unknown = self.unknown_placeholders();
+        if !unknown.is_empty() {
+            return Err(AssetError::UnknownPlaceholders {
+                asset: self.name.to_owned(),
+                names: unknown,
+            });
+        }
+        let object: serde_json::Value = self.render_object(repl)?;
+        let field = |path: &[&str], field: &'static str| {
+            path.iter()
+                .try_fold(&object, |v, key| v.get(key))
+                .and_then(serde_json::Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .ok_or_else(|| AssetError::MissingField {
+                    asset: self.name.to_owned(),
+                    field,
+                })
+        };
+        let api_version = field(&["apiVersion"], "apiVersion")?;
+        let kind = field(&["kind"], "kind")?;
+        let name = field(&["metadata", "name"], "metadata.name")?;
+        let namespace = match object.get("metadata").and_then(|m| m.get("namespace")) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(_) => Some(field(&["metadata", "namespace"], "metadata.namespace")?),
+        };
+        if crate::kinds::api_resource(&api_version, &kind).is_err() {
+            return Err(AssetError::UnknownKind {
+                asset: self.name.to_owned(),
+                api_version,
+                kind,
+            });
+        }
+        let namespaced = crate::kinds::is_namespaced(&api_version, &kind);
+        if namespaced != namespace.is_some() {
+            return Err(AssetError::Scope {
+                asset: self.name.to_owned(),
+                kind,
+                namespaced,
+            });
+        }
+        Ok(Declared {
+            file: self.name,
+            kind,
+            name,
+            namespace,
+        })
+    }
+
     /// The placeholders of this asset that the kit does not know (a typo, or a name a driver
-    /// made up): each would fail every render, so the drivers' tests check this is empty.
+    /// made up): each would fail every render, so [`AssetSet::inventory`] fails on any.
     pub fn unknown_placeholders(&self) -> Vec<String> {
         placeholders(self.content)
             .into_iter()
@@ -193,9 +314,93 @@ pub enum AssetError {
         /// Number of non-empty documents.
         found: usize,
     },
+    /// The asset uses placeholders the kit has no value for, whatever the cluster.
+    #[error(
+        "asset {asset}: placeholders {} are not ones operator-kit fills: fix their spelling, or \
+         add the name to operator_kit::assets::PLACEHOLDERS with a value in Replacements",
+        dollar_names(.names)
+    )]
+    UnknownPlaceholders {
+        /// Asset file name.
+        asset: String,
+        /// The unknown names, without `${}`, in order of first appearance.
+        names: Vec<String>,
+    },
+    /// The object lacks a field every asset must set (or it is not a non-empty string).
+    #[error(
+        "asset {asset}: the object has no {field}: every asset must set apiVersion, kind and \
+         metadata.name as non-empty strings"
+    )]
+    MissingField {
+        /// Asset file name.
+        asset: String,
+        /// The field's path (`metadata.name`).
+        field: &'static str,
+    },
+    /// The object's kind is not in the kit's kinds table, so the apply engine cannot write it.
+    #[error(
+        "asset {asset}: kind {kind} ({api_version}) is not one operator-kit manages: fix the \
+         apiVersion or kind, or add the kind to operator_kit::kinds' table"
+    )]
+    UnknownKind {
+        /// Asset file name.
+        asset: String,
+        /// The object's apiVersion.
+        api_version: String,
+        /// The object's kind.
+        kind: String,
+    },
+    /// A namespaced kind without `metadata.namespace`, or a cluster-scoped one with it.
+    #[error(
+        "asset {asset}: {kind} is {}",
+        scope_fix(*.namespaced)
+    )]
+    Scope {
+        /// Asset file name.
+        asset: String,
+        /// The object's kind.
+        kind: String,
+        /// Whether the kind is namespaced.
+        namespaced: bool,
+    },
+    /// The same file appears twice in a driver's asset set.
+    #[error("asset {asset} is listed twice in the driver's asset set: keep it in one list")]
+    ListedTwice {
+        /// Asset file name.
+        asset: String,
+    },
+    /// Two assets of a set declare the same object, which would then have two writers.
+    #[error(
+        "asset {asset} declares {object}, which asset {other} declares already: rename one or \
+         drop one of the files"
+    )]
+    SameObject {
+        /// Asset file name (the later one).
+        asset: String,
+        /// The earlier asset declaring the object.
+        other: String,
+        /// `Kind namespace/name`.
+        object: String,
+    },
     /// An object could not be written as YAML.
     #[error("cannot write YAML: {0}")]
     Serialize(String),
+}
+
+/// `${A}, ${B}` for an error message.
+fn dollar_names(names: &[String]) -> String {
+    let spelled: Vec<String> = names.iter().map(|n| format!("${{{n}}}")).collect();
+    spelled.join(", ")
+}
+
+/// What is wrong with an object's namespace, and the fix, by its kind's scope.
+fn scope_fix(namespaced: bool) -> &'static str {
+    if namespaced {
+        "namespaced but the object sets no metadata.namespace: set it (${NAMESPACE} for the \
+         driver's namespace)"
+    } else {
+        "cluster-scoped but the object sets metadata.namespace: remove it"
+    }
 }
 
 /// Placeholder values, by name without `${}`.
@@ -698,6 +903,226 @@ spec:
             .unwrap();
         assert_eq!(cm.metadata.namespace.as_deref(), Some("ns"));
         assert!(asset.render(&Replacements::new()).is_err());
+    }
+
+    const fn yaml(name: &'static str, content: &'static str) -> Asset {
+        Asset {
+            name,
+            content,
+            requires_crd: None,
+        }
+    }
+
+    const NAMESPACE: Asset = yaml(
+        "namespace.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${NAMESPACE}\n",
+    );
+    const CONFIG_MAP: Asset = yaml(
+        "cm.yaml",
+        "# a comment first\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: ${NAMESPACE}\n",
+    );
+    const ROLE: Asset = yaml(
+        "role.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\nrules: []\n",
+    );
+    const DEPLOYMENT: Asset = yaml(
+        "controller.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ${NAMESPACE}}\nspec:\n  template:\n    spec:\n      containers: [{name: c, image: '${DRIVER_IMAGE}'}]\n",
+    );
+    const GOOD: AssetSet = AssetSet(&[&[NAMESPACE, CONFIG_MAP, ROLE], &[DEPLOYMENT]]);
+
+    fn declared(content: &'static str) -> Result<Declared, AssetError> {
+        yaml("x.yaml", content).declared(&Replacements::examples("ns"))
+    }
+
+    #[test]
+    fn inventory_names_every_object_in_render_order() {
+        let inventory = GOOD.inventory(&Replacements::examples("ns")).unwrap();
+        let expected: &[(&str, &str, &str, Option<&str>)] = &[
+            ("namespace.yaml", "Namespace", "ns", None),
+            ("cm.yaml", "ConfigMap", "cm", Some("ns")),
+            ("role.yaml", "ClusterRole", "r", None),
+            ("controller.yaml", "Deployment", "d", Some("ns")),
+        ];
+        assert_eq!(inventory, expected);
+        // The comparison sees order, names and namespaces.
+        let mut swapped = expected.to_vec();
+        swapped.swap(0, 1);
+        assert_ne!(inventory, swapped);
+        assert_ne!(inventory[1], ("cm.yaml", "ConfigMap", "cm", None));
+        assert_ne!(inventory[1], ("cm.yaml", "ConfigMap", "cm", Some("other")));
+        assert_ne!(inventory[2], ("role.yaml", "Role", "r", None));
+        assert_eq!(inventory[3].object(), "Deployment ns/d");
+        assert_eq!(inventory[2].object(), "ClusterRole r");
+    }
+
+    #[test]
+    fn inventory_fails_on_an_unknown_placeholder() {
+        let err = declared("apiVersion: v1\nkind: Namespace\nmetadata: {name: '${NAMESAPCE}-${CLUSTER_ID}-${DRIVR_IMAGE}'}\n")
+            .unwrap_err();
+        assert!(
+            matches!(&err, AssetError::UnknownPlaceholders { asset, names }
+                if asset == "x.yaml" && names == &["NAMESAPCE", "DRIVR_IMAGE"]),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("asset x.yaml: placeholders ${NAMESAPCE}, ${DRIVR_IMAGE} are not")
+                && msg.contains("spelling"),
+            "{msg}"
+        );
+        // Unknown even when the caller happens to have a value for it: no cluster would.
+        let err = yaml(
+            "x.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata: {name: '${MINE}'}\n",
+        )
+        .declared(&Replacements::examples("ns").with("MINE", "m"))
+        .unwrap_err();
+        assert!(
+            matches!(err, AssetError::UnknownPlaceholders { .. }),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn inventory_fails_on_an_asset_that_does_not_render_or_parse() {
+        assert!(GOOD.inventory(&Replacements::examples("ns")).is_ok());
+        // Known placeholders, but no image values: the Deployment does not render.
+        let err = GOOD
+            .inventory(&Replacements::new().namespaces("ns", "ns"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, AssetError::Unreplaced { asset, name, .. }
+                if asset == "controller.yaml" && name == "DRIVER_IMAGE"),
+            "{err:?}"
+        );
+        let err = declared("apiVersion: v1\nkind: [unclosed\n").unwrap_err();
+        assert!(matches!(err, AssetError::Yaml { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn inventory_fails_unless_an_asset_holds_exactly_one_object() {
+        let two = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n";
+        let err = declared(two).unwrap_err();
+        assert!(
+            matches!(err, AssetError::DocumentCount { found: 2, .. }),
+            "{err:?}"
+        );
+        let err = declared("# only a comment\n---\n").unwrap_err();
+        assert!(
+            matches!(err, AssetError::DocumentCount { found: 0, .. }),
+            "{err:?}"
+        );
+        assert!(declared(two.split("---").next().unwrap_or_default()).is_ok());
+    }
+
+    #[test]
+    fn inventory_fails_on_a_missing_api_version_kind_or_name() {
+        for (content, missing) in [
+            ("kind: Namespace\nmetadata: {name: a}\n", "apiVersion"),
+            (
+                "apiVersion: ''\nkind: Namespace\nmetadata: {name: a}\n",
+                "apiVersion",
+            ),
+            ("apiVersion: v1\nmetadata: {name: a}\n", "kind"),
+            ("apiVersion: v1\nkind: Namespace\n", "metadata.name"),
+            (
+                "apiVersion: v1\nkind: Namespace\nmetadata: {generateName: a-}\n",
+                "metadata.name",
+            ),
+            (
+                "apiVersion: v1\nkind: Namespace\nmetadata: {name: 5}\n",
+                "metadata.name",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: [x]}\n",
+                "metadata.namespace",
+            ),
+            ("just a string\n", "apiVersion"),
+        ] {
+            let err = declared(content).unwrap_err();
+            assert!(
+                matches!(&err, AssetError::MissingField { asset, field } if asset == "x.yaml" && *field == missing),
+                "{content}: {err:?}"
+            );
+            assert!(
+                err.to_string().contains(&format!("has no {missing}:")),
+                "{err}"
+            );
+        }
+        assert!(declared("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n").is_ok());
+    }
+
+    #[test]
+    fn inventory_fails_on_a_kind_the_kit_cannot_write() {
+        for (api_version, kind) in [("example.com/v1", "Widget"), ("apps/v2", "Deployment")] {
+            let content = format!(
+                "apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\n"
+            );
+            let err = yaml("w.yaml", content.leak())
+                .declared(&Replacements::new())
+                .unwrap_err();
+            assert!(
+                matches!(&err, AssetError::UnknownKind { asset, api_version: v, kind: k }
+                    if asset == "w.yaml" && v == api_version && k == kind),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains("operator_kit::kinds"), "{err}");
+        }
+    }
+
+    #[test]
+    fn inventory_fails_when_the_namespace_contradicts_the_scope() {
+        let err = declared("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n").unwrap_err();
+        assert!(
+            matches!(&err, AssetError::Scope { kind, namespaced: true, .. } if kind == "ConfigMap"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("set it"), "{err}");
+        let err = declared(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: a, namespace: ns}\n",
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                AssetError::Scope {
+                    namespaced: false,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("remove it"), "{err}");
+        // `namespace: null` is no namespace.
+        assert!(
+            declared("apiVersion: v1\nkind: Namespace\nmetadata: {name: a, namespace: null}\n")
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn inventory_fails_on_an_asset_listed_twice_or_an_object_declared_twice() {
+        const TWICE: AssetSet = AssetSet(&[&[NAMESPACE, CONFIG_MAP], &[ROLE, CONFIG_MAP]]);
+        let err = TWICE.inventory(&Replacements::examples("ns")).unwrap_err();
+        assert!(
+            matches!(&err, AssetError::ListedTwice { asset } if asset == "cm.yaml"),
+            "{err:?}"
+        );
+        const OTHER_FILE: Asset = yaml(
+            "cm2.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: ns}\n",
+        );
+        const SAME: AssetSet = AssetSet(&[&[CONFIG_MAP, ROLE, OTHER_FILE]]);
+        let err = SAME.inventory(&Replacements::examples("ns")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "asset cm2.yaml declares ConfigMap ns/cm, which asset cm.yaml declares already: \
+             rename one or drop one of the files"
+        );
+        // The same name in another namespace, or of another kind, is another object.
+        let elsewhere = SAME.inventory(&Replacements::examples("other"));
+        assert!(elsewhere.is_ok(), "{elsewhere:?}");
     }
 
     #[test]
