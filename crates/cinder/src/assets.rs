@@ -15,7 +15,7 @@
 
 pub use operator_kit::assets::{Asset, AssetSet};
 use operator_kit::csi::shared::Prefixes;
-use operator_kit::{asset, shared_asset};
+use operator_kit::{asset, asset_list};
 
 /// Cinder's names in the shared assets, OpenShift's (`pkg/driver/openstack-cinder`):
 /// `openstack-cinder-csi-driver-controller-sa`, `openstack-cinder-kube-rbac-proxy-role`, ….
@@ -41,36 +41,23 @@ pub const VOLUME_SNAPSHOT_CLASS: Asset =
 /// Static objects in the control-plane namespace, in apply order: Roles and ClusterRoles, then
 /// their bindings, then the rest (anchors §4.1; within a stage, by file name, because OpenShift's
 /// order within a stage is a Go map's and therefore arbitrary). This set has no RBAC.
-pub const CONTROL_PLANE_STATIC: &[Asset] = &[
-    shared_asset!(PREFIXES, CABUNDLE_CM),
-    asset!("controller_pdb.yaml"),
-    shared_asset!(PREFIXES, CONTROLLER_SA),
-    asset!("service.yaml"),
-    asset!("servicemonitor.yaml", crd = SERVICE_MONITOR_CRD),
+pub const CONTROL_PLANE_STATIC: &[Asset] = asset_list![PREFIXES;
+    CABUNDLE_CM, "controller_pdb.yaml", CONTROLLER_SA, "service.yaml",
+    "servicemonitor.yaml" => SERVICE_MONITOR_CRD,
 ];
 
 /// Static objects of the guest cluster (the same cluster when standalone), in apply order:
 /// Roles and ClusterRoles, then bindings, then the rest.
-pub const GUEST_STATIC: &[Asset] = &[
+pub const GUEST_STATIC: &[Asset] = asset_list![PREFIXES;
     // Stage 1: roles, so bindings never point at a missing role.
-    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_ROLE),
-    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_ROLE),
-    shared_asset!(PREFIXES, PRIVILEGED_ROLE),
-    shared_asset!(PREFIXES, PROMETHEUS_ROLE),
+    KUBE_RBAC_PROXY_ROLE, LEASE_LEADER_ELECTION_ROLE, PRIVILEGED_ROLE, PROMETHEUS_ROLE,
     // Stage 2: bindings.
-    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_BINDING),
-    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_BINDING),
-    shared_asset!(PREFIXES, MAIN_ATTACHER_BINDING),
-    shared_asset!(PREFIXES, MAIN_PROVISIONER_BINDING),
-    shared_asset!(PREFIXES, MAIN_RESIZER_BINDING),
-    shared_asset!(PREFIXES, MAIN_SNAPSHOTTER_BINDING),
-    shared_asset!(PREFIXES, NODE_PRIVILEGED_BINDING),
-    shared_asset!(PREFIXES, PROMETHEUS_BINDING),
-    shared_asset!(PREFIXES, STORAGECLASS_READER_RESIZER_BINDING),
-    shared_asset!(PREFIXES, VOLUMESNAPSHOT_READER_PROVISIONER_BINDING),
+    KUBE_RBAC_PROXY_BINDING, LEASE_LEADER_ELECTION_BINDING, MAIN_ATTACHER_BINDING,
+    MAIN_PROVISIONER_BINDING, MAIN_RESIZER_BINDING, MAIN_SNAPSHOTTER_BINDING,
+    NODE_PRIVILEGED_BINDING, PROMETHEUS_BINDING, STORAGECLASS_READER_RESIZER_BINDING,
+    VOLUMESNAPSHOT_READER_PROVISIONER_BINDING,
     // Stage 3: everything else.
-    asset!("csidriver.yaml"),
-    shared_asset!(PREFIXES, NODE_SA),
+    "csidriver.yaml", NODE_SA,
 ];
 
 /// Every asset once, in the order `csi-operator render` prints them: the static lists, then

@@ -19,7 +19,7 @@
 
 pub use operator_kit::assets::{Asset, AssetSet};
 use operator_kit::csi::shared::Prefixes;
-use operator_kit::{asset, shared_asset};
+use operator_kit::{asset, asset_list};
 
 /// Manila's names in the shared assets, OpenShift's (`pkg/driver/openstack-manila`):
 /// `manila-csi-driver-controller-sa`, `openstack-manila-kube-rbac-proxy-role`, ….
@@ -46,37 +46,23 @@ pub const VOLUME_SNAPSHOT_CLASS: Asset =
 
 /// Static objects of the driver namespace's control-plane side, in apply order: the Namespace
 /// first (everything else lives in it), then by file name.
-pub const CONTROL_PLANE_STATIC: &[Asset] = &[
-    asset!("namespace.yaml"),
-    shared_asset!(PREFIXES, CABUNDLE_CM),
-    asset!("controller_pdb.yaml"),
-    shared_asset!(PREFIXES, CONTROLLER_SA),
-    asset!("service.yaml"),
-    asset!("servicemonitor.yaml", crd = SERVICE_MONITOR_CRD),
+pub const CONTROL_PLANE_STATIC: &[Asset] = asset_list![PREFIXES;
+    "namespace.yaml", CABUNDLE_CM, "controller_pdb.yaml", CONTROLLER_SA, "service.yaml",
+    "servicemonitor.yaml" => SERVICE_MONITOR_CRD,
 ];
 
 /// Static objects of the guest side, in apply order: roles, then bindings, then the rest.
-pub const GUEST_STATIC: &[Asset] = &[
+pub const GUEST_STATIC: &[Asset] = asset_list![PREFIXES;
     // Stage 1: roles, so bindings never point at a missing role.
-    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_ROLE),
-    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_ROLE),
-    shared_asset!(PREFIXES, PRIVILEGED_ROLE),
-    shared_asset!(PREFIXES, PROMETHEUS_ROLE),
-    asset!("secret_reader_role.yaml"),
+    KUBE_RBAC_PROXY_ROLE, LEASE_LEADER_ELECTION_ROLE, PRIVILEGED_ROLE, PROMETHEUS_ROLE,
+    "secret_reader_role.yaml",
     // Stage 2: bindings (no attacher binding: Manila has no attacher).
-    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_BINDING),
-    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_BINDING),
-    shared_asset!(PREFIXES, MAIN_PROVISIONER_BINDING),
-    shared_asset!(PREFIXES, MAIN_RESIZER_BINDING),
-    shared_asset!(PREFIXES, MAIN_SNAPSHOTTER_BINDING),
-    shared_asset!(PREFIXES, NODE_PRIVILEGED_BINDING),
-    shared_asset!(PREFIXES, PROMETHEUS_BINDING),
-    asset!("secret_reader_binding.yaml"),
-    shared_asset!(PREFIXES, STORAGECLASS_READER_RESIZER_BINDING),
-    shared_asset!(PREFIXES, VOLUMESNAPSHOT_READER_PROVISIONER_BINDING),
+    KUBE_RBAC_PROXY_BINDING, LEASE_LEADER_ELECTION_BINDING, MAIN_PROVISIONER_BINDING,
+    MAIN_RESIZER_BINDING, MAIN_SNAPSHOTTER_BINDING, NODE_PRIVILEGED_BINDING, PROMETHEUS_BINDING,
+    "secret_reader_binding.yaml", STORAGECLASS_READER_RESIZER_BINDING,
+    VOLUMESNAPSHOT_READER_PROVISIONER_BINDING,
     // Stage 3: everything else.
-    asset!("config_secret.yaml"),
-    shared_asset!(PREFIXES, NODE_SA),
+    "config_secret.yaml", NODE_SA,
 ];
 
 /// Every asset once, in the order `csi-operator render` prints them: the static lists, then

@@ -22,7 +22,7 @@ use operator_kit::csi::{
 use operator_kit::desired::{self, BuildError, Desired};
 use operator_kit::kinds::known as ar;
 use operator_kit::spec::{self, DriverAssets, DriverSpec, ImageVar, RBAC_GROUP, Related};
-use operator_kit::{asset, shared_asset};
+use operator_kit::{asset, asset_list};
 
 /// The CSI driver, its CSIDriver and its ClusterCSIDriver.
 pub const CSI_DRIVER_NAME: &str = "smb.csi.k8s.io";
@@ -105,37 +105,28 @@ pub const SPEC: DriverSpec = DriverSpec {
 // Condition prefixes: library-go's controllers with OpenShift's `Samba` name prefix.
 operator_kit::condition_prefixes!("Samba");
 
-/// The controller Deployment asset.
 /// OpenShift's names for SMB's sidecar objects (`smb-csi-driver-…`, `smb-…`).
 pub const PREFIXES: Prefixes = Prefixes {
     asset: "smb-csi-driver",
     short: "smb",
 };
 
+/// The controller Deployment (`smb-csi-driver-controller`).
 pub const CONTROLLER: Asset = asset!("controller.yaml");
+/// The node DaemonSet (`smb-csi-driver-node`).
 pub const NODE: Asset = asset!("node.yaml");
-pub const CONTROL_PLANE_STATIC: &[Asset] = &[
-    shared_asset!(PREFIXES, CONTROLLER_SA),
-    asset!("controller_pdb.yaml"),
-    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_ROLE),
-    shared_asset!(PREFIXES, KUBE_RBAC_PROXY_BINDING),
-    shared_asset!(PREFIXES, PROMETHEUS_ROLE),
-    shared_asset!(PREFIXES, PROMETHEUS_BINDING),
-    asset!("service.yaml"),
-    asset!("servicemonitor.yaml", crd = csi::SERVICE_MONITOR_CRD),
+/// Static objects of the driver namespace's control-plane side (the apply waves order them).
+pub const CONTROL_PLANE_STATIC: &[Asset] = asset_list![PREFIXES;
+    CONTROLLER_SA, "controller_pdb.yaml", KUBE_RBAC_PROXY_ROLE, KUBE_RBAC_PROXY_BINDING,
+    PROMETHEUS_ROLE, PROMETHEUS_BINDING, "service.yaml",
+    "servicemonitor.yaml" => csi::SERVICE_MONITOR_CRD,
 ];
-pub const GUEST_STATIC: &[Asset] = &[
-    shared_asset!(PREFIXES, NODE_SA),
-    shared_asset!(PREFIXES, PRIVILEGED_ROLE),
-    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_ROLE),
-    shared_asset!(PREFIXES, LEASE_LEADER_ELECTION_BINDING),
-    shared_asset!(PREFIXES, MAIN_PROVISIONER_BINDING),
-    shared_asset!(PREFIXES, MAIN_RESIZER_BINDING),
-    shared_asset!(PREFIXES, STORAGECLASS_READER_RESIZER_BINDING),
+/// Static objects of the guest side (the same cluster: SMB runs standalone only).
+pub const GUEST_STATIC: &[Asset] = asset_list![PREFIXES;
+    NODE_SA, PRIVILEGED_ROLE, LEASE_LEADER_ELECTION_ROLE, LEASE_LEADER_ELECTION_BINDING,
+    MAIN_PROVISIONER_BINDING, MAIN_RESIZER_BINDING, STORAGECLASS_READER_RESIZER_BINDING,
     // SMB's controller mounts host paths too (OpenShift binds it to the privileged SCC).
-    asset!("controller_privileged_binding.yaml"),
-    shared_asset!(PREFIXES, NODE_PRIVILEGED_BINDING),
-    asset!("csidriver.yaml"),
+    "controller_privileged_binding.yaml", NODE_PRIVILEGED_BINDING, "csidriver.yaml",
 ];
 
 /// What SMB's pods mount: no cloud credentials and no trusted CA bundle, only the controller's

@@ -387,6 +387,36 @@ macro_rules! shared_asset {
     }};
 }
 
+/// A driver's list of assets, in order, as a `&[Asset]`: each `NAME` is the shared asset of
+/// that name filled with the driver's prefixes ([`shared_asset!`](crate::shared_asset)), each
+/// `"file.yaml"` the driver's own file ([`asset!`](crate::asset)), and `"file.yaml" => CRD`
+/// its own file for a kind that `CRD` serves:
+///
+/// ```ignore
+/// pub const GUEST_STATIC: &[Asset] = asset_list![PREFIXES;
+///     KUBE_RBAC_PROXY_ROLE, PRIVILEGED_ROLE, "secret_reader_role.yaml",
+///     KUBE_RBAC_PROXY_BINDING, "servicemonitor.yaml" => SERVICE_MONITOR_CRD,
+/// ];
+/// ```
+#[macro_export]
+macro_rules! asset_list {
+    ($prefixes:expr; $($items:tt)*) => {
+        $crate::asset_list!(@list $prefixes; []; $($items)*)
+    };
+    (@list $p:expr; [$($done:expr),*]; ) => {
+        &[$($done),*]
+    };
+    (@list $p:expr; [$($done:expr),*]; $file:literal => $crd:expr $(, $($rest:tt)*)?) => {
+        $crate::asset_list!(@list $p; [$($done,)* $crate::asset!($file, crd = $crd)]; $($($rest)*)?)
+    };
+    (@list $p:expr; [$($done:expr),*]; $file:literal $(, $($rest:tt)*)?) => {
+        $crate::asset_list!(@list $p; [$($done,)* $crate::asset!($file)]; $($($rest)*)?)
+    };
+    (@list $p:expr; [$($done:expr),*]; $shared:ident $(, $($rest:tt)*)?) => {
+        $crate::asset_list!(@list $p; [$($done,)* $crate::shared_asset!($p, $shared)]; $($($rest)*)?)
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
