@@ -170,6 +170,8 @@ impl Driver for Smb {
     const CR_NAME: &'static str = CSI_DRIVER_NAME;
     const OPERAND: &'static str = SPEC.operand;
     const CONTROLLER_NAME_PREFIX: &'static str = SPEC.controller_name_prefix;
+    /// Least privilege: the operator's ClusterRole reads StorageClasses and writes none.
+    const EXTRA_STORAGE_CLASSES: bool = false;
 
     fn static_groups(&self, _kit: &Kit, facts: &Facts<()>) -> Vec<Group> {
         vec![
@@ -213,16 +215,12 @@ impl csi::DriverOptions for Options {
     }
 }
 
-/// What the operator watches: its CR, the cluster singletons, its namespace's objects, the
-/// extra classes of the driver settings and each cluster-scoped object it writes (by name).
+/// What the operator watches: its CR, the cluster singletons, its namespace's objects and each
+/// cluster-scoped object it writes (by name); no StorageClass (it writes none).
 pub fn watches(clients: impl Into<Clients>, opts: &Options) -> Result<CacheBuilder, BuildError> {
     let ns = opts.namespace.as_str();
     let builder = csi::base_watches(CacheBuilder::new(clients, [ns]), CSI_DRIVER_NAME)
         .namespaced(&ar("v1", "ConfigMap"))
-        .cluster_selected(
-            &ar("storage.k8s.io/v1", "StorageClass"),
-            &operator_kit::settings::extra_class_selector(CSI_DRIVER_NAME),
-        )
         .in_namespace(&ar("apps/v1", "Deployment"), ns)
         .in_namespace(&ar("apps/v1", "DaemonSet"), ns)
         // The one Secret it reads: its metrics certificate (self-issued on plain Kubernetes;

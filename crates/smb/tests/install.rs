@@ -277,3 +277,52 @@ fn every_asset_renders_with_known_placeholders_only() {
         ]
     );
 }
+
+/// Least privilege: the SMB operator may write no StorageClass, so extra classes in its driver
+/// settings are refused with a message saying what to do, and none is written.
+#[tokio::test]
+async fn extra_storage_classes_in_the_settings_are_refused_not_attempted() {
+    let (sim, client) = cluster(false).await;
+    let (_, mut op) = install(&client).await;
+    let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": operator_kit::settings::config_map_name(smb::SPEC.user_agent), "namespace": NS},
+        "data": {"settings.yaml": "storageClasses:\n- name: team-share\n  parameters: {source: //smb.example/team}\n"}});
+    Api::<DynamicObject>::namespaced_with(client.clone(), NS, &ar("v1", "ConfigMap"))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(settings).expect("ConfigMap"),
+        )
+        .await
+        .expect("settings created");
+    let crs: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ar("operator.openshift.io/v1", "ClusterCSIDriver"),
+    );
+    let mut refused = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        op.reconcile().await;
+        let cr = crs.get(smb::CSI_DRIVER_NAME).await.expect("CR");
+        refused = cr.data["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "ExtraStorageClassControllerDegraded" && c["status"] == "True")
+            .and_then(|c| c["message"].as_str().map(str::to_owned));
+        if refused.is_some() {
+            break;
+        }
+    }
+    let message = refused.expect("ExtraStorageClassControllerDegraded=True");
+    assert!(
+        message.contains("writes no StorageClass")
+            && message.contains("create the classes yourself"),
+        "{message}"
+    );
+    let sc_writes = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_write() && r.resource.contains("storageclasses"))
+        .count();
+    assert_eq!(sc_writes, 0, "no StorageClass write is even attempted");
+}

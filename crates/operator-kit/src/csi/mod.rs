@@ -291,6 +291,12 @@ pub trait Driver: Send + Sync + 'static {
         None
     }
 
+    /// Whether the driver settings may list extra StorageClasses for the operator to keep.
+    /// A driver whose operator has no right to write StorageClasses (SMB: each share needs a
+    /// class the administrator writes, with its server and credentials) says `false`; listed
+    /// classes then make `ExtraStorageClassControllerDegraded` say so, and none is written.
+    const EXTRA_STORAGE_CLASSES: bool = true;
+
     /// Whether `name` is one the driver gives (or may give) its own StorageClasses: an extra
     /// StorageClass of the driver settings may not take it.
     fn reserved_storage_class(&self, _name: &str) -> bool {

@@ -141,6 +141,10 @@ pub enum SettingsFailure {
         name: String,
         provisioner: &'static str,
     },
+    #[error(
+        "storageClasses: the {provisioner} operator writes no StorageClass (its service account has no right to); remove storageClasses from the settings and create the classes yourself"
+    )]
+    ClassesNotManaged { provisioner: &'static str },
     #[error("StorageClass {name}: {source}")]
     ApplyClass { name: String, source: ApplyError },
     #[error("cannot delete StorageClass {name}: {source}")]
@@ -694,6 +698,17 @@ impl<D: Driver> CsiOperator<D> {
         };
         let mut errors = Vec::new();
         let wanted = settings.storage_classes(provisioner)?;
+        if !D::EXTRA_STORAGE_CLASSES {
+            return match wanted.is_empty() {
+                true => Ok(()),
+                false => {
+                    Err(
+                        SettingsFailures(vec![SettingsFailure::ClassesNotManaged { provisioner }])
+                            .into(),
+                    )
+                }
+            };
+        }
         let mut names = std::collections::BTreeSet::new();
         for d in &wanted {
             let name = d.object.metadata.name.clone().unwrap_or_default();
