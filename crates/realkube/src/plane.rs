@@ -223,7 +223,11 @@ impl ControlPlane {
                     format!("--authorization-kubeconfig={kc}"),
                     format!("--service-account-private-key-file={}", dir.join("sa.key").display()),
                     format!("--root-ca-file={}", dir.join("ca.crt").display()),
-                    "--use-service-account-credentials=false".into(),
+                    // Each controller acts as its own ServiceAccount, as OpenShift's
+                    // controller-manager does: with the admin's credentials every pod the
+                    // ReplicaSet and DaemonSet controllers create would pass SCC admission
+                    // (the admin may use every SCC), and a missing SCC binding of ours with it.
+                    "--use-service-account-credentials=true".into(),
                     "--leader-elect=false".into(),
                     // No cloud, no node IPAM, and the kubelet stand-in keeps its Nodes Ready
                     // itself: the node lifecycle controller would taint them otherwise.

@@ -132,7 +132,8 @@ async fn openshift_mode_admits_schedules_and_runs_pods_as_the_real_cluster_does(
     assert_eq!(processes.len(), 1, "{}", kubelet.report());
     assert!(processes[0].pid.is_some(), "{}", kubelet.report());
 
-    // The privileged one is refused by SCC admission: the real controller-manager's FailedCreate.
+    // The privileged one is refused (by restricted Pod Security, the default): the real
+    // controller-manager's FailedCreate.
     let events: Api<Event> = Api::namespaced(client.clone(), "smoke");
     let refusal = wait(
         "FailedCreate for the privileged pod",
@@ -147,6 +148,41 @@ async fn openshift_mode_admits_schedules_and_runs_pods_as_the_real_cluster_does(
     )
     .await;
     assert!(refusal.contains("forbidden"), "{refusal}");
+
+    // Where Pod Security allows it, SCC admission alone decides, on the pod's ServiceAccount:
+    // the controller-manager creates pods as its controllers' ServiceAccounts (as OpenShift's
+    // does), never as an identity that may use every SCC.
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "smoke-privileged", "labels": {
+                "pod-security.kubernetes.io/enforce": "privileged",
+                "security.openshift.io/scc.podSecurityLabelSync": "false"}}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), "smoke-privileged")
+        .create(
+            &PostParams::default(),
+            &deployment("privileged", "example/other:1", true),
+        )
+        .await
+        .unwrap();
+    let events: Api<Event> = Api::namespaced(client.clone(), "smoke-privileged");
+    let refusal = wait(
+        "SCC admission's FailedCreate for the privileged pod",
+        &mut plane,
+        async || {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("FailedCreate"))
+                .and_then(|e| e.message)
+        },
+    )
+    .await;
+    assert!(refusal.contains("security context constraint"), "{refusal}");
 
     // The audit log: our create, as the admin, and the controller-manager's pod creates.
     let requests = plane.requests();
