@@ -421,3 +421,94 @@ async fn without_manila_cinder_converges_and_a_credential_rotation_rolls_the_dri
         "requests refused by RBAC or a policy"
     );
 }
+
+/// docs/smb.md's opt-in, done as it says on the real control plane with OpenShift's own CVO:
+/// the administrator marks the CSO Deployment unmanaged with a CVO override and gives it
+/// `CSO_OPTIONAL_DRIVERS=smb` and the SMB images. The CSO starts the SMB operator, whose
+/// driver comes up under real RBAC and SCC admission (its controller binds the privileged
+/// SCC), with no request refused, no pod refused, and the CVO leaving the opt-in alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opted_in_through_a_cvo_override_the_cso_runs_smb_under_real_rbac_and_scc() {
+    use kube::api::{DynamicObject, Patch, PatchParams};
+    use serde_json::json;
+    const CSO: &str = "cluster-storage-operator";
+    const SMB_AVAILABLE: [&str; 2] = [
+        "SambaDriverControllerServiceControllerAvailable",
+        "SambaDriverNodeServiceControllerAvailable",
+    ];
+    let mut c = RealCluster::openshift(openstack_sim::SimConfig::default(), &[V1]).await;
+    c.run_cvo(&payload(V1)).await;
+    c.wait("ClusterVersion to finish applying", async |c| {
+        cluster_version_done(c, V1).await
+    })
+    .await;
+    c.wait("ClusterOperator/storage healthy", async |c| {
+        storage_healthy(c, V1).await
+    })
+    .await;
+
+    let versions = Api::<DynamicObject>::all_with(
+        c.client.clone(),
+        &operator_kit::kinds::known("config.openshift.io/v1", "ClusterVersion"),
+    );
+    let unmanaged = json!({"spec": {"overrides": [{"kind": "Deployment", "group": "apps",
+        "namespace": CSO_NS, "name": CSO, "unmanaged": true}]}});
+    versions
+        .patch("version", &PatchParams::default(), &Patch::Merge(unmanaged))
+        .await
+        .expect("the CVO override");
+    let opt_in = json!({"spec": {"template": {"spec": {"containers": [{"name": CSO, "env": [
+        {"name": "CSO_OPTIONAL_DRIVERS", "value": "smb"},
+        {"name": "SMB_DRIVER_OPERATOR_IMAGE", "value": release_operator_image(V1)},
+        {"name": "SMB_DRIVER_IMAGE", "value": format!("quay.io/example/smbplugin:{V1}")},
+    ]}]}}}});
+    Api::<Deployment>::namespaced(c.client.clone(), CSO_NS)
+        .patch(CSO, &PatchParams::default(), &Patch::Strategic(opt_in))
+        .await
+        .expect("the opt-in");
+
+    c.wait("SMB available", async |c| {
+        driver_available(c, "smb.csi.k8s.io", &SMB_AVAILABLE).await
+    })
+    .await;
+    c.wait("every workload's pods ready, SMB's included", async |c| {
+        let ready = workloads_complete(c, &[CSO_NS, DRIVERS_NS]).await?;
+        let smb = Api::<DaemonSet>::namespaced(c.client.clone(), DRIVERS_NS)
+            .get_opt("smb-csi-driver-node")
+            .await
+            .map_err(|e| e.to_string())?;
+        smb.map(|_| ready)
+            .ok_or("no SMB node DaemonSet yet".to_owned())
+    })
+    .await;
+    c.wait("ClusterOperator/storage healthy with SMB", async |c| {
+        storage_healthy(c, V1).await
+    })
+    .await;
+    // The override holds: the CVO has not put the Deployment back.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let cso = Api::<Deployment>::namespaced(c.client.clone(), CSO_NS)
+        .get(CSO)
+        .await
+        .expect("the CSO Deployment");
+    let env = serde_json::to_value(&cso.spec.expect("spec").template)
+        .expect("template")["spec"]["containers"][0]["env"]
+        .clone();
+    assert!(
+        env.as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["name"] == "CSO_OPTIONAL_DRIVERS" && e["value"] == "smb"),
+        "{env:#}"
+    );
+    assert_eq!(
+        c.failed_creates().await,
+        Vec::<String>::new(),
+        "pods refused by admission"
+    );
+    assert_eq!(
+        c.refusals(),
+        Vec::<String>::new(),
+        "requests refused by RBAC"
+    );
+}
