@@ -52,14 +52,7 @@ pub async fn start(
     let shell = Shell::new(args.process, &args.namespace, args.metrics_listen, NAMES);
     let optional_drivers = args.optional_drivers;
     let options = async |_: &kube::Client, hosted: Option<_>| {
-        if hosted.is_some()
-            && let Some(d) = optional_drivers.first()
-        {
-            anyhow::bail!(
-                "--optional-driver {}: optional drivers run on standalone clusters only, not in a hosted control plane",
-                d.name
-            );
-        }
+        standalone_only(&optional_drivers, hosted.is_some())?;
         Ok(Options {
             namespace: args.namespace,
             env: operator::env_from_process(),
@@ -71,4 +64,42 @@ pub async fn start(
     shell
         .start(options, operator::watches, Operator::new, shutdown)
         .await
+}
+
+/// Optional drivers run on standalone clusters only, as OpenShift's: in a hosted control plane
+/// (`--guest-kubeconfig`) the CSO refuses to start with them rather than ignore the opt-in.
+fn standalone_only(
+    optional_drivers: &[&'static cluster_storage::registry::Driver],
+    hosted: bool,
+) -> anyhow::Result<()> {
+    match optional_drivers.first() {
+        Some(d) if hosted => anyhow::bail!(
+            "--optional-driver {}: optional drivers run on standalone clusters only, not in a hosted control plane; remove CSO_OPTIONAL_DRIVERS (or the flag) from the hosted CSO",
+            d.name
+        ),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hosted_cso_refuses_optional_drivers_and_a_standalone_one_takes_them() {
+        let smb = optional_driver("smb").expect("smb is optional");
+        assert!(standalone_only(&[smb], false).is_ok());
+        assert!(standalone_only(&[], true).is_ok());
+        let refused = standalone_only(&[smb], true).expect_err("refused when hosted");
+        assert!(
+            refused.to_string().contains("--optional-driver smb")
+                && refused.to_string().contains("standalone clusters only"),
+            "{refused}"
+        );
+        let unknown = optional_driver(" nfs").expect_err("not an optional driver");
+        assert!(
+            unknown.contains("smb"),
+            "names the optional drivers: {unknown}"
+        );
+    }
 }
