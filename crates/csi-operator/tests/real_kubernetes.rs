@@ -111,16 +111,7 @@ async fn both_drivers_install_from_the_kustomize_base_on_a_real_kubernetes_contr
         })
         .await;
     assert!(workloads >= 6, "{workloads} workloads");
-    assert_eq!(
-        c.failed_creates().await,
-        Vec::<String>::new(),
-        "pods refused by admission"
-    );
-    assert_eq!(
-        c.refusals(),
-        Vec::<String>::new(),
-        "requests refused by RBAC"
-    );
+    c.assert_nothing_refused().await;
 
     // Each operator created its own ClusterCSIDriver (no CSO on plain Kubernetes), as its
     // ServiceAccount.
@@ -306,16 +297,7 @@ async fn both_drivers_install_from_the_helm_chart_on_a_real_kubernetes_control_p
         })
         .await;
     }
-    assert_eq!(
-        c.failed_creates().await,
-        Vec::<String>::new(),
-        "pods refused by admission"
-    );
-    assert_eq!(
-        c.refusals(),
-        Vec::<String>::new(),
-        "requests refused by RBAC"
-    );
+    c.assert_nothing_refused().await;
     // Nothing landed in the default namespace of the operators.
     let default_ns = Api::<Namespace>::all(c.client.clone())
         .get_opt(DRIVERS_NS)

@@ -120,16 +120,7 @@ async fn the_real_cvo_installs_and_upgrades_the_release_under_real_admission_and
     );
 
     // Every pod admitted, no request refused, every operator one process that never restarted.
-    assert_eq!(
-        c.failed_creates().await,
-        Vec::<String>::new(),
-        "pods refused by admission"
-    );
-    assert_eq!(
-        c.refusals(),
-        Vec::<String>::new(),
-        "requests refused by RBAC"
-    );
+    c.assert_nothing_refused().await;
     let processes = c.kubelet.processes();
     assert_eq!(
         processes.len(),
@@ -194,16 +185,7 @@ async fn the_real_cvo_installs_and_upgrades_the_release_under_real_admission_and
         workloads_complete(c, &[CSO_NS, DRIVERS_NS, MANILA_NS]).await
     })
     .await;
-    assert_eq!(
-        c.failed_creates().await,
-        Vec::<String>::new(),
-        "pods refused by admission"
-    );
-    assert_eq!(
-        c.refusals(),
-        Vec::<String>::new(),
-        "requests refused by RBAC"
-    );
+    c.assert_nothing_refused().await;
 }
 
 /// The check above can fail: with the ClusterOperator manifest back before the Deployment (the
@@ -380,16 +362,7 @@ async fn without_manila_cinder_converges_and_a_credential_rotation_rolls_the_dri
         }
     })
     .await;
-    assert_eq!(
-        c.failed_creates().await,
-        Vec::<String>::new(),
-        "pods refused by admission"
-    );
-    assert_eq!(
-        c.refusals(),
-        Vec::<String>::new(),
-        "requests refused by RBAC"
-    );
+    c.assert_nothing_refused().await;
 
     // The operators' own RBAC writes pass the admission policies that pin them (in force since
     // the CVO applied them): deleted, each object is made again by its owner, unrefused. One at
@@ -501,14 +474,5 @@ async fn opted_in_through_a_cvo_override_the_cso_runs_smb_under_real_rbac_and_sc
             .any(|e| e["name"] == "CSO_OPTIONAL_DRIVERS" && e["value"] == "smb"),
         "{env:#}"
     );
-    assert_eq!(
-        c.failed_creates().await,
-        Vec::<String>::new(),
-        "pods refused by admission"
-    );
-    assert_eq!(
-        c.refusals(),
-        Vec::<String>::new(),
-        "requests refused by RBAC"
-    );
+    c.assert_nothing_refused().await;
 }

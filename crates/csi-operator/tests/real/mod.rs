@@ -465,6 +465,20 @@ impl RealCluster {
     }
 
     /// Every `FailedCreate` Event (a pod refused by admission) in the cluster.
+    /// Asserts that admission refused no pod and RBAC no request, so far.
+    pub async fn assert_nothing_refused(&self) {
+        assert_eq!(
+            self.failed_creates().await,
+            Vec::<String>::new(),
+            "pods refused by admission"
+        );
+        assert_eq!(
+            self.refusals(),
+            Vec::<String>::new(),
+            "requests refused by RBAC"
+        );
+    }
+
     pub async fn failed_creates(&self) -> Vec<String> {
         let events: Api<Event> = Api::all(self.client.clone());
         events
