@@ -19,6 +19,21 @@ const CSO_NS: &str = "openshift-cluster-storage-operator";
 const DRIVERS_NS: &str = "openshift-cluster-csi-drivers";
 const MANILA_NS: &str = "openshift-manila-csi-driver";
 
+/// A cluster on `openstack` with release V1 applied by the CVO and storage healthy.
+async fn installed(openstack: openstack_sim::SimConfig) -> RealCluster {
+    let mut c = RealCluster::openshift(openstack, &[V1]).await;
+    c.run_cvo(&payload(V1)).await;
+    c.wait("ClusterVersion to finish applying", async |c| {
+        cluster_version_done(c, V1).await
+    })
+    .await;
+    c.wait("ClusterOperator/storage healthy", async |c| {
+        storage_healthy(c, V1).await
+    })
+    .await;
+    c
+}
+
 /// A ClusterVersion that applied `version` completely.
 async fn cluster_version_done(c: &RealCluster, version: &str) -> Result<(), String> {
     let conditions = realkube::cvo::conditions(&c.client).await;
@@ -264,16 +279,7 @@ async fn without_manila_cinder_converges_and_a_credential_rotation_rolls_the_dri
         share_types: None,
         ..Default::default()
     };
-    let mut c = RealCluster::openshift(openstack, &[V1]).await;
-    c.run_cvo(&payload(V1)).await;
-    c.wait("ClusterVersion to finish applying", async |c| {
-        cluster_version_done(c, V1).await
-    })
-    .await;
-    c.wait("ClusterOperator/storage healthy", async |c| {
-        storage_healthy(c, V1).await
-    })
-    .await;
+    let mut c = installed(openstack).await;
     c.wait("Cinder available", async |c| {
         driver_available(c, "cinder.csi.openstack.org", &CINDER_AVAILABLE).await
     })
@@ -409,16 +415,7 @@ async fn opted_in_through_a_cvo_override_the_cso_runs_smb_under_real_rbac_and_sc
         "SambaDriverControllerServiceControllerAvailable",
         "SambaDriverNodeServiceControllerAvailable",
     ];
-    let mut c = RealCluster::openshift(openstack_sim::SimConfig::default(), &[V1]).await;
-    c.run_cvo(&payload(V1)).await;
-    c.wait("ClusterVersion to finish applying", async |c| {
-        cluster_version_done(c, V1).await
-    })
-    .await;
-    c.wait("ClusterOperator/storage healthy", async |c| {
-        storage_healthy(c, V1).await
-    })
-    .await;
+    let mut c = installed(openstack_sim::SimConfig::default()).await;
 
     let versions = Api::<DynamicObject>::all_with(
         c.client.clone(),

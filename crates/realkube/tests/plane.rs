@@ -28,6 +28,24 @@ async fn wait<T>(what: &str, plane: &mut ControlPlane, mut f: impl AsyncFnMut() 
     }
 }
 
+/// The message of the first FailedCreate Event in `namespace`: the controller-manager's report
+/// of a pod that admission refused.
+async fn failed_create(client: &kube::Client, namespace: &str, plane: &mut ControlPlane) -> String {
+    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
+    wait(
+        &format!("a FailedCreate in {namespace}"),
+        plane,
+        async || {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("FailedCreate"))
+                .and_then(|e| e.message)
+        },
+    )
+    .await
+}
+
 fn deployment(name: &str, image: &str, privileged: bool) -> Deployment {
     let security = if privileged {
         json!({"privileged": true})
@@ -134,19 +152,7 @@ async fn openshift_mode_admits_schedules_and_runs_pods_as_the_real_cluster_does(
 
     // The privileged one is refused (by restricted Pod Security, the default): the real
     // controller-manager's FailedCreate.
-    let events: Api<Event> = Api::namespaced(client.clone(), "smoke");
-    let refusal = wait(
-        "FailedCreate for the privileged pod",
-        &mut plane,
-        async || {
-            let list = events.list(&ListParams::default()).await.ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("FailedCreate"))
-                .and_then(|e| e.message)
-        },
-    )
-    .await;
+    let refusal = failed_create(&client, "smoke", &mut plane).await;
     assert!(refusal.contains("forbidden"), "{refusal}");
 
     // Where Pod Security allows it, SCC admission alone decides, on the pod's ServiceAccount:
@@ -169,19 +175,7 @@ async fn openshift_mode_admits_schedules_and_runs_pods_as_the_real_cluster_does(
         )
         .await
         .unwrap();
-    let events: Api<Event> = Api::namespaced(client.clone(), "smoke-privileged");
-    let refusal = wait(
-        "SCC admission's FailedCreate for the privileged pod",
-        &mut plane,
-        async || {
-            let list = events.list(&ListParams::default()).await.ok()?;
-            list.items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("FailedCreate"))
-                .and_then(|e| e.message)
-        },
-    )
-    .await;
+    let refusal = failed_create(&client, "smoke-privileged", &mut plane).await;
     assert!(refusal.contains("security context constraint"), "{refusal}");
 
     // The audit log: our create, as the admin, and the controller-manager's pod creates.
